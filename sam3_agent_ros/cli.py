@@ -1,0 +1,153 @@
+"""``sam3-agent``: run one query on an image file (``run``), and the bag tools (``replay``,
+``record``, ``demo``, registered by ``sam3_agent_ros.bags.commands``).
+
+``run`` prints the result JSON (CONTRACTS §6) on stdout and nothing else there; logs go to stderr.
+Exit status: 0 succeeded/no_mask, 1 failed/cancelled, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+log = logging.getLogger("sam3_agent_ros.cli")
+
+
+class UsageError(Exception):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sam3-agent", description=__doc__.split("\n\n")[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="answer one query on one image file")
+    run.add_argument("--image", required=True, help="image file (PNG, JPEG, ...)")
+    run.add_argument("--query", required=True, help='e.g. "the leftmost blue object"')
+    run.add_argument("--query-id", default="cli-1", help="query_id of the result")
+    run.add_argument("--params-file", help="ROS 2 parameters YAML (sam3_agent: ros__parameters:)")
+    run.add_argument("-p", dest="overrides", action="append", default=[], metavar="NAME:=VALUE",
+                     help="set one parameter (repeatable), e.g. -p llm.backend:=offline")
+    run.add_argument("--out", help="directory for overlay.png and mask.png")
+    run.add_argument("--trace", help="write every LLM request/response as JSON lines here")
+    run.set_defaults(handler=cmd_run)
+    try:
+        from sam3_agent_ros.bags.commands import register
+    except ImportError:  # bag tools not installed in this build
+        pass
+    else:
+        register(commands)
+    return parser
+
+
+def load_config(params_file: str | None, overrides: list[str]):
+    """Params file, then ``-p`` overrides, validated into a Config (ConfigError on any problem)."""
+    from sam3_agent_ros.config import Config, load_params_file, parse_override
+
+    params = load_params_file(params_file) if params_file else {}
+    for text in overrides:
+        name, value = parse_override(text)
+        params[name] = value
+    return Config.from_params(params)
+
+
+def read_image(path: str):
+    import cv2
+    import numpy as np
+
+    data = np.fromfile(path, dtype=np.uint8) if Path(path).is_file() else None
+    if data is None:
+        raise UsageError(f"--image {path}: no such file")
+    image = cv2.imdecode(data, cv2.IMREAD_COLOR)
+    if image is None:
+        raise UsageError(f"--image {path}: not a readable image (PNG, JPEG, ...)")
+    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from sam3_agent_ros.config import ConfigError
+    from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result
+
+    try:
+        config = load_config(args.params_file, args.overrides)
+        image = read_image(args.image)
+    except (ConfigError, UsageError) as exc:
+        print(f"sam3-agent run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    frame, query = Frame(image, frame_id="image"), Query(args.query_id, args.query)
+    try:
+        agent = _build_agent(config, args.trace)
+    except Exception as exc:  # backend construction: a system error with a clear reason
+        result = Result(query.id, query.text, QueryStatus.FAILED, error=str(exc), frame=frame)
+        print(json.dumps(result.to_json()))
+        return EXIT_FAILED
+    try:
+        result = _run_interruptible(agent, frame, query)
+    finally:
+        from sam3_agent_ros.backends import close_quietly
+
+        close_quietly(agent.llm)
+        close_quietly(agent.segmenter)
+    if args.out:
+        _write_outputs(Path(args.out), frame, result)
+    print(json.dumps(result.to_json()))
+    return EXIT_OK if result.status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK) \
+        else EXIT_FAILED
+
+
+def _build_agent(config, trace_path: str | None):
+    from sam3_agent_ros.backends import make_llm, make_segmenter
+    from sam3_agent_ros.core.agent import Agent
+
+    llm = make_llm(config)
+    if trace_path:
+        from sam3_agent_ros.llm.trace import TracingClient
+
+        llm = TracingClient(llm, trace_path)
+    return Agent(config, llm=llm, segmenter=make_segmenter(config))
+
+
+def _run_interruptible(agent, frame, query):
+    """Ctrl-C / SIGTERM cancel the query; it still ends with its one (cancelled) result."""
+    from sam3_agent_ros.core.cancel import CancelToken
+
+    cancel = CancelToken()
+
+    def on_signal(signum, _frame):
+        cancel.cancel(f"interrupted by signal {signum}")
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, on_signal)
+        signal.signal(signal.SIGTERM, on_signal)
+    return agent.run(frame, query, cancel=cancel,
+                     on_status=lambda event: log.info("status %s", json.dumps(event.to_json())))
+
+
+def _write_outputs(out: Path, frame, result) -> None:
+    import cv2
+
+    from sam3_agent_ros import render
+
+    out.mkdir(parents=True, exist_ok=True)
+    masks = [m.mask for m in result.masks]
+    overlay = render.overlay_masks(frame.image, masks) if masks else frame.image
+    cv2.imwrite(str(out / "overlay.png"), cv2.cvtColor(overlay, cv2.COLOR_RGB2BGR))
+    cv2.imwrite(str(out / "mask.png"), render.union_mask(masks, frame.image.shape[:2]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
+                        format="[%(levelname)s] %(name)s: %(message)s")
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

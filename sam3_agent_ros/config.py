@@ -1,0 +1,325 @@
+"""The one configuration object, shared by the ROS node, the YAML files and the CLI.
+
+Every parameter is declared once in ``PARAMETERS`` (name, default, description, allowed values or
+range). The node declares ROS parameters from this table, the CLI parses ``-p name:=value`` against
+it, and ``Config.from_params`` validates a flat ``{name: value}`` mapping into typed sections.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+NODE_NAME = "sam3_agent"
+
+
+class ConfigError(ValueError):
+    """An invalid parameter name or value; the message names the parameter and the fix."""
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    default: Any
+    description: str
+    choices: tuple | None = None
+    min: float | None = None
+    max: float | None = None
+    # A choice may also be free-form when it matches this predicate (segmenter plugins).
+    free_form_hint: str = ""
+
+    @property
+    def type(self) -> type:
+        return type(self.default)
+
+    def validate(self, value: Any) -> Any:
+        """Return ``value`` coerced to this parameter's type, or raise ``ConfigError``."""
+        value = _coerce(self, value)
+        if self.choices is not None and value not in self.choices:
+            if not (self.free_form_hint == "plugin" and isinstance(value, str) and ":" in value):
+                allowed = ", ".join(repr(c) for c in self.choices)
+                extra = " or a plugin 'package.module:factory'" if self.free_form_hint else ""
+                raise ConfigError(f"{self.name}: {value!r} is not one of {allowed}{extra}")
+        if self.min is not None and value < self.min:
+            raise ConfigError(f"{self.name}: {value!r} is below the minimum {self.min}")
+        if self.max is not None and value > self.max:
+            raise ConfigError(f"{self.name}: {value!r} is above the maximum {self.max}")
+        return value
+
+
+def _coerce(param: Parameter, value: Any) -> Any:
+    kind = param.type
+    if kind is str and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, str) and kind is not str:
+        text = value.strip()
+        if kind is bool:
+            lowered = text.lower()
+            if lowered in ("true", "1", "yes", "on"):
+                return True
+            if lowered in ("false", "0", "no", "off"):
+                return False
+            raise ConfigError(f"{param.name}: {value!r} is not a boolean (true/false)")
+        try:
+            return kind(text)
+        except ValueError:
+            raise ConfigError(f"{param.name}: {value!r} is not {_TYPE_NAMES[kind]}") from None
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{param.name}: {value!r} is not a boolean (true/false)")
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if kind is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise ConfigError(f"{param.name}: {value!r} is not {_TYPE_NAMES[kind]}")
+    return value
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "a boolean"}
+
+
+PARAMETERS: tuple[Parameter, ...] = (
+    # --- LLM -------------------------------------------------------------------------------------
+    Parameter("llm.backend", "offline",
+              "'openai': any OpenAI-compatible endpoint (vLLM, OpenAI, ...). 'offline': the built-in "
+              "deterministic demo planner (no model; for tests and trying the package).",
+              choices=("openai", "offline")),
+    Parameter("llm.base_url", "http://127.0.0.1:8000/v1",
+              "Base URL of the OpenAI-compatible Chat Completions endpoint."),
+    Parameter("llm.model", "Qwen/Qwen3-VL-8B-Instruct", "Model name sent with every request."),
+    Parameter("llm.api_key_env", "OPENAI_API_KEY",
+              "NAME of the environment variable holding the API key (the key is never a parameter, "
+              "never logged)."),
+    Parameter("llm.timeout_s", 60.0, "Timeout of one LLM request in seconds.", min=0.1, max=3600.0),
+    Parameter("llm.max_retries", 2,
+              "Retries (with backoff) of one request on 429, 5xx and connection errors.", min=0, max=10),
+    Parameter("llm.temperature", 0.0, "Sampling temperature.", min=0.0, max=2.0),
+    Parameter("llm.max_tokens", 2048, "Most completion tokens per request.", min=16, max=65536),
+    # --- Segmenter -------------------------------------------------------------------------------
+    Parameter("segmenter.backend", "color",
+              "'sam3': Meta's SAM 3. 'color': the built-in offline demo segmenter (HSV colours). "
+              "Or a plugin 'package.module:factory'.",
+              choices=("sam3", "color"), free_form_hint="plugin"),
+    Parameter("segmenter.checkpoint", "",
+              "SAM 3 weights file (.pt/.safetensors). Empty: download facebook/sam3 from the "
+              "Hugging Face hub (gated: accept the license, then 'hf auth login')."),
+    Parameter("segmenter.device", "",
+              "Torch device for SAM 3: 'cuda', 'cuda:N' or 'cpu'. Empty: cuda when available."),
+    Parameter("segmenter.dtype", "",
+              "SAM 3 compute dtype: 'bfloat16', 'float16' (older Jetsons) or 'float32'. "
+              "Empty: bfloat16 on CUDA, float32 on CPU.",
+              choices=("", "bfloat16", "float16", "float32")),
+    Parameter("segmenter.confidence_threshold", 0.5,
+              "Masks scoring below this are dropped.", min=0.0, max=1.0),
+    Parameter("segmenter.overlap_threshold", 0.8,
+              "Greedy overlap removal: a mask whose IoU with a higher-scoring kept mask exceeds this "
+              "is dropped (1.0 disables).", min=0.0, max=1.0),
+    Parameter("segmenter.min_mask_area", 16, "Masks with fewer pixels are dropped.", min=0),
+    Parameter("segmenter.bpe_path", "",
+              "SAM 3 BPE vocabulary file. Empty: the byte-identical copy shipped by open_clip_torch."),
+    Parameter("segmenter.random_weights", False,
+              "TESTS/BENCHMARKS ONLY: build SAM 3 with random weights (no checkpoint). Results are "
+              "meaningless and marked as such."),
+    # --- Agent -----------------------------------------------------------------------------------
+    Parameter("agent.max_rounds", 16, "Most main-loop LLM calls per query.", min=1, max=200),
+    Parameter("agent.max_context_messages", 10,
+              "Hard bound on the messages of every main-loop request.", min=4, max=200),
+    Parameter("agent.max_image_side", 1008,
+              "Longest side (px) of any image sent to the LLM; larger images are downscaled.",
+              min=64, max=8192),
+    Parameter("agent.examine_concurrency", 4,
+              "Verifier (examine_each_mask) calls in flight at once.", min=1, max=64),
+    Parameter("agent.query_timeout_s", 120.0, "Wall-clock bound per query in seconds.",
+              min=0.1, max=86400.0),
+    Parameter("agent.max_consecutive_mistakes", 3,
+              "Malformed or invalid model replies in a row before the query fails.", min=1, max=50),
+    Parameter("agent.verifier_retries", 2,
+              "Extra attempts of one verifier call whose reply has no verdict; then the mask is "
+              "rejected.", min=0, max=10),
+    Parameter("agent.max_masks_in_table", 30,
+              "Most masks listed in the mask table given to the model (highest scores first).",
+              min=1, max=500),
+    Parameter("agent.prompts_dir", "",
+              "Directory with system.md and verifier.md. Empty: the installed share directory."),
+    # --- ROS node --------------------------------------------------------------------------------
+    Parameter("autostart", True,
+              "Drive the lifecycle node to 'active' by itself after start-up."),
+    Parameter("image_transport", "raw",
+              "'raw': subscribe to 'image' (sensor_msgs/Image). 'compressed': subscribe to "
+              "'image/compressed' (sensor_msgs/CompressedImage, JPEG/PNG).",
+              choices=("raw", "compressed")),
+    Parameter("image_qos", "sensor_data",
+              "'sensor_data': best effort, keep last 1 (real cameras). 'reliable': reliable, keep "
+              "last 1 (bag players and reliable publishers both connect).",
+              choices=("sensor_data", "reliable")),
+    Parameter("max_frame_age_s", 2.0,
+              "A query needs a frame received at most this long ago (0 disables the check).",
+              min=0.0),
+    Parameter("frame_wait_s", 3.0,
+              "How long a query waits for a (fresh) frame before failing.", min=0.0, max=600.0),
+    Parameter("query_policy", "preempt",
+              "'preempt': a new query cancels the running one. 'queue': FIFO queue.",
+              choices=("preempt", "queue")),
+    Parameter("queue_size", 8, "Most queries waiting when query_policy is 'queue'.", min=1,
+              max=1000),
+    Parameter("max_query_chars", 2000, "Longer query messages are rejected.", min=1),
+    Parameter("publish_overlay", True, "Publish ~/overlay (costs one rgb8 image per query)."),
+    # --- 3D from aligned depth -------------------------------------------------------------------
+    Parameter("depth.enabled", False,
+              "Subscribe to 'depth' and 'camera_info' and publish ~/target, ~/targets."),
+    Parameter("depth.max_stamp_diff_s", 0.05,
+              "Largest stamp difference between the colour frame and the depth frame used.",
+              min=0.0, max=10.0),
+    Parameter("depth.min_m", 0.1, "Depth below this (m) is invalid.", min=0.0),
+    Parameter("depth.max_m", 10.0, "Depth above this (m) is invalid.", min=0.0),
+    Parameter("depth.erode_px", 3, "Mask erosion (px) before sampling depth.", min=0, max=100),
+    Parameter("depth.min_valid_pixels", 20, "Fewer valid depth pixels: no position.", min=1),
+    Parameter("depth.statistic", "median", "Robust depth statistic over the mask.",
+              choices=("median", "trimmed_mean", "min_cluster")),
+    Parameter("depth.buffer_size", 30, "Depth frames kept (by reference) for stamp matching.",
+              min=1, max=1000),
+)
+
+PARAMETERS_BY_NAME: dict[str, Parameter] = {p.name: p for p in PARAMETERS}
+
+
+def _section(prefix: str) -> dict[str, Parameter]:
+    return {p.name[len(prefix) + 1:]: p for p in PARAMETERS if p.name.startswith(prefix + ".")}
+
+
+def _fields_from(prefix: str):
+    return [(key, p.type, field(default=p.default)) for key, p in _section(prefix).items()]
+
+
+LlmConfig = dataclasses.make_dataclass("LlmConfig", _fields_from("llm"), frozen=True)
+LlmConfig.__doc__ = "LLM endpoint settings (llm.*)."
+SegmenterConfig = dataclasses.make_dataclass(
+    "SegmenterConfig", _fields_from("segmenter"), frozen=True)
+SegmenterConfig.__doc__ = "Segmenter settings (segmenter.*)."
+AgentConfig = dataclasses.make_dataclass("AgentConfig", _fields_from("agent"), frozen=True)
+AgentConfig.__doc__ = "Agent loop bounds (agent.*)."
+DepthConfig = dataclasses.make_dataclass("DepthConfig", _fields_from("depth"), frozen=True)
+DepthConfig.__doc__ = "3D target settings (depth.*)."
+NodeConfig = dataclasses.make_dataclass(
+    "NodeConfig",
+    [(p.name, p.type, field(default=p.default)) for p in PARAMETERS if "." not in p.name],
+    frozen=True,
+)
+NodeConfig.__doc__ = "ROS node settings (un-prefixed parameters)."
+
+_SECTIONS = {"llm": LlmConfig, "segmenter": SegmenterConfig, "agent": AgentConfig,
+             "depth": DepthConfig}
+
+
+@dataclass(frozen=True)
+class Config:
+    """All settings. Field docs live in ``PARAMETERS`` (one description per parameter)."""
+
+    llm: LlmConfig = field(default_factory=LlmConfig)
+    segmenter: SegmenterConfig = field(default_factory=SegmenterConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    depth: DepthConfig = field(default_factory=DepthConfig)
+    node: NodeConfig = field(default_factory=NodeConfig)
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> Config:
+        """Validate a flat ``{"llm.model": ..., "autostart": ...}`` mapping; unknown names fail."""
+        values = {p.name: p.default for p in PARAMETERS}
+        for name, value in params.items():
+            param = PARAMETERS_BY_NAME.get(name)
+            if param is None:
+                raise ConfigError(f"unknown parameter {name!r}{_suggest(name)}")
+            values[name] = param.validate(value)
+        if values["depth.min_m"] >= values["depth.max_m"]:
+            raise ConfigError("depth.min_m must be below depth.max_m")
+        sections: dict[str, Any] = {}
+        for prefix, klass in _SECTIONS.items():
+            sections[prefix] = klass(**{k: values[f"{prefix}.{k}"] for k in _section(prefix)})
+        sections["node"] = NodeConfig(**{p.name: values[p.name] for p in PARAMETERS
+                                         if "." not in p.name})
+        return cls(**sections)
+
+    def to_params(self) -> dict[str, Any]:
+        """The flat mapping back (for logs and tests)."""
+        out = {}
+        for prefix in _SECTIONS:
+            for key, value in dataclasses.asdict(getattr(self, prefix)).items():
+                out[f"{prefix}.{key}"] = value
+        out.update(dataclasses.asdict(self.node))
+        return out
+
+
+def _suggest(name: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, PARAMETERS_BY_NAME, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"llm": {"model": "x"}}`` -> ``{"llm.model": "x"}`` (ROS YAML nests dotted names)."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def load_params_file(path: str | Path, node_name: str = NODE_NAME) -> dict[str, Any]:
+    """Read a ROS 2 parameters YAML (``sam3_agent: ros__parameters:`` or ``/**: ...``).
+
+    Entries for ``/**``, the node name (with or without namespace) are merged in that order.
+    """
+    path = Path(path)
+    try:
+        tree = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"cannot read params file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"params file {path} is not valid YAML: {exc}") from None
+    if not isinstance(tree, dict):
+        raise ConfigError(f"params file {path}: expected '<node>: ros__parameters: {{...}}'")
+    params: dict[str, Any] = {}
+    matched = False
+    for key in sorted(tree, key=lambda k: k != "/**"):
+        entry = tree[key]
+        if str(key) == "/**" or str(key).rstrip("/").split("/")[-1] == node_name:
+            if not isinstance(entry, dict) or "ros__parameters" not in entry:
+                raise ConfigError(f"params file {path}: '{key}' has no 'ros__parameters' mapping")
+            params.update(flatten(entry["ros__parameters"] or {}))
+            matched = True
+    if not matched:
+        raise ConfigError(
+            f"params file {path}: no '{node_name}:' or '/**:' section with ros__parameters")
+    return params
+
+
+def parse_override(text: str) -> tuple[str, str]:
+    """``"llm.model:=qwen"`` -> ``("llm.model", "qwen")`` (values stay strings, coerced later)."""
+    name, sep, value = text.partition(":=")
+    if not sep or not name.strip():
+        raise ConfigError(f"bad override {text!r}: expected NAME:=VALUE")
+    name = name.strip()
+    if name not in PARAMETERS_BY_NAME:
+        raise ConfigError(f"unknown parameter {name!r}{_suggest(name)}")
+    return name, _yaml_scalar(value)
+
+
+def _yaml_scalar(value: str) -> Any:
+    """Interpret an override value like ROS does (YAML scalar), keeping plain strings intact."""
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        return value
+    if parsed is None:
+        return ""
+    return parsed if isinstance(parsed, (bool, int, float, str)) else value

@@ -1,0 +1,205 @@
+"""The SAM 3 agent loop: ask the model, run its tool, repeat, within bounds.
+
+``Agent.run`` never raises: every query ends in exactly one ``Result``. Errors caused by the model
+go back to it as a corrective turn (``ModelMistake``); errors of the system end the query.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from sam3_agent_ros.config import Config
+from sam3_agent_ros.core import context, protocol
+from sam3_agent_ros.core.cancel import CancelToken
+from sam3_agent_ros.core.errors import LlmError, ModelMistake, QueryEnded, SegmenterError
+from sam3_agent_ros.core.prompts import Prompts, load_prompts
+from sam3_agent_ros.core.tools import Continue, Finish, QueryState, ToolBox
+from sam3_agent_ros.core.types import (Frame, LlmReply, Message, Phase, Query, QueryStatus,
+                                       Result, StatusEvent, Timings, Usage)
+from sam3_agent_ros.core.verifier import Verifier
+from sam3_agent_ros.llm.base import LlmClient
+from sam3_agent_ros.segmenters.base import Segmenter
+
+log = logging.getLogger(__name__)
+StatusCallback = Callable[[StatusEvent], None]
+_query_serial = itertools.count(1)
+
+
+class Agent:
+    def __init__(self, config: Config, llm: LlmClient, segmenter: Segmenter,
+                 prompts: Prompts | None = None):
+        self.config = config
+        self.llm = llm
+        self.segmenter = segmenter
+        self.prompts = prompts or load_prompts(config.agent.prompts_dir)
+
+    def run(self, frame: Frame, query: Query, cancel: CancelToken | None = None,
+            on_status: StatusCallback | None = None) -> Result:
+        return _QueryRun(self, frame, query, cancel or CancelToken(), on_status).execute()
+
+
+class _QueryRun:
+    """The state of one query; ``execute`` is the loop."""
+
+    def __init__(self, agent: Agent, frame: Frame, query: Query, cancel: CancelToken,
+                 on_status: StatusCallback | None):
+        self.cfg = agent.config.agent
+        self.agent, self.frame, self.query = agent, frame, query
+        self.started = time.monotonic()
+        self.parent_cancel = cancel
+        self.cancel = cancel.child(self.started + self.cfg.query_timeout_s)
+        self.on_status = on_status
+        self.state = QueryState(frame, query.text, key_prefix=f"q{next(_query_serial)}")
+        self.turns: list[context.Turn] = []
+        self.rounds = self.examine_rounds = self.mistakes = 0
+        self.timings, self.usage = Timings(), Usage()
+        self.usage_lock = threading.Lock()
+        self.last_messages: list[Message] = []
+        verifier = Verifier(agent.llm, agent.prompts.verifier, self.cfg.examine_concurrency,
+                            self.cfg.verifier_retries)
+        self.tools = ToolBox(agent.segmenter, self._examiner(verifier), self.cfg.max_masks_in_table)
+
+    def execute(self) -> Result:
+        try:
+            _check_inputs(self.frame, self.query)
+            while True:
+                self._check_limits()
+                messages = self._next_request()
+                reply = self._ask(messages)
+                outcome = self._act(reply.text)
+                if isinstance(outcome, Finish):
+                    return self._result(outcome.status, None, outcome.masks)
+        except QueryEnded as ended:
+            return self._result(ended.status, ended.reason)
+        except Exception as exc:  # a bug must still end the query with one result
+            log.exception("query %s: internal error", self.query.id)
+            return self._result(QueryStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            self.parent_cancel.release(self.cancel)
+
+    def _check_limits(self) -> None:
+        if self.cancel.cancelled:
+            raise QueryEnded(QueryStatus.CANCELLED, self.cancel.reason or "cancelled")
+        if self.cancel.remaining() <= 0:
+            raise QueryEnded(QueryStatus.FAILED,
+                             f"query timed out after {self.cfg.query_timeout_s:g} s")
+        if self.rounds >= self.cfg.max_rounds:
+            raise QueryEnded(QueryStatus.FAILED,
+                             f"no answer after agent.max_rounds={self.cfg.max_rounds} rounds")
+
+    def _next_request(self) -> list[Message]:
+        first_user = context.first_user_message(
+            self.state.image("frame", self.frame.image), self.query.text, self.frame.width,
+            self.frame.height, replaced_prompts=self.state.prompts[:-1])
+        messages = context.build_messages(Message.text("system", self.agent.prompts.system),
+                                          first_user, self.turns, self.cfg.max_context_messages)
+        violation = context.check_messages(messages, self.cfg.max_context_messages)
+        if violation:
+            raise QueryEnded(QueryStatus.FAILED, f"context invariant violated: {violation}")
+        self.last_messages = messages
+        return messages
+
+    def _ask(self, messages: list[Message]) -> LlmReply:
+        self.rounds += 1
+        self._status(Phase.THINKING)
+        started = time.monotonic()
+        try:
+            reply = self.agent.llm.complete(messages, self.cancel)
+        except LlmError as exc:
+            self._check_limits()  # a cancel or the deadline explains the error best
+            raise QueryEnded(QueryStatus.FAILED, f"LLM request failed: {exc}") from None
+        finally:
+            self.timings.llm_s += time.monotonic() - started
+        self._add_usage(reply)
+        return reply
+
+    def _act(self, reply_text: str) -> Continue | Finish | None:
+        assistant = Message.text("assistant", protocol.kept_text(reply_text))
+        try:
+            call = protocol.parse_tool_call(reply_text)
+            if call.name in _PHASES:
+                self._status(_PHASES[call.name], call)
+            outcome = self.tools.execute(call, self.state)
+        except ModelMistake as mistake:
+            self.mistakes += 1
+            if self.mistakes >= self.cfg.max_consecutive_mistakes:
+                raise QueryEnded(QueryStatus.FAILED,
+                                 f"{self.mistakes} invalid model replies in a row; last: "
+                                 f"{mistake}") from None
+            self.turns.append(context.Turn(assistant, Message.text("user", f"Error: {mistake}")))
+            return None
+        except SegmenterError as exc:
+            raise QueryEnded(QueryStatus.FAILED, str(exc)) from None
+        self.mistakes = 0
+        if isinstance(outcome, Continue):
+            self.turns.append(context.Turn(assistant, outcome.message, outcome.executed_segment))
+        return outcome
+
+    def _examiner(self, verifier: Verifier):
+        def examine(state: QueryState) -> list[bool]:
+            self.examine_rounds += 1
+            started = time.monotonic()
+            try:
+                return verifier.examine(state, self.cancel, self.examine_rounds, self._add_usage)
+            except LlmError as exc:
+                self._check_limits()
+                raise QueryEnded(QueryStatus.FAILED, f"verifier request failed: {exc}") from None
+            finally:
+                self.timings.llm_s += time.monotonic() - started
+        return examine
+
+    def _add_usage(self, reply: LlmReply) -> None:
+        with self.usage_lock:
+            self.usage.add(reply)
+
+    def _status(self, phase: Phase, call: protocol.ToolCall | None = None,
+                status: QueryStatus | None = None) -> None:
+        if self.on_status is None:
+            return
+        event = StatusEvent(
+            query_id=self.query.id, phase=phase, round=self.rounds,
+            tool=call.name if call else None,
+            text_prompt=call.parameters.get("text_prompt") if call else None,
+            num_masks=len(self.state.masks), context_messages=len(self.last_messages),
+            context_images=context.count_images(self.last_messages),
+            elapsed_s=time.monotonic() - self.started,
+            status=status.value if status else None)
+        try:
+            self.on_status(event)
+        except Exception:  # a broken observer must not break the query
+            log.exception("status callback failed")
+
+    def _result(self, status: QueryStatus, error: str | None, masks=()) -> Result:
+        self.timings.total_s = time.monotonic() - self.started
+        self.timings.segment_s = self.state.segment_s
+        result = Result(query_id=self.query.id, query=self.query.text, status=status, error=error,
+                        masks=list(masks), text_prompts=list(self.state.prompts),
+                        rounds=self.rounds, timings=self.timings, usage=self.usage,
+                        frame=self.frame if isinstance(self.frame, Frame) else None)
+        if getattr(self.agent.segmenter, "untrained_weights", False):
+            result.extra["untrained_weights"] = True
+        self._status(Phase.DONE, status=status)
+        return result
+
+
+_PHASES = {protocol.SEGMENT: Phase.SEGMENTING, protocol.EXAMINE: Phase.EXAMINING}
+
+
+def _check_inputs(frame: Frame, query: Query) -> None:
+    """Bad input ends the query before any model call."""
+    if not isinstance(frame, Frame) or not isinstance(frame.image, np.ndarray):
+        raise QueryEnded(QueryStatus.FAILED, "no frame image")
+    image = frame.image
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+        raise QueryEnded(QueryStatus.FAILED,
+                         f"frame must be RGB uint8 (H, W, 3), got {image.dtype} {image.shape}")
+    if image.shape[0] == 0 or image.shape[1] == 0:
+        raise QueryEnded(QueryStatus.FAILED, f"frame is empty ({image.shape[1]}x{image.shape[0]})")
+    if not isinstance(query.text, str) or not query.text.strip():
+        raise QueryEnded(QueryStatus.FAILED, "query text is empty")

@@ -1,0 +1,58 @@
+"""A cancel handle shared by the caller and a running query."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+
+class CancelToken:
+    """Set once by the caller (preemption, deactivate, Ctrl-C); polled by the loop between steps
+    and waited on by blocking calls (LLM requests) so they can return early.
+
+    ``deadline`` is a ``time.monotonic()`` value after which blocking calls should give up. A child
+    token (``child(deadline)``) is cancelled whenever its parent is."""
+
+    def __init__(self, deadline: float | None = None):
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._children: list[CancelToken] = []
+        self.reason = ""
+        self.deadline = deadline
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        with self._lock:
+            if self._event.is_set():
+                return
+            self.reason = reason
+            self._event.set()
+            children = list(self._children)
+        for child in children:
+            child.cancel(reason)
+
+    def child(self, deadline: float | None = None) -> CancelToken:
+        token = CancelToken(deadline)
+        with self._lock:
+            self._children.append(token)
+            cancelled = self._event.is_set()
+        if cancelled:
+            token.cancel(self.reason)
+        return token
+
+    def release(self, child: CancelToken) -> None:
+        """Forget a finished child (keeps long-lived parents from accumulating children)."""
+        with self._lock:
+            if child in self._children:
+                self._children.remove(child)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def remaining(self) -> float | None:
+        """Seconds until the deadline (None: no deadline)."""
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def wait(self, timeout: float | None) -> bool:
+        """Sleep up to ``timeout`` seconds; True as soon as cancelled."""
+        return self._event.wait(timeout)

@@ -1,0 +1,201 @@
+"""Plain data that flows through the core: frames, queries, masks, messages, results, status."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One colour frame: RGB (H, W, 3) uint8 plus the ROS header it came with."""
+
+    image: np.ndarray
+    stamp_sec: int = 0
+    stamp_nanosec: int = 0
+    frame_id: str = ""
+
+    @property
+    def width(self) -> int:
+        return int(self.image.shape[1])
+
+    @property
+    def height(self) -> int:
+        return int(self.image.shape[0])
+
+
+@dataclass(frozen=True)
+class Query:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Mask:
+    """One segmented instance at the frame's resolution."""
+
+    mask: np.ndarray  # (H, W) bool
+    score: float
+    bbox: tuple[float, float, float, float]  # x0, y0, x1, y1 in pixels
+    area: int
+    centroid: tuple[float, float]  # u, v in pixels
+
+    @classmethod
+    def from_array(cls, mask: np.ndarray, score: float,
+                   bbox: tuple[float, float, float, float]) -> Mask:
+        ys, xs = np.nonzero(mask)
+        area = int(xs.size)
+        centroid = (float(xs.mean()), float(ys.mean())) if area else (float("nan"),) * 2
+        return cls(mask=mask, score=float(score), bbox=tuple(float(v) for v in bbox), area=area,
+                   centroid=centroid)
+
+    def summary(self, mask_id: int) -> dict[str, Any]:
+        """The result-JSON form (CONTRACTS §6)."""
+        return {"id": mask_id, "score": round(self.score, 4),
+                "bbox": [round(v, 1) for v in self.bbox], "area": self.area,
+                "centroid": [round(v, 1) for v in self.centroid]}
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    """An image inside a message. Stays an array until the HTTP boundary; ``key`` names it
+    within a query (``frame``, ``overlay-3``...) for encode caching and trace placeholders."""
+
+    array: np.ndarray
+    key: str
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # "system" | "user" | "assistant"
+    content: tuple[str | ImagePart, ...]
+
+    @classmethod
+    def text(cls, role: str, text: str) -> Message:
+        return cls(role, (text,))
+
+    @property
+    def text_content(self) -> str:
+        return "\n".join(p for p in self.content if isinstance(p, str))
+
+    @property
+    def images(self) -> list[ImagePart]:
+        return [p for p in self.content if isinstance(p, ImagePart)]
+
+
+@dataclass(frozen=True)
+class LlmReply:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class QueryStatus(str, enum.Enum):
+    SUCCEEDED = "succeeded"
+    NO_MASK = "no_mask"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+@dataclass
+class Timings:
+    total_s: float = 0.0
+    llm_s: float = 0.0
+    segment_s: float = 0.0
+
+    def to_json(self) -> dict[str, float]:
+        return {"total_s": round(self.total_s, 4), "llm_s": round(self.llm_s, 4),
+                "segment_s": round(self.segment_s, 4)}
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, reply: LlmReply) -> None:
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+
+
+@dataclass
+class Result:
+    """The one terminal outcome of a query (CONTRACTS §6)."""
+
+    query_id: str
+    query: str
+    status: QueryStatus
+    error: str | None = None
+    masks: list[Mask] = field(default_factory=list)  # selected, in answer order
+    text_prompts: list[str] = field(default_factory=list)
+    rounds: int = 0
+    timings: Timings = field(default_factory=Timings)
+    usage: Usage = field(default_factory=Usage)
+    frame: Frame | None = None
+    # Free-form extras merged into the JSON (e.g. "untrained_weights": true, 3D positions).
+    extra: dict[str, Any] = field(default_factory=dict)
+    mask_extras: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        frame = self.frame
+        masks = []
+        for index, mask in enumerate(self.masks):
+            entry = mask.summary(index + 1)
+            if index < len(self.mask_extras):
+                entry.update(self.mask_extras[index])
+            masks.append(entry)
+        out = {
+            "query_id": self.query_id,
+            "query": self.query,
+            "status": self.status.value,
+            "error": self.error,
+            "stamp": {"sec": frame.stamp_sec if frame else 0,
+                      "nanosec": frame.stamp_nanosec if frame else 0},
+            "frame_id": frame.frame_id if frame else "",
+            "width": frame.width if frame else 0,
+            "height": frame.height if frame else 0,
+            "masks": masks,
+            "text_prompts": list(self.text_prompts),
+            "rounds": self.rounds,
+            "timings": self.timings.to_json(),
+            "usage": {"prompt_tokens": self.usage.prompt_tokens,
+                      "completion_tokens": self.usage.completion_tokens},
+        }
+        out.update(self.extra)
+        return out
+
+
+class Phase(str, enum.Enum):
+    QUEUED = "queued"
+    THINKING = "thinking"
+    SEGMENTING = "segmenting"
+    EXAMINING = "examining"
+    DONE = "done"
+
+
+@dataclass(frozen=True)
+class StatusEvent:
+    """A phase change of a query (CONTRACTS §7)."""
+
+    query_id: str
+    phase: Phase
+    round: int = 0
+    tool: str | None = None
+    text_prompt: str | None = None
+    num_masks: int = 0
+    context_messages: int = 0
+    context_images: int = 0
+    elapsed_s: float = 0.0
+    status: str | None = None  # terminal status, on phase "done"
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"query_id": self.query_id, "phase": self.phase.value, "round": self.round,
+               "tool": self.tool, "text_prompt": self.text_prompt, "num_masks": self.num_masks,
+               "context": {"messages": self.context_messages, "images": self.context_images},
+               "elapsed_s": round(self.elapsed_s, 3)}
+        if self.status is not None:
+            out["status"] = self.status
+        return out

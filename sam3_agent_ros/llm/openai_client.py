@@ -1,0 +1,282 @@
+"""The real LLM client: Chat Completions on the ``openai`` SDK, for any OpenAI-compatible endpoint.
+
+Policy, in one place:
+- Retried with exponential backoff and jitter (``llm.max_retries`` times, our own loop so a cancel
+  or the query deadline stops it between attempts): 408, 409, 429, 5xx, connection errors and
+  timeouts. A ``Retry-After`` header of at most ``backoff_max_s`` is honoured.
+- Failed at once with a hint: any other 4xx (bad request, auth, unknown model); malformed 200
+  responses (non-JSON body, no choices, empty or non-string content).
+- Every failure leaves ``complete`` as ``LlmError``; nothing else escapes.
+- Cancel: the blocking SDK call runs on a daemon thread; ``complete`` waits for it, the cancel
+  token or the deadline, whichever comes first, and raises ``LlmError("cancelled")`` at once on
+  cancel. The abandoned HTTP call ends in the background, bounded by its own timeout.
+- The API key (from the environment variable named by ``llm.api_key_env``) is never logged and
+  is scrubbed from every error message.
+- Images are encoded once per query: the encoder cache is keyed by the query's ``CancelToken``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import logging
+import os
+import random
+import threading
+import time
+import weakref
+
+import openai
+
+from sam3_agent_ros.core.cancel import CancelToken
+from sam3_agent_ros.core.errors import LlmError
+from sam3_agent_ros.core.types import LlmReply, Message
+from sam3_agent_ros.llm.encoding import ImageEncoder, to_openai_messages
+
+log = logging.getLogger(__name__)
+
+PLACEHOLDER_API_KEY = "EMPTY"  # vLLM and most local servers accept any key
+RETRIABLE_STATUS = frozenset({408, 409, 429})
+_POLL_S = 0.05  # how often a waiting call looks at the cancel token
+_GRACE_S = 0.5  # hard bound on one attempt beyond its timeout (httpx timeouts are per phase)
+_MAX_SERVER_TEXT = 300
+
+
+class _Retriable(Exception):
+    """One attempt failed in a way worth retrying; ``str`` is the reason, ``retry_after`` a hint."""
+
+    def __init__(self, reason: str, retry_after: float | None = None):
+        super().__init__(reason)
+        self.retry_after = retry_after
+
+
+class OpenAiClient:
+    """``LlmClient`` for an OpenAI-compatible Chat Completions endpoint (thread-safe).
+
+    ``llm_config`` is a ``config.LlmConfig``; ``max_image_side`` is ``agent.max_image_side``.
+    ``backoff_base_s``/``backoff_max_s`` shape the retry delays (base * 2**attempt, jittered).
+    ``image_format`` is ``"jpeg"`` (default; quality 90) or ``"png"``."""
+
+    def __init__(self, llm_config, max_image_side: int = 1008, *, backoff_base_s: float = 0.5,
+                 backoff_max_s: float = 8.0, image_format: str = "jpeg"):
+        self._config = llm_config
+        self._max_image_side = int(max_image_side)
+        self._image_format = image_format
+        self._backoff_base_s = float(backoff_base_s)
+        self._backoff_max_s = float(backoff_max_s)
+        self._api_key_env = llm_config.api_key_env
+        api_key = os.environ.get(llm_config.api_key_env, "") if llm_config.api_key_env else ""
+        self._secret = api_key  # only used to scrub error texts; never logged
+        if not api_key:
+            log.info("no API key in $%s; sending a placeholder key (fine for vLLM and other "
+                     "local servers)", llm_config.api_key_env)
+        self._sdk = openai.OpenAI(base_url=llm_config.base_url,
+                                  api_key=api_key or PLACEHOLDER_API_KEY,
+                                  timeout=llm_config.timeout_s, max_retries=0)
+        self._encoders: weakref.WeakKeyDictionary[CancelToken, ImageEncoder] = (
+            weakref.WeakKeyDictionary())
+        self._encoders_lock = threading.Lock()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return (f"OpenAiClient(base_url={self._config.base_url!r}, model={self._config.model!r}, "
+                f"api_key_env={self._api_key_env!r})")
+
+    # --- public -----------------------------------------------------------------------------------
+
+    def encoder_for(self, cancel: CancelToken) -> ImageEncoder:
+        """The image encoder (and its cache) of the query that owns ``cancel``."""
+        with self._encoders_lock:
+            encoder = self._encoders.get(cancel)
+            if encoder is None:
+                encoder = ImageEncoder(self._max_image_side, self._image_format)
+                self._encoders[cancel] = encoder
+            return encoder
+
+    def complete(self, messages: list[Message], cancel: CancelToken) -> LlmReply:
+        if self._closed:
+            raise LlmError("the LLM client is closed")
+        try:
+            payload = to_openai_messages(messages, self.encoder_for(cancel))
+        except Exception as exc:  # noqa: BLE001 (bad image or role: input, not the endpoint)
+            raise LlmError(f"cannot build the LLM request: {type(exc).__name__}: {exc}") from None
+        attempts = self._config.max_retries + 1
+        last_reason = ""
+        for attempt in range(attempts):
+            if cancel.cancelled:
+                raise LlmError("cancelled")
+            timeout = self._attempt_timeout(cancel)
+            try:
+                return self._attempt(payload, timeout, cancel)
+            except _Retriable as exc:
+                last_reason = str(exc)
+                retry_after = exc.retry_after
+            if attempt + 1 == attempts:
+                break
+            delay = self._backoff(attempt, retry_after)
+            remaining = cancel.remaining()
+            if remaining is not None and delay >= remaining:
+                raise LlmError(f"LLM request failed ({last_reason}); no time left in the query "
+                               "for a retry")
+            log.warning("LLM request failed (%s); retry %d/%d in %.2f s", last_reason,
+                        attempt + 1, attempts - 1, delay)
+            if cancel.wait(delay):
+                raise LlmError("cancelled")
+        plural = "s" if attempts > 1 else ""
+        raise LlmError(f"LLM request failed after {attempts} attempt{plural}: {last_reason}")
+
+    def close(self) -> None:
+        """Close the HTTP connection pool; later ``complete`` calls fail with ``LlmError``."""
+        self._closed = True
+        try:
+            self._sdk.close()
+        except Exception:  # closing must never raise
+            log.debug("closing the openai client failed", exc_info=True)
+
+    # --- one attempt ------------------------------------------------------------------------------
+
+    def _attempt_timeout(self, cancel: CancelToken) -> float:
+        timeout = float(self._config.timeout_s)
+        remaining = cancel.remaining()
+        if remaining is not None:
+            if remaining <= 0:
+                raise LlmError("query deadline reached before the LLM request")
+            timeout = min(timeout, remaining)
+        return timeout
+
+    def _attempt(self, payload: list[dict], timeout: float, cancel: CancelToken) -> LlmReply:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+
+        def call() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(self._request(payload, timeout))
+            except BaseException as exc:  # noqa: BLE001 (handed to the waiting thread)
+                future.set_exception(exc)
+
+        threading.Thread(target=call, name="llm-request", daemon=True).start()
+        hard_deadline = time.monotonic() + timeout + _GRACE_S
+        while True:
+            done, _ = concurrent.futures.wait([future], timeout=_POLL_S)
+            if done:
+                break
+            if cancel.cancelled:
+                raise LlmError("cancelled")
+            if time.monotonic() >= hard_deadline:
+                raise _Retriable(f"no reply within {timeout:.1f} s")
+        try:
+            completion = future.result()
+        except (_Retriable, LlmError):
+            raise
+        except Exception as exc:  # noqa: BLE001 (every SDK failure becomes LlmError)
+            raise self._classify(exc, timeout) from None
+        return self._parse(completion)
+
+    def _request(self, payload: list[dict], timeout: float):
+        return self._sdk.chat.completions.create(
+            model=self._config.model, messages=payload, temperature=self._config.temperature,
+            max_tokens=self._config.max_tokens, timeout=timeout)
+
+    def _classify(self, exc: Exception, timeout: float) -> Exception:
+        """An SDK exception -> ``_Retriable`` or a final ``LlmError`` with a hint."""
+        base_url = self._config.base_url
+        if isinstance(exc, openai.APITimeoutError):
+            return _Retriable(f"timed out after {timeout:.1f} s")
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc.__context__
+            detail = f": {self._scrub(str(cause))}" if cause else ""
+            return _Retriable(f"cannot connect to {base_url}{detail}")
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            text = self._server_text(exc)
+            if status >= 500 or status in RETRIABLE_STATUS:
+                return _Retriable(f"HTTP {status}: {text}", _retry_after(exc))
+            return LlmError(f"HTTP {status} from {base_url}: {self._hint(status, text)}")
+        if isinstance(exc, json.JSONDecodeError):
+            return LlmError(f"malformed LLM response: the body is not JSON ({exc.msg} at "
+                            f"char {exc.pos})")
+        if isinstance(exc, openai.APIResponseValidationError):
+            return LlmError(f"malformed LLM response: {self._scrub(str(exc))}")
+        return LlmError(f"unexpected error from the openai client: {type(exc).__name__}: "
+                        f"{self._scrub(str(exc))}")
+
+    def _hint(self, status: int, text: str) -> str:
+        if status in (401, 403):
+            # The server's text may echo part of the key: leave it out.
+            return f"authentication failed; set the API key in ${self._api_key_env}"
+        if status == 404:
+            return (f"{text} (check llm.model={self._config.model!r} and "
+                    f"llm.base_url={self._config.base_url!r})")
+        lowered = text.lower()
+        if status == 400 and ("image" in lowered or "multimodal" in lowered) and any(
+                word in lowered for word in ("limit", "at most", "maximum", "exceed", "too many")):
+            return (f"{text} (the server limits images per request; this agent sends up to 3: "
+                    "start vLLM with --limit-mm-per-prompt '{\"image\":3}')")
+        if status == 400 and "image" in lowered:
+            return f"{text} (is llm.model={self._config.model!r} a vision-language model?)"
+        if status == 400 and ("max_tokens" in lowered or "context length" in lowered):
+            return f"{text} (check llm.max_tokens and agent.max_image_side)"
+        return text
+
+    def _server_text(self, exc: openai.APIStatusError) -> str:
+        body = exc.body
+        message = None
+        if isinstance(body, dict):
+            error = body.get("error", body)
+            message = error.get("message") if isinstance(error, dict) else error
+            message = message if message is not None else body.get("message")
+        text = str(message) if message is not None else str(exc.message or "")
+        text = self._scrub(text.strip())
+        if len(text) > _MAX_SERVER_TEXT:
+            text = text[:_MAX_SERVER_TEXT] + "..."
+        return text or "(no message)"
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._secret, "***") if self._secret else text
+
+    def _parse(self, completion) -> LlmReply:
+        try:
+            choices = getattr(completion, "choices", None)
+            if not choices:
+                raise LlmError("malformed LLM response: no choices")
+            choice = choices[0]
+            message = getattr(choice, "message", None)
+            content = getattr(message, "content", None)
+            if content is not None and not isinstance(content, str):
+                raise LlmError(f"malformed LLM response: content is a {type(content).__name__}, "
+                               "not a string")
+            if not content or not content.strip():
+                finish = getattr(choice, "finish_reason", None)
+                hint = " (finish_reason 'length': raise llm.max_tokens)" if finish == "length" \
+                    else f" (finish_reason {finish!r})" if finish else ""
+                raise LlmError(f"malformed LLM response: empty message content{hint}")
+            usage = getattr(completion, "usage", None)
+            return LlmReply(content, _count(usage, "prompt_tokens"),
+                            _count(usage, "completion_tokens"))
+        except LlmError:
+            raise
+        except Exception as exc:  # noqa: BLE001 (any odd shape is a malformed response)
+            raise LlmError(f"malformed LLM response: {type(exc).__name__}: {exc}") from None
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None and 0 <= retry_after <= self._backoff_max_s:
+            return retry_after
+        delay = min(self._backoff_max_s, self._backoff_base_s * 2 ** attempt)
+        return delay * random.uniform(0.5, 1.0)
+
+
+def _count(usage: object, name: str) -> int:
+    value = getattr(usage, name, None) if usage is not None else None
+    try:
+        return max(0, int(value)) if value is not None else 0
+    except (TypeError, ValueError):
+        return 0
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    try:
+        value = exc.response.headers.get("retry-after")
+        return float(value) if value is not None else None
+    except (AttributeError, TypeError, ValueError):
+        return None

@@ -1,0 +1,94 @@
+"""``--trace FILE``: every LLM request and its reply (or error) as JSON lines.
+
+``TracingClient`` wraps any ``LlmClient``. Each call writes a ``request`` line and then a
+``response`` or ``error`` line with the same ``call`` number (verifier calls run concurrently, so
+lines of different calls interleave). Images are replaced by placeholders ``{"image": "<key> WxH"}``;
+the API key never reaches this layer. Lines look like::
+
+    {"t": 1733000000.12, "call": 3, "kind": "request", "conversation": "main",
+     "n_messages": 4, "n_images": 2, "messages": [{"role": "system", "content": ["..."]}, ...]}
+    {"t": 1733000001.40, "call": 3, "kind": "response", "duration_s": 1.28, "text": "...",
+     "prompt_tokens": 812, "completion_tokens": 95}
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from sam3_agent_ros.core.cancel import CancelToken
+from sam3_agent_ros.core.types import ImagePart, LlmReply, Message
+from sam3_agent_ros.llm.base import LlmClient
+
+
+def image_placeholder(part: ImagePart) -> dict[str, str]:
+    shape = getattr(part.array, "shape", ())
+    size = f"{shape[1]}x{shape[0]}" if len(shape) >= 2 else "?"
+    return {"image": f"{part.key} {size}"}
+
+
+def trace_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Messages as JSON-able dicts with images replaced by placeholders."""
+    return [{"role": m.role,
+             "content": [image_placeholder(p) if isinstance(p, ImagePart) else p
+                         for p in m.content]}
+            for m in messages]
+
+
+def conversation_of(messages: list[Message]) -> str:
+    """``verifier`` when the system prompt asks for a verdict, else ``main``."""
+    if messages and messages[0].role == "system" and "verdict" in messages[0].text_content.lower():
+        return "verifier"
+    return "main"
+
+
+class TracingClient:
+    """An ``LlmClient`` that forwards to ``inner`` and appends each exchange to ``path``."""
+
+    def __init__(self, inner: LlmClient, path: str | Path):
+        self.inner = inner
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._calls = itertools.count(1)
+        self._file = self.path.open("a", encoding="utf-8")
+
+    def complete(self, messages: list[Message], cancel: CancelToken) -> LlmReply:
+        call = next(self._calls)
+        self._write({"call": call, "kind": "request", "conversation": conversation_of(messages),
+                     "n_messages": len(messages),
+                     "n_images": sum(len(m.images) for m in messages),
+                     "messages": trace_messages(messages)})
+        started = time.monotonic()
+        try:
+            reply = self.inner.complete(messages, cancel)
+        except BaseException as exc:
+            self._write({"call": call, "kind": "error",
+                         "duration_s": round(time.monotonic() - started, 4),
+                         "error_type": type(exc).__name__, "error": str(exc)})
+            raise
+        self._write({"call": call, "kind": "response",
+                     "duration_s": round(time.monotonic() - started, 4), "text": reply.text,
+                     "prompt_tokens": reply.prompt_tokens,
+                     "completion_tokens": reply.completion_tokens})
+        return reply
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._file.closed:
+                self._file.close()
+        close_inner = getattr(self.inner, "close", None)
+        if callable(close_inner):
+            close_inner()
+
+    def _write(self, record: dict[str, Any]) -> None:
+        line = json.dumps({"t": round(time.time(), 4), **record}, ensure_ascii=False,
+                          default=str)
+        with self._lock:
+            if self._file.closed:
+                return
+            self._file.write(line + "\n")
+            self._file.flush()

@@ -1,0 +1,348 @@
+"""The lifecycle node ``sam3_agent`` (executable ``sam3_agent_node``): a thin adapter.
+
+It declares the parameters, keeps a reference to the latest frame, hands queries to a worker
+(``QueryRunner``) that runs the ROS-free ``Agent``, and publishes what the agent answers.
+
+Threads and callback groups (one ``MultiThreadedExecutor``):
+- lifecycle services: a reentrant group. ``on_configure`` builds the backends synchronously (loading
+  SAM 3 takes seconds to minutes) so that a failure makes the transition fail, as ROS tools expect;
+  it blocks only the thread running it, while ``get_state`` and parameter services stay answered.
+- autostart: a one-shot timer in its own group drives configure + activate.
+- image subscription: its own group; the callback stores a reference (no conversion, no copy).
+- query subscription: its own group; parsing + enqueue only.
+- one worker thread (``QueryRunner``) converts the frame, runs the agent and publishes; publishers
+  are plain (not lifecycle) publishers so a query cancelled by ``deactivate`` still publishes its
+  one result.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from typing import Any
+
+import rclpy
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
+from rclpy.lifecycle.node import LifecycleNodeMixin
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import CompressedImage, Image
+from std_msgs.msg import Header, String
+
+from sam3_agent_ros import render
+from sam3_agent_ros.config import NODE_NAME, Config, ConfigError
+from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.ros import params
+from sam3_agent_ros.ros.conversions import (
+    ImageConversionError,
+    check_image_header,
+    compressed_to_rgb,
+    image_to_rgb,
+    mono8_image,
+    rgb8_image,
+)
+from sam3_agent_ros.ros.query_message import QueryRejected, parse_query_message
+from sam3_agent_ros.ros.query_runner import (
+    FrameUnusable,
+    LatestFrame,
+    QueryRunner,
+    header_only_frame,
+)
+
+OUTPUT_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
+                        depth=10, durability=DurabilityPolicy.VOLATILE)
+QUERY_QOS = OUTPUT_QOS
+IMAGE_QOS = {
+    "sensor_data": QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
+                              history=HistoryPolicy.KEEP_LAST, depth=1,
+                              durability=DurabilityPolicy.VOLATILE),
+    "reliable": QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
+                           depth=1, durability=DurabilityPolicy.VOLATILE),
+}
+DEACTIVATE_WAIT_S = 5.0  # how long deactivate waits for a cancelled query to publish its result
+CLEANUP_WAIT_S = 30.0  # how long cleanup waits for the worker before freeing the models
+EXECUTOR_THREADS = 4
+
+
+class Sam3AgentNode(LifecycleNodeMixin, Node):
+    """A managed node (what ``rclpy.lifecycle.LifecycleNode`` is), built from its two parts so
+    the lifecycle services get a reentrant callback group (``get_state`` answers during a long
+    configure)."""
+
+    def __init__(self, **kwargs: Any):
+        Node.__init__(self, NODE_NAME, **kwargs)
+        LifecycleNodeMixin.__init__(self, callback_group=ReentrantCallbackGroup())
+        self._param_problems = params.declare_parameters(self)
+        for problem in self._param_problems:
+            self.get_logger().error(f"invalid parameter value: {problem}")
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._query_ids = itertools.count(1)
+        self._frames = LatestFrame()
+        self._config: Config | None = None
+        self._agent = None
+        self._runner: QueryRunner | None = None
+        self._outputs: dict[str, Any] = {}
+        self._inputs: list[Any] = []
+        self._depth = None
+        self._frames_group = MutuallyExclusiveCallbackGroup()
+        self._queries_group = MutuallyExclusiveCallbackGroup()
+        self._autostart_timer = None
+        if self.get_parameter("autostart").value:
+            self._autostart_timer = self.create_timer(
+                0.0, self._autostart, callback_group=MutuallyExclusiveCallbackGroup())
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def _autostart(self) -> None:
+        self.destroy_timer(self._autostart_timer)
+        self._autostart_timer = None
+        if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+            self.get_logger().error(
+                "autostart: configure failed (see above); fix the parameters, then "
+                f"'ros2 lifecycle set {self.get_fully_qualified_name()} configure'")
+            return
+        if self.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+            self.get_logger().error("autostart: activate failed (see above)")
+
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        if self._param_problems:
+            for problem in self._param_problems:
+                self.get_logger().error(f"cannot configure: {problem}")
+            return TransitionCallbackReturn.FAILURE
+        try:
+            config = params.read_config(self)
+        except ConfigError as exc:
+            self.get_logger().error(f"cannot configure: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        self.get_logger().info(
+            f"configuring: llm.backend={config.llm.backend} segmenter.backend="
+            f"{config.segmenter.backend} (building the backends; SAM 3 may take a while)")
+        try:
+            from sam3_agent_ros.backends import make_llm, make_segmenter
+            from sam3_agent_ros.core.agent import Agent
+
+            llm = make_llm(config)
+            segmenter = make_segmenter(config)
+            self._agent = Agent(config, llm=llm, segmenter=segmenter)
+        except Exception as exc:  # any backend failure: stay unconfigured, say why
+            self.get_logger().error(f"cannot build the backends: {type(exc).__name__}: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        self._config = config
+        self._outputs = {
+            "mask": self.create_publisher(Image, "~/mask", OUTPUT_QOS),
+            "labels": self.create_publisher(Image, "~/labels", OUTPUT_QOS),
+            "result": self.create_publisher(String, "~/result", OUTPUT_QOS),
+            "status": self.create_publisher(String, "~/status", OUTPUT_QOS),
+        }
+        if config.node.publish_overlay:
+            self._outputs["overlay"] = self.create_publisher(Image, "~/overlay", OUTPUT_QOS)
+        node = config.node
+        self._runner = QueryRunner(
+            answer=self._agent.run, to_frame=self._to_frame, publish=self._publish_result,
+            status=self._publish_status, frames=self._frames, policy=node.query_policy,
+            queue_size=node.queue_size, max_frame_age_s=node.max_frame_age_s,
+            frame_wait_s=node.frame_wait_s)
+        self._runner.start()
+        self.get_logger().info("configured")
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        node = self._config.node
+        if node.image_transport == "compressed":
+            image_sub = self.create_subscription(
+                CompressedImage, "image/compressed", self._on_image, IMAGE_QOS[node.image_qos],
+                callback_group=self._frames_group)
+        else:
+            image_sub = self.create_subscription(
+                Image, "image", self._on_image, IMAGE_QOS[node.image_qos],
+                callback_group=self._frames_group)
+        query_sub = self.create_subscription(String, "query", self._on_query, QUERY_QOS,
+                                             callback_group=self._queries_group)
+        self._inputs = [image_sub, query_sub]
+        if self._config.depth.enabled:
+            try:
+                from sam3_agent_ros.ros.depth import DepthTargets
+
+                self._depth = DepthTargets(self, self._config.depth,
+                                           callback_group=self._frames_group)
+            except Exception as exc:
+                self.get_logger().error(f"depth disabled: {type(exc).__name__}: {exc}")
+                self._depth = None
+        self.get_logger().info(
+            f"active: listening on {image_sub.topic_name} ({node.image_qos}) and "
+            f"{query_sub.topic_name}")
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._stop_inputs()
+        if self._runner is not None:
+            self._runner.cancel_all("node deactivated")
+            if not self._runner.wait_idle(DEACTIVATE_WAIT_S):
+                self.get_logger().warning(
+                    "the cancelled query is still finishing; its result will follow")
+        self._frames.clear()
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._release()
+        return super().on_cleanup(state)
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._stop_inputs()
+        self._release()
+        return super().on_shutdown(state)
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._stop_inputs()
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _stop_inputs(self) -> None:
+        for sub in self._inputs:
+            self.destroy_subscription(sub)
+        self._inputs = []
+        if self._depth is not None:
+            try:
+                self._depth.destroy()
+            except Exception as exc:
+                self.get_logger().warning(f"depth: destroy failed: {exc}")
+            self._depth = None
+
+    def _release(self) -> None:
+        """Stop the worker and free the models (cleanup, shutdown, error, process exit)."""
+        runner, self._runner = self._runner, None
+        worker_done = True
+        if runner is not None:
+            worker_done = runner.stop("node shutting down", CLEANUP_WAIT_S)
+        agent, self._agent = self._agent, None
+        close = getattr(getattr(agent, "segmenter", None), "close", None)
+        if callable(close) and worker_done:
+            try:
+                close()
+            except Exception as exc:
+                self.get_logger().warning(f"segmenter close failed: {exc}")
+        for publisher in self._outputs.values():
+            self.destroy_publisher(publisher)
+        self._outputs = {}
+        self._config = None
+        self._frames.clear()
+
+    def _on_set_parameters(self, changes: list[Any]):
+        result = params.validate_changes(params.current_values(self), changes)
+        if result.successful and self._config is not None:
+            names = ", ".join(c.name for c in changes)
+            self.get_logger().info(f"parameters changed ({names}): they take effect at the next "
+                                   "configure (deactivate, cleanup, configure, activate)")
+        elif not result.successful:
+            self.get_logger().warning(f"parameter change rejected: {result.reason}")
+        if result.successful:
+            self._param_problems = [p for p in self._param_problems
+                                    if not any(p.startswith(c.name + ":") for c in changes)]
+        return result
+
+    # --- inputs --------------------------------------------------------------------------------
+    def _on_image(self, msg: Any) -> None:
+        self._frames.put(msg)
+        problem = check_image_header(msg)  # O(1): header fields and len(data) only
+        if problem:
+            self.get_logger().warning(f"unusable frame on the image topic: {problem}",
+                                      throttle_duration_sec=5.0)
+
+    def _on_query(self, msg: String) -> None:
+        runner, config = self._runner, self._config
+        if runner is None or config is None:
+            return
+        try:
+            parsed = parse_query_message(msg.data, config.node.max_query_chars)
+        except QueryRejected as exc:
+            query = Query(exc.query_id or self._new_query_id(), exc.text)
+            self.get_logger().warning(f"query {query.id} rejected: {exc.reason}",
+                                      throttle_duration_sec=1.0)
+            runner.reject(query, exc.reason)
+            return
+        query = Query(parsed.query_id or self._new_query_id(), parsed.text)
+        self.get_logger().info(f"query {query.id}: {query.text!r}")
+        runner.submit(query)
+
+    def _new_query_id(self) -> str:
+        return f"q-{next(self._query_ids)}"
+
+    def _to_frame(self, msg: Any) -> Frame:
+        stamp = msg.header.stamp
+        try:
+            rgb = compressed_to_rgb(msg) if isinstance(msg, CompressedImage) else image_to_rgb(msg)
+        except ImageConversionError as exc:
+            raise FrameUnusable(str(exc), header_only_frame(
+                stamp.sec, stamp.nanosec, msg.header.frame_id)) from None
+        return Frame(rgb, stamp.sec, stamp.nanosec, msg.header.frame_id)
+
+    # --- outputs -------------------------------------------------------------------------------
+    def _publish_status(self, event: StatusEvent) -> None:
+        publisher = self._outputs.get("status")
+        if publisher is not None:
+            publisher.publish(String(data=json.dumps(event.to_json())))
+
+    def _publish_result(self, result: Result) -> None:
+        publishers = self._outputs
+        if not publishers:
+            return
+        frame = result.frame
+        header = Header(frame_id=frame.frame_id if frame else "")
+        if frame is not None:
+            header.stamp.sec, header.stamp.nanosec = frame.stamp_sec, frame.stamp_nanosec
+        answered = result.status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK)
+        has_pixels = frame is not None and frame.image.size > 0
+        if answered and has_pixels and self._depth is not None:
+            try:
+                result.mask_extras = self._depth.locate(frame, result.masks)
+            except Exception as exc:
+                self.get_logger().warning(f"depth: locating the masks failed: {exc}")
+        if answered and has_pixels:
+            self._publish_images(frame, result, header)
+        publishers["result"].publish(String(data=json.dumps(result.to_json())))
+        self.get_logger().info(
+            f"query {result.query_id}: {result.status.value}"
+            + (f" ({result.error})" if result.error else f", {len(result.masks)} mask(s)"))
+        if answered and has_pixels and self._depth is not None:
+            try:
+                self._depth.publish(header, result.mask_extras)
+            except Exception as exc:
+                self.get_logger().warning(f"depth: publishing the targets failed: {exc}")
+
+    def _publish_images(self, frame: Frame, result: Result, header: Header) -> None:
+        shape = frame.image.shape[:2]
+        masks = [m.mask for m in result.masks]
+        self._outputs["mask"].publish(mono8_image(render.union_mask(masks, shape), header))
+        self._outputs["labels"].publish(mono8_image(render.label_image(masks, shape), header))
+        overlay = self._outputs.get("overlay")
+        if overlay is not None:
+            labels = [str(k + 1) for k in range(len(masks))]
+            overlay.publish(rgb8_image(render.overlay_masks(frame.image, masks, labels), header))
+
+    def release(self) -> None:
+        """Free everything before the process exits (whatever the lifecycle state)."""
+        self._stop_inputs()
+        self._release()
+
+
+def main(args: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="[%(levelname)s] [%(name)s]: %(message)s")
+    try:
+        with rclpy.init(args=args):
+            node = Sam3AgentNode()
+            executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
+            executor.add_node(node)
+            try:
+                executor.spin()
+            finally:
+                node.release()
+                executor.shutdown(timeout_sec=1.0)
+                node.destroy_node()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""Parsing of the ``query`` topic's text: plain text, or a JSON object ``{"id": str, "query": str}``.
+
+Pure: no ROS. Anything unusable raises ``QueryRejected`` with a reason; the node turns it into a
+``failed`` result (every query gets exactly one result, even a malformed one).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+
+class QueryRejected(ValueError):
+    """The message is not a usable query. ``query_id`` is the id it gave, if any."""
+
+    def __init__(self, reason: str, query_id: str | None = None, text: str = ""):
+        super().__init__(reason)
+        self.reason = reason
+        self.query_id = query_id
+        self.text = text
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    query_id: str | None  # None: the node assigns one
+    text: str
+
+
+def parse_query_message(raw: str, max_chars: int) -> ParsedQuery:
+    """Parse one ``std_msgs/String`` query; raise ``QueryRejected`` for empty, oversized or
+    malformed input. A message whose first non-blank character is ``{`` must be JSON."""
+    if len(raw) > max_chars:
+        raise QueryRejected(
+            f"query is {len(raw)} characters long, more than max_query_chars={max_chars}",
+            text=raw[:200])
+    stripped = raw.strip()
+    if not stripped.startswith("{"):
+        if not stripped:
+            raise QueryRejected("empty query")
+        return ParsedQuery(None, stripped)
+    try:
+        payload = json.loads(stripped)
+    except json.JSONDecodeError as exc:
+        raise QueryRejected(f"invalid JSON query: {exc.msg} at character {exc.pos}",
+                            text=stripped) from None
+    if not isinstance(payload, dict):
+        raise QueryRejected("invalid JSON query: expected an object", text=stripped)
+    query_id = payload.get("id")
+    if isinstance(query_id, bool) or not isinstance(query_id, (str, int, type(None))):
+        raise QueryRejected(f"invalid JSON query: 'id' must be a string, got {query_id!r}",
+                            text=stripped)
+    query_id = None if query_id is None or query_id == "" else str(query_id)
+    text = payload.get("query")
+    if not isinstance(text, str):
+        raise QueryRejected("invalid JSON query: 'query' must be a string", query_id,
+                            text=stripped)
+    if not text.strip():
+        raise QueryRejected("empty query", query_id)
+    return ParsedQuery(query_id, text.strip())

@@ -1,0 +1,276 @@
+"""Queries off the executor thread: one worker, a preempt or FIFO-queue policy, frame snapshots.
+
+ROS-free (the node passes plain callables), so the policy is unit-tested without a ROS graph.
+
+Threads: the node's image callback calls ``LatestFrame.put`` (keeps a reference, nothing else);
+the query callback calls ``QueryRunner.submit`` (cheap: snapshot the latest frame reference,
+enqueue, maybe cancel the running query); one worker thread converts the snapshot, runs the agent
+and publishes. Every submitted query is finalized exactly once: by the worker (ran, or failed
+waiting for a frame) or by whoever removed it from the queue (preempted while waiting,
+queue full, runner stopped).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sam3_agent_ros.core.cancel import CancelToken
+from sam3_agent_ros.core.types import Frame, Phase, Query, QueryStatus, Result, StatusEvent
+
+PREEMPT = "preempt"
+QUEUE = "queue"
+
+log = logging.getLogger(__name__)
+
+
+class FrameUnusable(Exception):
+    """The snapshot frame cannot be used (bad encoding, short data...). ``frame`` carries its
+    header (an empty image) so the failed result still names the frame it refers to."""
+
+    def __init__(self, reason: str, frame: Frame | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.frame = frame
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    message: Any  # the frame message as received (converted only when the query runs)
+    received: float  # clock() when it arrived
+
+
+class LatestFrame:
+    """The newest frame message, by reference. ``put`` is the image callback's whole work."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._changed = threading.Condition()
+        self._latest: Snapshot | None = None
+
+    def put(self, message: Any) -> None:
+        snapshot = Snapshot(message, self._clock())
+        with self._changed:
+            self._latest = snapshot
+            self._changed.notify_all()
+
+    def latest(self) -> Snapshot | None:
+        return self._latest
+
+    def age(self, snapshot: Snapshot) -> float:
+        return self._clock() - snapshot.received
+
+    def clear(self) -> None:
+        with self._changed:
+            self._latest = None
+
+    def fresh(self, max_age_s: float, now: float | None = None) -> Snapshot | None:
+        """The latest snapshot if at most ``max_age_s`` old (``max_age_s`` 0: any age)."""
+        snapshot = self._latest
+        if snapshot is None:
+            return None
+        now = self._clock() if now is None else now
+        if max_age_s > 0 and now - snapshot.received > max_age_s:
+            return None
+        return snapshot
+
+    def wait_fresh(self, max_age_s: float, timeout_s: float,
+                   cancel: CancelToken) -> Snapshot | None:
+        """Wait up to ``timeout_s`` for a fresh snapshot; None on timeout or cancel."""
+        deadline = self._clock() + timeout_s
+        with self._changed:
+            while True:
+                snapshot = self.fresh(max_age_s)
+                if snapshot is not None or cancel.cancelled:
+                    return snapshot
+                left = deadline - self._clock()
+                if left <= 0:
+                    return None
+                self._changed.wait(min(left, 0.05))  # short slices: notice cancels quickly
+
+
+@dataclass
+class _Pending:
+    query: Query
+    snapshot: Snapshot | None  # fresh frame at arrival, or None: wait for one
+    cancel: CancelToken
+
+
+Answer = Callable[[Frame, Query, CancelToken, Callable[[StatusEvent], None]], Result]
+
+
+class QueryRunner:
+    """Runs queries one at a time on a worker thread.
+
+    - ``answer(frame, query, cancel, on_status) -> Result`` (the agent; must not raise);
+    - ``to_frame(message) -> Frame`` converts a snapshot, raising ``FrameUnusable``;
+    - ``publish(result)`` and ``status(event)`` send the outputs (called from the worker, or from
+      the submitting thread for queries that never ran).
+    """
+
+    def __init__(self, *, answer: Answer, to_frame: Callable[[Any], Frame],
+                 publish: Callable[[Result], None], status: Callable[[StatusEvent], None],
+                 frames: LatestFrame, policy: str = PREEMPT, queue_size: int = 8,
+                 max_frame_age_s: float = 2.0, frame_wait_s: float = 3.0):
+        if policy not in (PREEMPT, QUEUE):
+            raise ValueError(f"unknown query policy {policy!r}")
+        self._answer, self._to_frame = answer, to_frame
+        self._publish, self._status = publish, status
+        self.frames = frames
+        self.policy, self.queue_size = policy, queue_size
+        self.max_frame_age_s, self.frame_wait_s = max_frame_age_s, frame_wait_s
+        self._lock = threading.Condition()
+        self._pending: collections.deque[_Pending] = collections.deque()
+        self._running: _Pending | None = None
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+
+    # --- called from the executor --------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._work, name="sam3_agent_queries", daemon=True)
+        self._thread.start()
+
+    def submit(self, query: Query) -> None:
+        """Accept a query: snapshot the latest frame, apply the policy, never block."""
+        pending = _Pending(query, self.frames.fresh(self.max_frame_age_s), CancelToken())
+        dropped: list[_Pending] = []
+        with self._lock:
+            if self._stopping:
+                overflow = "the node is shutting down"
+            elif self.policy == QUEUE and len(self._pending) >= self.queue_size:
+                overflow = f"queue full (queue_size={self.queue_size})"
+            else:
+                overflow = None
+                if self.policy == PREEMPT:
+                    dropped = list(self._pending)
+                    self._pending.clear()
+                    if self._running is not None:
+                        self._running.cancel.cancel(f"preempted by query {query.id}")
+                self._pending.append(pending)
+                self._emit(StatusEvent(query.id, Phase.QUEUED))
+                self._lock.notify_all()
+        for old in dropped:
+            self._finish(old.query, QueryStatus.CANCELLED, f"preempted by query {query.id}")
+        if overflow:
+            log.warning("query %s rejected: %s", query.id, overflow)
+            self._finish(query, QueryStatus.FAILED, overflow)
+
+    def reject(self, query: Query, reason: str) -> None:
+        """A query that cannot run (malformed message): its one ``failed`` result."""
+        self._finish(query, QueryStatus.FAILED, reason)
+
+    def cancel_all(self, reason: str) -> None:
+        """Cancel the running query and every waiting one (each ends ``cancelled``)."""
+        with self._lock:
+            dropped = list(self._pending)
+            self._pending.clear()
+            if self._running is not None:
+                self._running.cancel.cancel(reason)
+            self._lock.notify_all()
+        for old in dropped:
+            self._finish(old.query, QueryStatus.CANCELLED, reason)
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until nothing runs or waits; False on timeout."""
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            while self._running is not None or self._pending:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._lock.wait(left)
+        return True
+
+    def stop(self, reason: str, timeout_s: float) -> bool:
+        """Cancel everything and end the worker; False if it is still busy after ``timeout_s``."""
+        with self._lock:
+            self._stopping = True
+            self._lock.notify_all()
+        self.cancel_all(reason)
+        if self._thread is None:
+            return True
+        self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    @property
+    def busy(self) -> bool:
+        with self._lock:
+            return self._running is not None or bool(self._pending)
+
+    # --- the worker ----------------------------------------------------------------------------
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                while not self._pending and not self._stopping:
+                    self._lock.wait()
+                if not self._pending:
+                    return
+                item = self._running = self._pending.popleft()
+            try:
+                self._run(item)
+            except Exception:  # the worker must survive anything
+                log.exception("query %s: unexpected error in the worker", item.query.id)
+                self._finish(item.query, QueryStatus.FAILED, "internal error in the node")
+            finally:
+                with self._lock:
+                    self._running = None
+                    self._lock.notify_all()
+
+    def _run(self, item: _Pending) -> None:
+        snapshot = item.snapshot
+        if snapshot is None:
+            snapshot = self.frames.wait_fresh(self.max_frame_age_s, self.frame_wait_s, item.cancel)
+        if item.cancel.cancelled:
+            self._finish(item.query, QueryStatus.CANCELLED, item.cancel.reason)
+            return
+        if snapshot is None:
+            self._finish(item.query, QueryStatus.FAILED, self._no_frame_reason())
+            return
+        try:
+            frame = self._to_frame(snapshot.message)
+        except FrameUnusable as exc:
+            log.warning("query %s: unusable frame: %s", item.query.id, exc.reason)
+            self._finish(item.query, QueryStatus.FAILED, f"unusable frame: {exc.reason}",
+                         exc.frame)
+            return
+        result = self._answer(frame, item.query, item.cancel, self._emit)
+        self._publish_safely(result)
+
+    def _no_frame_reason(self) -> str:
+        latest = self.frames.latest()
+        waited = f"waited {self.frame_wait_s:g} s"
+        if latest is None:
+            return f"no frame received on the image topic ({waited})"
+        return (f"no frame newer than max_frame_age_s={self.max_frame_age_s:g} s "
+                f"(last one {self.frames.age(latest):.1f} s ago; {waited})")
+
+    # --- outputs -------------------------------------------------------------------------------
+    def _finish(self, query: Query, status: QueryStatus, reason: str,
+                frame: Frame | None = None) -> None:
+        """The one result of a query that did not reach the agent."""
+        self._emit(StatusEvent(query.id, Phase.DONE, status=status.value))
+        self._publish_safely(Result(query.id, query.text, status, error=reason, frame=frame))
+
+    def _emit(self, event: StatusEvent) -> None:
+        try:
+            self._status(event)
+        except Exception:
+            log.exception("publishing status of query %s failed", event.query_id)
+
+    def _publish_safely(self, result: Result) -> None:
+        try:
+            self._publish(result)
+        except Exception:
+            log.exception("publishing the result of query %s failed", result.query_id)
+
+
+def header_only_frame(stamp_sec: int, stamp_nanosec: int, frame_id: str) -> Frame:
+    """A Frame with no pixels that still carries a header (results about unusable frames)."""
+    return Frame(np.zeros((0, 0, 3), np.uint8), stamp_sec, stamp_nanosec, frame_id)

@@ -1,0 +1,39 @@
+"""Packaging for pip (editable venv installs) and colcon/ament_python (ROS workspaces).
+
+Both install the console scripts `sam3-agent` and `sam3_agent_node` and put launch/, config/
+and prompts/ under share/sam3_agent_ros (found by `ros2 launch` and by the prompt loader).
+"""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE_NAME = "sam3_agent_ros"
+SHARE = f"share/{PACKAGE_NAME}"
+
+setup(
+    name=PACKAGE_NAME,
+    version="0.1.0",
+    description="Language-driven segmentation for ROS 2: an LLM agent calling SAM 3 as a tool",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=find_packages(exclude=["test", "test.*"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE_NAME}"]),
+        (SHARE, ["package.xml"]),
+        (f"{SHARE}/launch", sorted(glob("launch/*.launch.py"))),
+        (f"{SHARE}/config", sorted(glob("config/*.yaml") + glob("config/*.xml"))),
+        (f"{SHARE}/prompts", sorted(glob("prompts/*.md"))),
+    ],
+    # Runtime dependencies are pinned in requirements/ (scripts/setup_venv.sh) for pip users and
+    # declared in package.xml for rosdep; ROS 2 Python packages are not on PyPI under their
+    # import names, so they are not listed here.
+    install_requires=[],
+    zip_safe=True,
+    entry_points={
+        "console_scripts": [
+            "sam3-agent = sam3_agent_ros.cli:main",
+            "sam3_agent_node = sam3_agent_ros.ros.node:main",
+        ],
+    },
+)

@@ -1,0 +1,72 @@
+import numpy as np
+
+from sam3_agent_ros.core import context
+from sam3_agent_ros.core.context import Turn, build_messages, check_messages, kept_turns
+from sam3_agent_ros.core.types import ImagePart, Message
+
+IMG = np.zeros((4, 4, 3), np.uint8)
+SYSTEM = Message.text("system", "sys")
+
+
+def first(replaced=()):
+    return context.first_user_message(ImagePart(IMG, "frame"), "the cup", 4, 4, list(replaced))
+
+
+def turn(name: str, segment=False, image=True) -> Turn:
+    answer = (f"result {name}", ImagePart(IMG, f"overlay-{name}")) if image else (name,)
+    return Turn(Message.text("assistant", f"call {name}"), Message("user", answer), segment)
+
+
+def test_before_any_segment_all_turns_are_kept_within_the_bound():
+    turns = [turn(f"bad{i}", image=False) for i in range(2)]
+    assert kept_turns(turns, 10) == turns
+    many = [turn(f"bad{i}", image=False) for i in range(7)]
+    assert kept_turns(many, 10) == many[-4:]
+
+
+def test_only_the_latest_segment_and_what_follows_is_kept():
+    turns = [turn("s1", True), turn("e1"), turn("s2", True), turn("e2"), turn("bad", image=False)]
+    assert kept_turns(turns, 10) == turns[2:]
+
+
+def test_trimming_keeps_the_segment_turn_and_the_newest_turns():
+    turns = [turn("s1", True)] + [turn(f"e{i}") for i in range(6)]
+    kept = kept_turns(turns, 10)
+    assert kept[0] is turns[0] and kept[1:] == turns[-3:]
+    assert kept_turns(turns, 4) == turns[-1:]
+
+
+def test_only_the_newest_image_survives():
+    turns = [turn("s1", True), turn("e1"), turn("bad", image=False)]
+    messages = build_messages(SYSTEM, first(), turns, 10)
+    assert context.count_images(messages) == 2
+    assert context.IMAGE_OMITTED in messages[3].text_content
+    assert [p.key for p in messages[5].images] == ["overlay-e1"]
+    assert check_messages(messages, 10) is None
+
+
+def test_warning_lists_replaced_prompts():
+    assert "Note" not in first().text_content
+    text = first(["cup", "mug"]).text_content
+    assert '"cup", "mug"' in text and "Do not use" in text
+
+
+def test_check_messages_finds_each_violation():
+    ok = build_messages(SYSTEM, first(), [turn("s", True)], 10)
+    assert check_messages(ok, 10) is None
+    assert "exceed" in check_messages(ok, 3)
+    three = ok[:3] + [Message("user", ("x", ImagePart(IMG, "a"), ImagePart(IMG, "b")))]
+    assert "images" in check_messages(three, 10)
+    assert "messages[0]" in check_messages([ok[1], ok[0]], 10)
+    assert "raw frame" in check_messages([SYSTEM, Message.text("user", "q")], 10)
+    assert "role" in check_messages(ok[:2] + [ok[3], ok[2]], 10)
+    assert "last message" in check_messages(ok[:3], 10)
+
+
+def test_request_size_is_flat_however_many_turns():
+    turns = []
+    sizes = []
+    for i in range(30):
+        turns.append(turn(f"s{i}", segment=i % 3 == 0))
+        sizes.append(len(build_messages(SYSTEM, first(), turns, 10)))
+    assert max(sizes) <= 10

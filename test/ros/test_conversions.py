@@ -1,0 +1,217 @@
+"""Round trips Image/CompressedImage <-> numpy over encodings, sizes, padded rows, byte order."""
+
+from __future__ import annotations
+
+import sys
+
+import cv2
+import numpy as np
+import pytest
+from sensor_msgs.msg import CompressedImage, Image
+from std_msgs.msg import Header
+
+from sam3_agent_ros.ros.conversions import (
+    SUPPORTED_ENCODINGS,
+    ImageConversionError,
+    array_to_image,
+    check_image_header,
+    compressed_to_rgb,
+    image_to_rgb,
+    mono8_image,
+    rgb8_image,
+)
+
+SIZES = [(1, 1), (3, 5), (480, 640), (7, 13)]
+
+
+def random_rgb(height: int, width: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)
+
+
+def encode(rgb: np.ndarray, encoding: str) -> np.ndarray:
+    """``rgb`` in the channel layout of ``encoding`` (what a camera driver would publish)."""
+    if encoding == "rgb8":
+        return rgb
+    if encoding == "bgr8":
+        return rgb[:, :, ::-1]
+    alpha = np.full(rgb.shape[:2] + (1,), 200, np.uint8)
+    if encoding == "rgba8":
+        return np.concatenate([rgb, alpha], axis=2)
+    if encoding == "bgra8":
+        return np.concatenate([rgb[:, :, ::-1], alpha], axis=2)
+    if encoding == "mono8":
+        return rgb[:, :, 0]
+    if encoding == "mono16":
+        return rgb[:, :, 0].astype(np.uint16) * 257
+    raise AssertionError(encoding)
+
+
+def expected_rgb(rgb: np.ndarray, encoding: str) -> np.ndarray:
+    if encoding not in ("mono8", "mono16"):
+        return rgb
+    grey = rgb[:, :, 0]
+    if encoding == "mono16" and grey.max() > 0:  # scaled so the frame's peak becomes 255
+        grey = np.rint(grey.astype(np.float64) * 255.0 / grey.max()).astype(np.uint8)
+    return np.repeat(grey[:, :, None], 3, axis=2)
+
+
+def raw_message(array: np.ndarray, encoding: str, padding: int = 0,
+                big_endian: bool = False) -> Image:
+    """An Image built by hand (rows padded by ``padding`` bytes, chosen byte order)."""
+    height, width = array.shape[:2]
+    if array.dtype.itemsize > 1:
+        array = array.astype(array.dtype.newbyteorder(">" if big_endian else "<"))
+    row = np.ascontiguousarray(array).reshape(height, -1).view(np.uint8)
+    padded = np.zeros((height, row.shape[1] + padding), np.uint8)
+    padded[:, : row.shape[1]] = row
+    padded[:, row.shape[1]:] = 0xAB  # garbage that must not leak into the image
+    msg = Image(height=height, width=width, encoding=encoding, is_bigendian=int(big_endian),
+                step=padded.shape[1])
+    msg.data = padded.tobytes()
+    return msg
+
+
+@pytest.mark.parametrize("encoding", SUPPORTED_ENCODINGS)
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("padding", [0, 2, 64])
+def test_image_to_rgb_round_trip(encoding, size, padding):
+    rgb = random_rgb(*size, seed=size[0] * 31 + padding)
+    msg = raw_message(encode(rgb, encoding), encoding, padding)
+    out = image_to_rgb(msg)
+    assert out.shape == (size[0], size[1], 3) and out.dtype == np.uint8
+    np.testing.assert_array_equal(out, expected_rgb(rgb, encoding))
+    assert not out.flags.writeable
+
+
+@pytest.mark.parametrize("encoding", ["rgb8", "bgra8", "mono8"])
+def test_odd_row_padding_of_8_bit_encodings(encoding):
+    rgb = random_rgb(6, 5, seed=3)
+    out = image_to_rgb(raw_message(encode(rgb, encoding), encoding, padding=3))
+    np.testing.assert_array_equal(out, expected_rgb(rgb, encoding))
+
+
+@pytest.mark.parametrize("big_endian", [False, True])
+def test_mono16_respects_byte_order(big_endian):
+    values = np.array([[0, 1000], [4000, 250]], np.uint16)
+    out = image_to_rgb(raw_message(values, "mono16", big_endian=big_endian))
+    np.testing.assert_array_equal(out[:, :, 0], [[0, 64], [255, 16]])
+
+
+def test_mono16_all_zero_is_black():
+    out = image_to_rgb(raw_message(np.zeros((4, 4), np.uint16), "mono16"))
+    assert out.max() == 0
+
+
+def test_rgb8_without_padding_is_a_zero_copy_view():
+    rgb = random_rgb(48, 64)
+    msg = rgb8_image(rgb)
+    out = image_to_rgb(msg)
+    assert np.shares_memory(out, np.frombuffer(msg.data, np.uint8))
+    np.testing.assert_array_equal(out, rgb)
+
+
+@pytest.mark.parametrize("encoding,array", [
+    ("rgb8", random_rgb(5, 7)),
+    ("bgr8", random_rgb(5, 7)),
+    ("rgba8", np.zeros((4, 6, 4), np.uint8)),
+    ("mono8", np.arange(35, dtype=np.uint8).reshape(5, 7)),
+    ("mono16", np.arange(35, dtype=np.uint16).reshape(5, 7) * 1000),
+])
+def test_array_to_image_round_trip(encoding, array):
+    header = Header(frame_id="camera")
+    header.stamp.sec, header.stamp.nanosec = 12, 345
+    msg = array_to_image(array, encoding, header)
+    assert (msg.encoding, msg.height, msg.width) == (encoding, array.shape[0], array.shape[1])
+    assert msg.step * msg.height == len(msg.data)
+    assert msg.is_bigendian == int(sys.byteorder == "big")
+    assert msg.header.frame_id == "camera" and msg.header.stamp.sec == 12
+    back = np.frombuffer(msg.data, array.dtype).reshape(array.shape)
+    np.testing.assert_array_equal(back, array)
+
+
+def test_mono8_image_from_bool_mask():
+    mask = np.zeros((4, 5), bool)
+    mask[1:3, 2:4] = True
+    msg = mono8_image(mask)
+    out = np.frombuffer(msg.data, np.uint8).reshape(4, 5)
+    np.testing.assert_array_equal(out, mask.astype(np.uint8) * 255)
+
+
+@pytest.mark.parametrize("encoding,array,match", [
+    ("rgb8", np.zeros((4, 4), np.uint8), "3 channel"),
+    ("mono8", np.zeros((4, 4), np.uint16), "dtype uint8"),
+    ("yuv422", np.zeros((4, 4), np.uint8), "unsupported"),
+])
+def test_array_to_image_rejects_mismatches(encoding, array, match):
+    with pytest.raises(ImageConversionError, match=match):
+        array_to_image(array, encoding)
+
+
+def _bad(**fields) -> Image:
+    msg = Image(height=4, width=4, encoding="rgb8", step=12)
+    msg.data = bytes(48)
+    for name, value in fields.items():
+        setattr(msg, name, value)
+    return msg
+
+
+@pytest.mark.parametrize("msg,match", [
+    (_bad(encoding="yuv422"), "unsupported image encoding 'yuv422'"),
+    (_bad(encoding="32FC1"), "unsupported"),
+    (_bad(height=0, step=12, data=b""), "zero-size"),
+    (_bad(width=0, step=0), "zero-size"),
+    (_bad(data=bytes(47)), "47 bytes, expected step\\*height = 48"),
+    (_bad(step=11), "step 11 is smaller"),
+    (_bad(encoding="mono16", step=9, data=bytes(64)), "not a multiple"),
+])
+def test_bad_images_raise_with_a_reason(msg, match):
+    with pytest.raises(ImageConversionError, match=match):
+        image_to_rgb(msg)
+    assert check_image_header(msg) is not None
+
+
+def test_check_image_header_accepts_good_frames():
+    assert check_image_header(rgb8_image(random_rgb(3, 3))) is None
+
+
+def test_duck_typed_message_with_bytes_data():
+    class Plain:
+        height, width, encoding, is_bigendian, step = 2, 2, "bgr8", 0, 6
+        data = bytes([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
+
+    np.testing.assert_array_equal(image_to_rgb(Plain())[0, 0], [3, 2, 1])
+
+
+@pytest.mark.parametrize("ext", [".png", ".jpg"])
+@pytest.mark.parametrize("size", [(480, 640), (5, 9)])
+def test_compressed_round_trip(ext, size):
+    rgb = np.zeros(size + (3,), np.uint8)
+    rgb[: size[0] // 2] = (200, 30, 40)
+    rgb[size[0] // 2:] = (20, 60, 210)
+    ok, encoded = cv2.imencode(ext, cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+    assert ok
+    msg = CompressedImage(format=ext[1:])
+    msg.data = encoded.tobytes()
+    out = compressed_to_rgb(msg)
+    assert out.shape == rgb.shape
+    error = np.abs(out.astype(int) - rgb.astype(int))
+    if ext == ".png":
+        assert error.max() == 0
+    else:  # JPEG: lossy, chroma subsampled at the colour edge
+        assert np.median(error) <= 3
+
+
+def test_compressed_grey_png_becomes_rgb():
+    grey = np.arange(64, dtype=np.uint8).reshape(8, 8)
+    msg = CompressedImage(format="png")
+    msg.data = cv2.imencode(".png", grey)[1].tobytes()
+    out = compressed_to_rgb(msg)
+    np.testing.assert_array_equal(out[:, :, 1], grey)
+
+
+@pytest.mark.parametrize("data,match", [(b"", "no data"), (b"not an image at all", "cannot decode")])
+def test_undecodable_compressed_images_raise(data, match):
+    msg = CompressedImage(format="jpeg")
+    msg.data = data
+    with pytest.raises(ImageConversionError, match=match):
+        compressed_to_rgb(msg)

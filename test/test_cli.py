@@ -1,0 +1,108 @@
+"""`sam3-agent run` as a user runs it: a subprocess, JSON on stdout, exit codes (CONTRACTS §4)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "data" / "example_tabletop.png"
+GROUND_TRUTH = ROOT / "data" / "example_tabletop_gt.npz"
+
+
+def sam3_agent(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "sam3_agent_ros.cli", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+OFFLINE = ["-p", "llm.backend:=offline", "-p", "segmenter.backend:=color"]
+
+
+def leftmost_blue_ground_truth() -> np.ndarray:
+    from sam3_agent_ros.scene import load_ground_truth_masks
+
+    masks = load_ground_truth_masks(GROUND_TRUTH)
+    blue = [name for name in masks if "blue" in name]
+    leftmost = min(blue, key=lambda n: np.nonzero(masks[n])[1].mean())
+    return masks[leftmost]
+
+
+def test_run_finds_the_leftmost_blue_object(tmp_path):
+    proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the leftmost blue object",
+                      *OFFLINE, "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)  # stdout holds the JSON and nothing else
+    assert result["status"] == "succeeded" and len(result["masks"]) == 1
+    mask = cv2.imread(str(tmp_path / "mask.png"), cv2.IMREAD_GRAYSCALE) > 0
+    truth = leftmost_blue_ground_truth()
+    iou = (mask & truth).sum() / (mask | truth).sum()
+    assert iou >= 0.9
+    assert (tmp_path / "overlay.png").is_file()
+    assert result["width"] == mask.shape[1] and result["height"] == mask.shape[0]
+
+
+def test_absent_object_is_no_mask_with_exit_0():
+    proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the purple object", *OFFLINE)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["status"] == "no_mask"
+
+
+def test_params_file_and_trace(tmp_path):
+    params = tmp_path / "p.yaml"
+    params.write_text("sam3_agent:\n  ros__parameters:\n    llm:\n      backend: offline\n"
+                      "    segmenter:\n      backend: color\n")
+    trace = tmp_path / "trace.jsonl"
+    proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the largest red object",
+                      "--params-file", str(params), "--trace", str(trace))
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert len(records) >= 2
+    assert "base64" not in trace.read_text()  # images are placeholders
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["-p", "llm.modle:=x"], "unknown parameter 'llm.modle'"),
+    (["-p", "agent.max_rounds:=zero"], "agent.max_rounds"),
+    (["--params-file", "/nonexistent.yaml"], "cannot read params file"),
+])
+def test_bad_parameters_are_usage_errors(args, fragment):
+    proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "x", *args)
+    assert proc.returncode == 2 and fragment in proc.stderr and proc.stdout == ""
+
+
+def test_unreadable_image_is_a_usage_error(tmp_path):
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"not an image")
+    proc = sam3_agent("run", "--image", str(bad), "--query", "x", *OFFLINE)
+    assert proc.returncode == 2 and "not a readable image" in proc.stderr
+    proc = sam3_agent("run", "--image", str(tmp_path / "missing.png"), "--query", "x")
+    assert proc.returncode == 2 and "no such file" in proc.stderr
+
+
+def test_missing_arguments_are_usage_errors():
+    assert sam3_agent("run", "--query", "x").returncode == 2
+
+
+def test_failed_query_exits_1_with_a_result(tmp_path):
+    proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the blue object",
+                      "-p", "segmenter.backend:=test.fakes.segmenters:broken_factory")
+    assert proc.returncode == 1
+    result = json.loads(proc.stdout)
+    assert result["status"] == "failed" and "broken_factory" in result["error"]
+
+
+def test_segmenter_plugin_form(tmp_path):
+    proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the thing",
+                      "-p", "segmenter.backend:=test.fakes.segmenters:factory")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["status"] == "succeeded"
+    assert result["masks"][0]["bbox"] == [10.0, 10.0, 30.0, 30.0]

@@ -1,0 +1,77 @@
+import pytest
+
+from sam3_agent_ros.config import (PARAMETERS, Config, ConfigError, load_params_file,
+                                   parse_override)
+
+
+def test_defaults_and_every_parameter_has_a_description():
+    config = Config()
+    assert config.llm.backend == "offline" and config.agent.max_context_messages == 10
+    assert config.segmenter.backend == "color" and config.node.query_policy == "preempt"
+    assert all(p.description for p in PARAMETERS)
+    assert Config.from_params({}) == config
+
+
+def test_from_params_coerces_and_validates():
+    config = Config.from_params({"agent.max_rounds": "5", "llm.timeout_s": 3,
+                                 "autostart": "false", "llm.model": 7})
+    assert config.agent.max_rounds == 5 and config.llm.timeout_s == 3.0
+    assert config.node.autostart is False and config.llm.model == "7"
+    assert Config.from_params(config.to_params()) == config
+
+
+@pytest.mark.parametrize("params, fragment", [
+    ({"llm.modle": "x"}, "did you mean 'llm.model'"),
+    ({"llm.backend": "gpt"}, "is not one of"),
+    ({"agent.max_rounds": 0}, "below the minimum"),
+    ({"agent.max_context_messages": 3}, "below the minimum"),
+    ({"agent.examine_concurrency": "many"}, "is not an integer"),
+    ({"autostart": "maybe"}, "not a boolean"),
+    ({"depth.min_m": 5.0, "depth.max_m": 1.0}, "below depth.max_m"),
+    ({"segmenter.backend": "nope"}, "plugin"),
+])
+def test_invalid_values_are_rejected_with_a_reason(params, fragment):
+    with pytest.raises(ConfigError) as info:
+        Config.from_params(params)
+    assert fragment in str(info.value)
+
+
+def test_segmenter_plugin_form_is_accepted():
+    assert Config.from_params({"segmenter.backend": "pkg.mod:make"}).segmenter.backend == \
+        "pkg.mod:make"
+
+
+def test_params_file_in_ros_shape(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("/**:\n  ros__parameters:\n    agent:\n      max_rounds: 4\n"
+                    "sam3_agent:\n  ros__parameters:\n    llm.model: qwen\n    agent:\n"
+                    "      max_rounds: 6\nother_node:\n  ros__parameters: {x: 1}\n")
+    params = load_params_file(path)
+    assert params == {"agent.max_rounds": 6, "llm.model": "qwen"}
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("llm: [", "not valid YAML"), ("- 1", "expected"), ("foo:\n  ros__parameters: {}", "no"),
+    ("sam3_agent: {a: 1}", "no 'ros__parameters'"),
+])
+def test_bad_params_files(tmp_path, text, fragment):
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_params_file(path)
+    assert fragment in str(info.value)
+
+
+def test_missing_params_file():
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_params_file("/nonexistent/p.yaml")
+
+
+def test_overrides():
+    assert parse_override("llm.model:=qwen3") == ("llm.model", "qwen3")
+    assert parse_override("agent.max_rounds:=3") == ("agent.max_rounds", 3)
+    assert parse_override("segmenter.checkpoint:=") == ("segmenter.checkpoint", "")
+    with pytest.raises(ConfigError, match="NAME:=VALUE"):
+        parse_override("llm.model=qwen")
+    with pytest.raises(ConfigError, match="unknown parameter"):
+        parse_override("nope:=1")
