@@ -99,10 +99,11 @@ def overlay_masks(image: np.ndarray, masks: Sequence[np.ndarray],
         _outline(out, region, box, color, thickness)
         anchors.append((_label_anchor(region, box), color))
     font_scale, text_thickness = _font_metrics(shape)
+    placed: list[tuple[int, int, int, int]] = []
     for index, anchor in enumerate(anchors):
         if anchor is not None:
             text = str(index + 1) if labels is None else str(labels[index])
-            _draw_label(out, text, anchor[0], anchor[1], font_scale, text_thickness)
+            _draw_label(out, text, anchor[0], anchor[1], font_scale, text_thickness, placed)
     return out
 
 
@@ -239,14 +240,28 @@ def _font_metrics(shape: tuple[int, int]) -> tuple[float, int]:
 
 
 def _draw_label(out: np.ndarray, text: str, anchor: tuple[int, int],
-                color: tuple[int, int, int], font_scale: float, thickness: int) -> None:
+                color: tuple[int, int, int], font_scale: float, thickness: int,
+                placed: list[tuple[int, int, int, int]]) -> None:
+    """Draw ``text`` on a dark box centred near ``anchor``, inside the image, moved by whole box
+    sizes when it would cover a label already ``placed`` (appends its own box there)."""
     height, width = out.shape[:2]
     (text_w, text_h), baseline = cv2.getTextSize(text, _FONT, font_scale, thickness)
     pad = max(2, round(text_h * 0.35))
     box_w = min(width, text_w + 2 * pad)
     box_h = min(height, text_h + baseline + 2 * pad)
-    x0 = int(np.clip(anchor[0] - box_w // 2, 0, width - box_w))
-    y0 = int(np.clip(anchor[1] - box_h // 2, 0, height - box_h))
+    candidates = [(0, 0), (0, 1), (0, -1), (1, 0), (-1, 0), (1, 1), (-1, 1), (1, -1), (-1, -1),
+                  (0, 2), (0, -2), (2, 0), (-2, 0)]
+    x0 = y0 = 0
+    for step_x, step_y in candidates:
+        x0 = int(np.clip(anchor[0] - box_w // 2 + step_x * (box_w + 1), 0, width - box_w))
+        y0 = int(np.clip(anchor[1] - box_h // 2 + step_y * (box_h + 1), 0, height - box_h))
+        if not any(x0 < px1 and px0 < x0 + box_w and y0 < py1 and py0 < y0 + box_h
+                   for px0, py0, px1, py1 in placed):
+            break
+    else:  # crowded everywhere: keep the first position
+        x0 = int(np.clip(anchor[0] - box_w // 2, 0, width - box_w))
+        y0 = int(np.clip(anchor[1] - box_h // 2, 0, height - box_h))
+    placed.append((x0, y0, x0 + box_w, y0 + box_h))
     x1, y1 = x0 + box_w - 1, y0 + box_h - 1
     cv2.rectangle(out, (x0, y0), (x1, y1), (20, 20, 20), cv2.FILLED)
     cv2.rectangle(out, (x0, y0), (x1, y1), color, max(1, thickness // 2))

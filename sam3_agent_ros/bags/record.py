@@ -1,0 +1,161 @@
+"""Record topics of the ROS graph into a new rosbag2 bag (mcap by default), without deserializing.
+
+Subscriptions are raw (``raw=True``): the CDR bytes a publisher sent go into the bag unchanged,
+with the receive time as the bag timestamp (as ``ros2 bag record`` does). A topic's type is taken
+from the graph, so a topic that has no publisher yet is subscribed as soon as one appears. The
+bag is a regular rosbag2 directory (``metadata.yaml`` + ``.mcap``) that rosbags, ``ros2 bag`` and
+Foxglove open.
+
+Python API: ``BagRecorder(node, out, topics)``; the command line is ``sam3-agent record``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+NODE_OUTPUT_TOPICS = ("/sam3_agent/result", "/sam3_agent/status", "/sam3_agent/mask",
+                      "/sam3_agent/labels", "/sam3_agent/overlay", "/sam3_agent/target",
+                      "/sam3_agent/targets")
+RECORD_QOS_DEPTH = 100
+DISCOVERY_PERIOD_S = 0.2
+
+
+class RecordError(Exception):
+    """The bag cannot be created (exists already, unknown storage, ...)."""
+
+
+def _absolute(topic: str) -> str:
+    return topic if topic.startswith("/") else "/" + topic
+
+
+def subscription_qos(publisher_qos: list, depth: int = RECORD_QOS_DEPTH):
+    """QoS that matches every publisher: reliable unless one of them is best effort,
+    transient-local only when all of them are (then latched messages are recorded too)."""
+    from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+    reliable = all(q.reliability == ReliabilityPolicy.RELIABLE for q in publisher_qos)
+    latched = bool(publisher_qos) and all(
+        q.durability == DurabilityPolicy.TRANSIENT_LOCAL for q in publisher_qos)
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
+                      reliability=ReliabilityPolicy.RELIABLE if reliable
+                      else ReliabilityPolicy.BEST_EFFORT,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL if latched
+                      else DurabilityPolicy.VOLATILE)
+
+
+class BagRecorder:
+    """Writes the messages of ``topics`` into the new bag ``out_dir`` while ``node`` is spun.
+
+    Thread-safe: callbacks may run on a multi-threaded executor. Call ``close()`` to finish the
+    bag (metadata.yaml is written then); messages after ``close()`` are dropped.
+    """
+
+    def __init__(self, node, out_dir: str | Path, topics: Iterable[str], *,
+                 storage: str = "mcap", qos_depth: int = RECORD_QOS_DEPTH) -> None:
+        from rosbags.rosbag2 import StoragePlugin, Writer
+        from rosbags.typesys import Stores, get_typestore
+
+        self.node = node
+        self.out_dir = Path(out_dir)
+        self.topics = list(dict.fromkeys(_absolute(t) for t in topics))
+        if not self.topics:
+            raise RecordError("no topics to record")
+        if self.out_dir.exists():
+            raise RecordError(f"output bag {self.out_dir} exists already; choose a new path")
+        plugins = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
+        if storage not in plugins:
+            raise RecordError(f"unknown storage {storage!r}: use mcap or sqlite3")
+        self.out_dir.parent.mkdir(parents=True, exist_ok=True)
+        self._typestore = get_typestore(Stores.ROS2_KILTED)
+        self._writer = Writer(self.out_dir, version=9, storage_plugin=plugins[storage])
+        self._writer.open()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._qos_depth = qos_depth
+        self._subscriptions: dict[str, object] = {}
+        self._connections: dict[str, object] = {}
+        self.counts: dict[str, int] = {t: 0 for t in self.topics}
+        self.skipped: dict[str, str] = {}  # topic -> why it cannot be recorded
+        self._timer = node.create_timer(DISCOVERY_PERIOD_S, self.discover)
+        self.discover()
+
+    @property
+    def subscribed_topics(self) -> list[str]:
+        return list(self._subscriptions)
+
+    def discover(self) -> None:
+        """Subscribe to every wanted topic whose type the graph now knows."""
+        if self._closed:
+            return
+        known = dict(self.node.get_topic_names_and_types())
+        for topic in self.topics:
+            if topic in self._subscriptions or topic in self.skipped or topic not in known:
+                continue
+            types = known[topic]
+            if len(types) != 1:
+                self.skipped[topic] = f"published with several types: {', '.join(types)}"
+                continue
+            self._subscribe(topic, types[0])
+
+    def _subscribe(self, topic: str, msgtype: str) -> None:
+        from sam3_agent_ros.bags.replay import message_class
+
+        try:
+            cls = message_class(msgtype)
+        except (ImportError, AttributeError):
+            self.skipped[topic] = f"message type {msgtype} is not installed"
+            return
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                self._connections[topic] = self._writer.add_connection(
+                    topic, msgtype, typestore=self._typestore)
+            except Exception as exc:  # the typestore does not know a custom type
+                self.skipped[topic] = f"cannot describe {msgtype} in the bag: {exc}"
+                return
+        qos = subscription_qos(
+            [info.qos_profile for info in self.node.get_publishers_info_by_topic(topic)],
+            self._qos_depth)
+        self._subscriptions[topic] = self.node.create_subscription(
+            cls, topic, lambda data, t=topic: self._on_message(t, data), qos, raw=True)
+
+    def _on_message(self, topic: str, data: bytes) -> None:
+        stamp = self.node.get_clock().now().nanoseconds
+        with self._lock:
+            if self._closed:
+                return
+            self._writer.write(self._connections[topic], stamp, data)
+            self.counts[topic] += 1
+
+    def close(self) -> None:
+        """Stop recording and finish the bag (idempotent)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self.node.destroy_timer(self._timer)
+        for subscription in self._subscriptions.values():
+            self.node.destroy_subscription(subscription)
+        self._subscriptions.clear()
+        with self._lock:
+            self._writer.close()
+
+    def __enter__(self) -> BagRecorder:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def read_bag_counts(path: str | Path) -> dict[str, int]:
+    """``{topic: message count}`` of a bag, read back with rosbags (tests, the demo summary)."""
+    from rosbags.rosbag2 import Reader
+
+    with Reader(Path(path)) as reader:
+        counts = {c.topic: 0 for c in reader.connections}
+        for connection, _, _ in reader.messages():
+            counts[connection.topic] += 1
+    return counts

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Create or update .venv/ at the repository root with the pinned dependencies and this package
+# (editable), so that .venv/bin/sam3-agent and .venv/bin/sam3_agent_node exist.
+#
+# Idempotent: does nothing when .venv is up to date with requirements/*, setup.py and setup.cfg
+# (hash stored in .venv/.requirements.sha256); otherwise installs on top of the existing venv.
+#
+# Environment:
+#   SAM3_AGENT_CUDA=1             install the CUDA build of torch (GPU machines) instead of CPU torch
+#   SAM3_AGENT_TORCH_INDEX_URL=U  package index to take torch from, e.g.
+#                                 https://download.pytorch.org/whl/cpu   (CPU wheel, other machines)
+#                                 https://download.pytorch.org/whl/cu128 (a specific CUDA build)
+#   SAM3_AGENT_PYTHON=python3.11  interpreter for a new venv (the ROS 2 Kilted wheels need 3.11)
+#   SAM3_AGENT_FORCE_SETUP=1      reinstall even when the hash matches
+set -euo pipefail
+
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv="$repo_root/.venv"
+stamp="$venv/.requirements.sha256"
+requirements="$repo_root/requirements"
+cuda="${SAM3_AGENT_CUDA:-0}"
+torch_index="${SAM3_AGENT_TORCH_INDEX_URL:-}"
+started=$(date +%s)
+
+# Two `make` targets started at once must not install into the same venv concurrently.
+exec 9<"${BASH_SOURCE[0]}"
+flock 9
+
+wanted_hash=$(
+    cd "$repo_root"
+    {
+        cat requirements/*.txt setup.py setup.cfg
+        echo "cuda=$cuda torch_index=$torch_index"
+    } | sha256sum | cut -d' ' -f1
+)
+
+entry_points_exist() {
+    [[ -x "$venv/bin/sam3-agent" && -x "$venv/bin/sam3_agent_node" ]]
+}
+
+if [[ "${SAM3_AGENT_FORCE_SETUP:-0}" != 1 && -x "$venv/bin/python" && -f "$stamp" ]] \
+    && [[ "$(cat "$stamp")" == "$wanted_hash" ]] && entry_points_exist; then
+    echo "setup: .venv is up to date ($("$venv/bin/python" --version 2>&1), $([[ $cuda == 1 ]] && echo CUDA || echo CPU) torch)"
+    exit 0
+fi
+
+if [[ ! -x "$venv/bin/python" ]]; then
+    python="${SAM3_AGENT_PYTHON:-$(command -v python3.11 || command -v python3 || true)}"
+    if [[ -z "$python" ]]; then
+        echo "setup: no python3.11 found; set SAM3_AGENT_PYTHON" >&2
+        exit 1
+    fi
+    version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    if [[ "$version" != 3.11 && -z "${SAM3_AGENT_PYTHON:-}" ]]; then
+        echo "setup: $python is Python $version; the ROS 2 Kilted wheels need 3.11" \
+            "(set SAM3_AGENT_PYTHON to try another)" >&2
+        exit 1
+    fi
+    echo "setup: creating .venv with $python (Python $version)"
+    "$python" -m venv "$venv"
+fi
+
+pip_install() {
+    # Quiet, minus this kind of machine's warnings about index directories that do not exist.
+    "$venv/bin/python" -m pip --disable-pip-version-check install --quiet --no-input "$@" \
+        2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+}
+constraints=(-c "$requirements/constraints.txt")
+
+if [[ "$cuda" == 1 ]]; then
+    # A CPU build already installed satisfies torch==2.13.0 too: remove it first.
+    if "$venv/bin/python" -c 'import importlib.metadata as m, sys; sys.exit("+cpu" not in m.version("torch"))' 2>/dev/null; then
+        "$venv/bin/python" -m pip uninstall --quiet -y torch
+    fi
+    # PyPI's Linux torch wheel is the CUDA build. `===` matches the version string exactly, so the
+    # local CPU wheel (2.13.0+cpu) of a find-links directory cannot satisfy it; with an index URL
+    # (whose builds carry +cuXXX) the ordinary `==` is used.
+    torch_version=$(grep -E '^torch==' "$requirements/sam3-cpu.txt" | cut -d= -f3)
+    torchvision_version=$(grep -E '^torchvision==' "$requirements/sam3-nodeps.txt" | cut -d= -f3)
+    if [[ -n "$torch_index" ]]; then
+        pip_install "${constraints[@]}" --index-url "$torch_index" \
+            "torch==$torch_version" "torchvision==$torchvision_version"
+    else
+        pip_install "${constraints[@]}" "torch===$torch_version" \
+            "torchvision===$torchvision_version"
+    fi
+    grep -v -E '^torch==' "$requirements/sam3-cpu.txt" > "$venv/.sam3-cpu-without-torch.txt"
+    torch_requirements=(-r "$venv/.sam3-cpu-without-torch.txt")
+else
+    torch_requirements=(-r "$requirements/sam3-cpu.txt")
+    [[ -n "$torch_index" ]] && torch_requirements+=(--extra-index-url "$torch_index")
+fi
+
+# 1. Everything that is installed with its dependencies (pinned, transitive ones constrained).
+pip_install "${constraints[@]}" \
+    -r "$requirements/base.txt" "${torch_requirements[@]}" -r "$requirements/dev.txt"
+# 2. sam3, timm, torchvision, open_clip_torch WITHOUT dependencies (they would pull CUDA torch).
+pip_install --no-deps "${constraints[@]}" -r "$requirements/sam3-nodeps.txt"
+# 3. This package, editable: source edits apply without reinstalling.
+pip_install --no-deps --no-build-isolation -e "$repo_root"
+
+if ! entry_points_exist; then
+    echo "setup: .venv/bin/sam3-agent or .venv/bin/sam3_agent_node missing after install" >&2
+    exit 1
+fi
+echo "$wanted_hash" > "$stamp"
+torch_version=$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("torch"))')
+echo "setup: .venv ready in $(($(date +%s) - started)) s (torch $torch_version," \
+    "$("$venv/bin/python" --version 2>&1), $(du -sh "$venv" | cut -f1))"

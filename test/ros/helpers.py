@@ -1,0 +1,293 @@
+"""Test-side ROS harness: the node under test in a subprocess, a test node in this process.
+
+``NodeProcess`` starts ``sam3_agent_node`` the way a user does (``--ros-args --params-file ...
+-r __ns:=...``). ``Harness`` is an rclpy node spinning in a background thread that publishes
+frames (``Camera``) and queries and records everything the node publishes. The caller must have
+put DDS on loopback (``sam3_agent_ros.ros.dds``) before creating either.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import rclpy
+import yaml
+from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState, GetState
+from rcl_interfaces.msg import Parameter as ParameterMsg
+from rcl_interfaces.srv import SetParameters
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import Image
+from std_msgs.msg import String
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RELIABLE = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
+                      depth=50, durability=DurabilityPolicy.VOLATILE)
+OFFLINE = {"llm": {"backend": "offline"}, "segmenter": {"backend": "color"}}
+
+
+def node_command() -> list[str]:
+    """How a user starts the node: the installed console script, else the module."""
+    script = Path(sys.executable).parent / "sam3_agent_node"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("sam3_agent_node")
+    return [found] if found else [sys.executable, "-m", "sam3_agent_ros.ros.node"]
+
+
+def deep_merge(base: dict, extra: dict) -> dict:
+    out = dict(base)
+    for key, value in extra.items():
+        out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(
+            out.get(key), dict) else value
+    return out
+
+
+class NodeProcess:
+    """``sam3_agent_node`` in a subprocess, with its parameters in a YAML file."""
+
+    def __init__(self, namespace: str, parameters: dict, tmp_dir: Path,
+                 env: dict[str, str] | None = None):
+        self.namespace = namespace
+        self.name = f"{namespace}/sam3_agent"
+        tmp_dir.mkdir(parents=True, exist_ok=True)
+        slug = namespace.strip("/").replace("/", "_") or "root"
+        self.params_file = tmp_dir / f"{slug}.yaml"
+        self.params_file.write_text(
+            yaml.safe_dump({"sam3_agent": {"ros__parameters": deep_merge(OFFLINE, parameters)}}))
+        self.log_file = tmp_dir / f"{slug}.log"
+        proc_env = dict(os.environ if env is None else env)
+        proc_env["PYTHONPATH"] = os.pathsep.join(
+            [str(REPO_ROOT)] + [p for p in proc_env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        proc_env["PYTHONUNBUFFERED"] = "1"
+        proc_env.pop("_ROS_WHEELS_BOOTSTRAP_COMPLETE", None)
+        self._log = open(self.log_file, "wb")  # noqa: SIM115 (closed in stop)
+        self.process = subprocess.Popen(
+            node_command() + ["--ros-args", "--params-file", str(self.params_file),
+                              "-r", f"__ns:={namespace}"],
+            stdout=self._log, stderr=subprocess.STDOUT, env=proc_env, cwd=str(tmp_dir))
+
+    def log(self) -> str:
+        return self.log_file.read_text(errors="replace")
+
+    def stop(self, timeout: float = 15.0) -> int:
+        """Ctrl-C, like a user; returns the exit status (kills after ``timeout``)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        self._log.close()
+        return self.process.returncode
+
+
+@dataclass
+class Received:
+    msg: Any
+    at: float
+
+
+@dataclass
+class _Topic:
+    items: list[Received] = field(default_factory=list)
+
+
+class Harness:
+    """An rclpy node in a background thread, with its own context."""
+
+    def __init__(self, name: str = "sam3_agent_test"):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self._changed = threading.Condition()
+        self._topics: dict[str, _Topic] = {}
+        self._publishers: dict[str, Any] = {}
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        try:
+            self.executor.spin()
+        except Exception:  # context shut down
+            pass
+
+    def close(self) -> None:
+        self.executor.shutdown(timeout_sec=2.0)
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+        self._thread.join(5)
+
+    # --- subscriptions ---------------------------------------------------------------------------
+    def listen(self, topic: str, msg_type: Any = String, qos: QoSProfile = RELIABLE) -> None:
+        if topic in self._topics:
+            return
+        record = self._topics[topic] = _Topic()
+
+        def on_msg(msg: Any) -> None:
+            with self._changed:
+                record.items.append(Received(msg, time.monotonic()))
+                self._changed.notify_all()
+
+        self.node.create_subscription(msg_type, topic, on_msg, qos)
+
+    def messages(self, topic: str) -> list[Any]:
+        with self._changed:
+            return [r.msg for r in self._topics[topic].items]
+
+    def wait_for(self, predicate: Callable[[], Any], timeout: float, what: str = "") -> Any:
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                value = predicate()
+                if value:
+                    return value
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+                self._changed.wait(min(left, 0.1))
+
+    def json_messages(self, topic: str) -> list[dict]:
+        return [json.loads(m.data) for m in self.messages(topic)]
+
+    def results(self, namespace: str, query_id: str | None = None) -> list[dict]:
+        out = self.json_messages(f"{namespace}/sam3_agent/result")
+        return [r for r in out if query_id is None or r["query_id"] == query_id]
+
+    def wait_result(self, namespace: str, query_id: str, timeout: float = 20.0) -> dict:
+        found = self.wait_for(lambda: self.results(namespace, query_id), timeout,
+                              f"the result of {query_id} on {namespace}")
+        return found[0]
+
+    def statuses(self, namespace: str, query_id: str) -> list[dict]:
+        out = self.json_messages(f"{namespace}/sam3_agent/status")
+        return [s for s in out if s["query_id"] == query_id]
+
+    def wait_status(self, namespace: str, query_id: str, phase: str, timeout: float = 20.0):
+        return self.wait_for(
+            lambda: [s for s in self.statuses(namespace, query_id) if s["phase"] == phase],
+            timeout, f"phase {phase} of {query_id}")
+
+    def image_with_stamp(self, topic: str, stamp: dict, timeout: float = 10.0) -> Image:
+        def find():
+            found = [m for m in self.messages(topic)
+                     if (m.header.stamp.sec, m.header.stamp.nanosec) == (stamp["sec"],
+                                                                           stamp["nanosec"])]
+            return found[-1] if found else None
+        return self.wait_for(find, timeout, f"an image on {topic} stamped {stamp}")
+
+    # --- publishing ------------------------------------------------------------------------------
+    def publisher(self, topic: str, msg_type: Any = String, qos: QoSProfile = RELIABLE) -> Any:
+        if topic not in self._publishers:
+            self._publishers[topic] = self.node.create_publisher(msg_type, topic, qos)
+        return self._publishers[topic]
+
+    def send_query(self, namespace: str, text: str | dict) -> None:
+        data = text if isinstance(text, str) else json.dumps(text)
+        self.publisher(f"{namespace}/query").publish(String(data=data))
+
+    def wait_subscribed(self, topic: str, msg_type: Any = String, timeout: float = 20.0) -> None:
+        publisher = self.publisher(topic, msg_type)
+        self.wait_for(lambda: publisher.get_subscription_count() > 0, timeout,
+                      f"a subscriber on {topic}")
+
+    # --- services --------------------------------------------------------------------------------
+    def _call(self, srv_type: Any, name: str, request: Any, timeout: float) -> Any:
+        client = self.node.create_client(srv_type, name)
+        try:
+            if not client.wait_for_service(timeout_sec=timeout):
+                raise TimeoutError(f"service {name} not available")
+            future = client.call_async(request)
+            done = threading.Event()
+            future.add_done_callback(lambda _: done.set())
+            if not done.wait(timeout):
+                raise TimeoutError(f"no answer from {name}")
+            return future.result()
+        finally:
+            self.node.destroy_client(client)
+
+    def lifecycle_state(self, node_name: str, timeout: float = 10.0) -> str:
+        reply = self._call(GetState, f"{node_name}/get_state", GetState.Request(), timeout)
+        return reply.current_state.label
+
+    def change_state(self, node_name: str, transition_id: int, timeout: float = 20.0) -> bool:
+        request = ChangeState.Request()
+        request.transition = Transition(id=transition_id)
+        return self._call(ChangeState, f"{node_name}/change_state", request, timeout).success
+
+    def wait_state(self, node_name: str, label: str, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        state = None
+        while time.monotonic() < deadline:
+            try:
+                state = self.lifecycle_state(node_name, timeout=min(5.0, timeout))
+            except TimeoutError:
+                state = None
+            if state == label:
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"{node_name} is {state!r}, not {label!r} after {timeout} s")
+
+    def set_parameter(self, node_name: str, name: str, value: Any, timeout: float = 10.0):
+        request = SetParameters.Request()
+        request.parameters = [ParameterMsg(
+            name=name, value=Parameter(name, value=value).get_parameter_value())]
+        return self._call(SetParameters, f"{node_name}/set_parameters", request,
+                          timeout).results[0]
+
+
+class Camera:
+    """Publishes one frame message over and over (new stamp each time) in a background thread,
+    like a camera driver; remembers every stamp it sent."""
+
+    def __init__(self, harness: Harness, topic: str, msg: Any, rate_hz: float = 15.0,
+                 frame_id: str = "camera", qos: QoSProfile = RELIABLE, stamp_base: int = 1000):
+        self.msg = msg
+        self.stamp_base = stamp_base
+        self.msg.header.frame_id = frame_id
+        self.publisher = harness.publisher(topic, type(msg), qos)
+        self.period = 1.0 / rate_hz
+        self.stamps: set[tuple[int, int]] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Camera:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        serial = 0
+        while not self._stop.is_set():
+            serial += 1
+            # Distinct, recognisable stamps: sec = stamp_base + serial, nanosec = serial.
+            stamp = (self.stamp_base + serial, serial)
+            self.msg.header.stamp.sec, self.msg.header.stamp.nanosec = stamp
+            self.stamps.add(stamp)
+            self.publisher.publish(self.msg)
+            self._stop.wait(self.period)
+
+    def sent(self, stamp: dict) -> bool:
+        return (stamp["sec"], stamp["nanosec"]) in self.stamps
+
+
+TRANSITION = Transition  # re-export for tests (Transition.TRANSITION_DEACTIVATE ...)
