@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 
 from sam3_agent_ros.config import Config, ConfigError
@@ -62,7 +63,5 @@ def load_plugin(spec: str) -> Segmenter:
 def close_quietly(obj) -> None:
     close = getattr(obj, "close", None)
     if callable(close):
-        try:
+        with contextlib.suppress(Exception):  # closing must never take the caller down
             close()
-        except Exception:  # closing must never take the caller down
-            pass

@@ -39,11 +39,11 @@ class Parameter:
     def validate(self, value: Any) -> Any:
         """Return ``value`` coerced to this parameter's type, or raise ``ConfigError``."""
         value = _coerce(self, value)
-        if self.choices is not None and value not in self.choices:
-            if not (self.free_form_hint == "plugin" and isinstance(value, str) and ":" in value):
-                allowed = ", ".join(repr(c) for c in self.choices)
-                extra = " or a plugin 'package.module:factory'" if self.free_form_hint else ""
-                raise ConfigError(f"{self.name}: {value!r} is not one of {allowed}{extra}")
+        is_plugin = self.free_form_hint == "plugin" and isinstance(value, str) and ":" in value
+        if self.choices is not None and value not in self.choices and not is_plugin:
+            allowed = ", ".join(repr(c) for c in self.choices)
+            extra = " or a plugin 'package.module:factory'" if self.free_form_hint else ""
+            raise ConfigError(f"{self.name}: {value!r} is not one of {allowed}{extra}")
         if self.min is not None and value < self.min:
             raise ConfigError(f"{self.name}: {value!r} is below the minimum {self.min}")
         if self.max is not None and value > self.max:
@@ -87,8 +87,8 @@ _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "a b
 PARAMETERS: tuple[Parameter, ...] = (
     # --- LLM -------------------------------------------------------------------------------------
     Parameter("llm.backend", "offline",
-              "'openai': any OpenAI-compatible endpoint (vLLM, OpenAI, ...). 'offline': the built-in "
-              "deterministic demo planner (no model; for tests and trying the package).",
+              "'openai': any OpenAI-compatible endpoint (vLLM, OpenAI, ...). 'offline': the "
+              "built-in deterministic demo planner (no model; for tests and trying the package).",
               choices=("openai", "offline")),
     Parameter("llm.base_url", "http://127.0.0.1:8000/v1",
               "Base URL of the OpenAI-compatible Chat Completions endpoint."),
@@ -98,7 +98,8 @@ PARAMETERS: tuple[Parameter, ...] = (
               "never logged)."),
     Parameter("llm.timeout_s", 60.0, "Timeout of one LLM request in seconds.", min=0.1, max=3600.0),
     Parameter("llm.max_retries", 2,
-              "Retries (with backoff) of one request on 429, 5xx and connection errors.", min=0, max=10),
+              "Retries (with backoff) of one request on 429, 5xx and connection errors.",
+              min=0, max=10),
     Parameter("llm.temperature", 0.0, "Sampling temperature.", min=0.0, max=2.0),
     Parameter("llm.max_tokens", 2048, "Most completion tokens per request.", min=16, max=65536),
     # --- Segmenter -------------------------------------------------------------------------------
@@ -118,11 +119,12 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("segmenter.confidence_threshold", 0.5,
               "Masks scoring below this are dropped.", min=0.0, max=1.0),
     Parameter("segmenter.overlap_threshold", 0.8,
-              "Greedy overlap removal: a mask whose IoU with a higher-scoring kept mask exceeds this "
-              "is dropped (1.0 disables).", min=0.0, max=1.0),
+              "Greedy overlap removal: a mask whose IoU with a higher-scoring kept mask exceeds "
+              "this is dropped (1.0 disables).", min=0.0, max=1.0),
     Parameter("segmenter.min_mask_area", 16, "Masks with fewer pixels are dropped.", min=0),
     Parameter("segmenter.bpe_path", "",
-              "SAM 3 BPE vocabulary file. Empty: the byte-identical copy shipped by open_clip_torch."),
+              "SAM 3 BPE vocabulary file. Empty: the byte-identical copy shipped by "
+              "open_clip_torch."),
     Parameter("segmenter.random_weights", False,
               "TESTS/BENCHMARKS ONLY: build SAM 3 with random weights (no checkpoint). Results are "
               "meaningless and marked as such."),

@@ -12,6 +12,7 @@
 #                                 https://download.pytorch.org/whl/cu128 (a specific CUDA build)
 #   SAM3_AGENT_PYTHON=python3.11  interpreter for a new venv (the ROS 2 Kilted wheels need 3.11)
 #   SAM3_AGENT_FORCE_SETUP=1      reinstall even when the hash matches
+# Switching an existing venv between CPU and CUDA torch: delete .venv first.
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -88,7 +89,9 @@ if [[ "$cuda" == 1 ]]; then
     torch_requirements=(-r "$venv/.sam3-cpu-without-torch.txt")
 else
     torch_requirements=(-r "$requirements/sam3-cpu.txt")
-    [[ -n "$torch_index" ]] && torch_requirements+=(--extra-index-url "$torch_index")
+    if [[ -n "$torch_index" ]]; then
+        torch_requirements+=(--extra-index-url "$torch_index")
+    fi
 fi
 
 # 1. Everything that is installed with its dependencies (pinned, transitive ones constrained).

@@ -1,7 +1,6 @@
 import pytest
 
-from sam3_agent_ros.config import (PARAMETERS, Config, ConfigError, load_params_file,
-                                   parse_override)
+from sam3_agent_ros.config import PARAMETERS, Config, ConfigError, load_params_file, parse_override
 
 
 def test_defaults_and_every_parameter_has_a_description():

@@ -20,8 +20,18 @@ from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import LlmError, ModelMistake, QueryEnded, SegmenterError
 from sam3_agent_ros.core.prompts import Prompts, load_prompts
 from sam3_agent_ros.core.tools import Continue, Finish, QueryState, ToolBox
-from sam3_agent_ros.core.types import (Frame, LlmReply, Message, Phase, Query, QueryStatus,
-                                       Result, StatusEvent, Timings, Usage)
+from sam3_agent_ros.core.types import (
+    Frame,
+    LlmReply,
+    Message,
+    Phase,
+    Query,
+    QueryStatus,
+    Result,
+    StatusEvent,
+    Timings,
+    Usage,
+)
 from sam3_agent_ros.core.verifier import Verifier
 from sam3_agent_ros.llm.base import LlmClient
 from sam3_agent_ros.segmenters.base import Segmenter

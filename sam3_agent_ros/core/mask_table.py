@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from sam3_agent_ros.core.types import Mask
 
 HEADER = "id | score | bbox x0,y0,x1,y1 (px) | area % | centroid x,y (px)"
-_ROW = re.compile(r"^\s*(\d+)\s*\|\s*([\d.]+)\s*\|\s*([\d.,\s-]+)\|\s*([\d.]+)\s*\|\s*([\d.,\s-]+)$")
+_NUMBERS = r"([\d.,\s-]+)"
+_ROW = re.compile(rf"^\s*(\d+)\s*\|\s*([\d.]+)\s*\|{_NUMBERS}\|\s*([\d.]+)\s*\|{_NUMBERS}$")
 
 
 def format_table(masks: list[Mask], width: int, height: int, limit: int) -> str:
-    """One row per mask, ids 1..N in list order; at most ``limit`` rows (the list is score-sorted)."""
+    """One row per mask, ids 1..N in list order; at most ``limit`` rows (score-sorted list)."""
     total = float(width * height) or 1.0
     rows = [HEADER]
     for index, mask in enumerate(masks[:limit]):

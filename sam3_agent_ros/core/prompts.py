@@ -1,4 +1,4 @@
-"""Loads the system and verifier prompts from prompts/ (installed share directory or source tree)."""
+"""Loads the system and verifier prompts from prompts/ (share directory or source tree)."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ class ToolCall:
 
 
 def kept_text(reply: str) -> str:
-    """The part of a reply that stays in the conversation: everything up to the first ``</tool>``."""
+    """The part of a reply kept in the conversation: everything up to the first ``</tool>``."""
     end = reply.find(_TOOL_CLOSE)
     return reply if end < 0 else reply[: end + len(_TOOL_CLOSE)]
 
@@ -61,7 +61,8 @@ def parse_tool_call(reply: str) -> ToolCall:
         raise ModelMistake(f"The text inside <tool>...</tool> is not valid JSON ({exc.msg} at "
                            f"position {exc.pos}). {_FORMAT_HINT}") from None
     if not isinstance(payload, dict):
-        raise ModelMistake('The tool call must be a JSON object {"name": ..., "parameters": {...}}.')
+        raise ModelMistake('The tool call must be a JSON object '
+                           '{"name": ..., "parameters": {...}}.')
     name = payload.get("name")
     if name not in TOOL_SCHEMAS:
         raise ModelMistake(f"Unknown tool {name!r}. Available tools: {', '.join(TOOL_SCHEMAS)}.")

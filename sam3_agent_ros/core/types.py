@@ -93,7 +93,7 @@ class LlmReply:
     completion_tokens: int = 0
 
 
-class QueryStatus(str, enum.Enum):
+class QueryStatus(enum.StrEnum):
     SUCCEEDED = "succeeded"
     NO_MASK = "no_mask"
     FAILED = "failed"
@@ -168,7 +168,7 @@ class Result:
         return out
 
 
-class Phase(str, enum.Enum):
+class Phase(enum.StrEnum):
     QUEUED = "queued"
     THINKING = "thinking"
     SEGMENTING = "segmenting"

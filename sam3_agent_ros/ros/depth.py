@@ -101,7 +101,8 @@ class DepthTargets:
             return [_no_position(reason) for _ in masks]
 
         target_ns = _stamp_ns(frame.stamp_sec, frame.stamp_nanosec)
-        depth_msg = min(depth_frames, key=lambda m: abs(
+        # reversed: among equal stamps (a re-sent frame) the newest wins.
+        depth_msg = min(reversed(depth_frames), key=lambda m: abs(
             _stamp_ns(m.header.stamp.sec, m.header.stamp.nanosec) - target_ns))
         diff_s = abs(_stamp_ns(depth_msg.header.stamp.sec, depth_msg.header.stamp.nanosec)
                      - target_ns) / 1e9

@@ -14,8 +14,7 @@ from sam3_agent_ros.core.agent import Agent
 from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import LlmError
 from sam3_agent_ros.core.types import Frame, Phase, Query, QueryStatus
-from test.fakes.scripted_llm import (ScriptedLlm, SlowLlm, examine, no_mask, segment, select,
-                                     tool)
+from test.fakes.scripted_llm import ScriptedLlm, SlowLlm, examine, no_mask, segment, select, tool
 from test.fakes.segmenters import BoxSegmenter, RaisingSegmenter, WrongShapeSegmenter
 
 W, H = 320, 240

@@ -12,8 +12,16 @@ from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.agent import Agent
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus
 from sam3_agent_ros.llm.openai_client import OpenAiClient
-from test.fakes.scripted_server import (ScriptedServer, count_images, drop_connection,
-                                        http_error, message_text, raw_body, tool_call, verdict)
+from test.fakes.scripted_server import (
+    ScriptedServer,
+    count_images,
+    drop_connection,
+    http_error,
+    message_text,
+    raw_body,
+    tool_call,
+    verdict,
+)
 from test.fakes.segmenters import BoxSegmenter
 
 W, H = 1280, 720

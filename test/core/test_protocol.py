@@ -1,8 +1,7 @@
 import pytest
 
 from sam3_agent_ros.core.errors import ModelMistake
-from sam3_agent_ros.core.protocol import (kept_text, normalize_prompt, parse_tool_call,
-                                          parse_verdict)
+from sam3_agent_ros.core.protocol import kept_text, normalize_prompt, parse_tool_call, parse_verdict
 
 
 def test_parses_the_first_tool_call_and_ignores_reasoning_and_later_calls():

@@ -104,7 +104,10 @@ class Rig:
             extras[:] = self.targets.locate(frame, masks)
             return ready(extras)
 
-        wait_for(attempt, f"a located result, last: {extras}")
+        try:
+            wait_for(attempt, "a located result")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last: {extras}") from None
         return extras
 
     def close(self) -> None:

@@ -1,0 +1,197 @@
+"""``sam3-agent replay | record | demo``: argparse registration and handlers.
+
+Nothing ROS is imported at module import (``sam3-agent run`` stays ROS-free): each handler imports
+rclpy and rosbags itself. Handlers return the exit status: 0 ok, 1 failure, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def register(subparsers) -> None:
+    """Add ``replay``, ``record`` and ``demo`` to the ``sam3-agent`` sub-command parsers."""
+    replay = subparsers.add_parser(
+        "replay", help="publish a rosbag2 bag into the ROS graph (like 'ros2 bag play')",
+        description="Publish a rosbag2 bag (mcap or sqlite3) with its original timing. Messages "
+                    "are published as the raw CDR bytes of the bag.")
+    replay.add_argument("bag", help="bag directory (with metadata.yaml) or its .mcap file")
+    replay.add_argument("--rate", type=float, default=1.0, help="playback speed factor")
+    replay.add_argument("--loop", action="store_true", help="play the bag again and again")
+    replay.add_argument("--start-offset", type=float, default=0.0, metavar="SECONDS",
+                        help="start this many seconds into the bag")
+    replay.add_argument("--delay", type=float, default=0.0, metavar="SECONDS",
+                        help="wait this long after creating the publishers")
+    replay.add_argument("--topics", nargs="+", metavar="TOPIC", help="play only these topics")
+    replay.add_argument("--remap", action="append", default=[], metavar="OLD:=NEW",
+                        help="publish bag topic OLD on NEW (repeatable)")
+    replay.add_argument("--qos-depth", type=int, default=10, help="publisher history depth")
+    replay.add_argument("--best-effort", action="store_true",
+                        help="publish best effort instead of reliable")
+    _add_loopback_flag(replay)
+    replay.set_defaults(handler=cmd_replay)
+
+    record = subparsers.add_parser(
+        "record", help="record topics (default: the node's outputs) into a new rosbag2 bag",
+        description="Record topics into a new rosbag2 bag (raw CDR, mcap by default) until "
+                    "Ctrl-C / SIGTERM or --duration.")
+    record.add_argument("out", help="new bag directory (must not exist)")
+    record.add_argument("--topics", nargs="+", metavar="TOPIC",
+                        help="topics to record (default: /sam3_agent/{result,status,mask,"
+                             "labels,overlay,target,targets})")
+    record.add_argument("--duration", type=float, metavar="SECONDS",
+                        help="stop after this many seconds")
+    record.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap")
+    _add_loopback_flag(record)
+    record.set_defaults(handler=cmd_record)
+
+    demo = subparsers.add_parser(
+        "demo", help="run the node on the bundled sample bag and score it against ground truth",
+        description="Start sam3_agent_node (offline backends, depth on), replay the bundled "
+                    "tabletop bag into it, print every result, write overlays and an output bag "
+                    "and a summary against the ground truth. DDS stays on loopback.")
+    demo.add_argument("--out", default="out/demo", help="output directory (default out/demo)")
+    demo.add_argument("--sample", help="sample directory (default: the bundled sample)")
+    demo.add_argument("--params-file", help="extra ROS parameters YAML for the node (e.g. a real "
+                                            "endpoint: llm.backend openai)")
+    demo.add_argument("-p", dest="overrides", action="append", default=[],
+                      metavar="NAME:=VALUE", help="set one node parameter (repeatable)")
+    demo.add_argument("--rate", type=float, default=1.0, help="bag playback speed factor")
+    demo.add_argument("--startup-timeout", type=float, default=60.0, metavar="SECONDS",
+                      help="how long to wait for the node to become active")
+    demo.add_argument("--result-timeout", type=float, default=30.0, metavar="SECONDS",
+                      help="how long to wait for the last results after the bag ended")
+    demo.set_defaults(handler=cmd_demo)
+
+
+def _add_loopback_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--loopback", action="store_true",
+                        help="keep DDS on this host (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST and "
+                             "the loopback Fast DDS profile)")
+
+
+def _error(message: str) -> None:
+    print(f"sam3-agent: error: {message}", file=sys.stderr)
+
+
+def _init_ros(loopback: bool):
+    """A fresh rclpy context (Ctrl-C stays a KeyboardInterrupt)."""
+    if loopback:
+        from sam3_agent_ros.ros.dds import apply_loopback_env
+
+        apply_loopback_env()
+    import rclpy
+    from rclpy.signals import SignalHandlerOptions
+
+    context = rclpy.context.Context()
+    rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
+    return context
+
+
+def _stop_on_sigterm(stop: threading.Event) -> None:
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+
+
+def cmd_replay(args) -> int:
+    from sam3_agent_ros.bags.replay import BagError, ProgressLine, parse_remaps, replay_bag
+
+    try:
+        remaps = parse_remaps(args.remap)
+    except ValueError as exc:
+        _error(str(exc))
+        return EXIT_USAGE
+    if not args.rate > 0 or args.start_offset < 0 or args.qos_depth < 1:
+        _error("--rate must be > 0, --start-offset >= 0 and --qos-depth >= 1")
+        return EXIT_USAGE
+    import rclpy
+
+    context = _init_ros(args.loopback)
+    stop = threading.Event()
+    _stop_on_sigterm(stop)
+    node = rclpy.create_node("sam3_agent_replay", context=context)
+    progress = ProgressLine(sys.stderr)
+    try:
+        stats = replay_bag(args.bag, node, rate=args.rate, loop=args.loop,
+                           start_offset_s=args.start_offset, topics=args.topics, remaps=remaps,
+                           qos_depth=args.qos_depth, reliable=not args.best_effort,
+                           delay_s=args.delay, stop=stop, progress=progress)
+    except BagError as exc:
+        _error(str(exc))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return EXIT_OK
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+    progress.finish(stats)
+    return EXIT_OK
+
+
+def cmd_record(args) -> int:
+    from sam3_agent_ros.bags.record import NODE_OUTPUT_TOPICS, BagRecorder, RecordError
+
+    if Path(args.out).exists():
+        _error(f"output bag {args.out} exists already; choose a new path")
+        return EXIT_USAGE
+    if args.duration is not None and not args.duration > 0:
+        _error("--duration must be > 0")
+        return EXIT_USAGE
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    context = _init_ros(args.loopback)
+    stop = threading.Event()
+    _stop_on_sigterm(stop)
+    node = rclpy.create_node("sam3_agent_record", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    recorder = None
+    try:
+        recorder = BagRecorder(node, args.out, args.topics or NODE_OUTPUT_TOPICS,
+                               storage=args.storage)
+        print(f"[record] recording {', '.join(recorder.topics)} into {args.out} "
+              "(Ctrl-C to stop)", file=sys.stderr)
+        spinner = threading.Thread(target=_spin_until, args=(executor, stop), daemon=True)
+        spinner.start()
+        stop.wait(args.duration)
+        stop.set()
+        spinner.join(timeout=5.0)
+    except RecordError as exc:
+        _error(str(exc))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        stop.set()
+    finally:
+        if recorder is not None:
+            recorder.close()
+            counts = ", ".join(f"{t}: {n}" for t, n in recorder.counts.items())
+            print(f"[record] wrote {args.out} ({counts})", file=sys.stderr)
+            for topic, reason in recorder.skipped.items():
+                print(f"[record] skipped {topic}: {reason}", file=sys.stderr)
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+    return EXIT_OK
+
+
+def _spin_until(executor, stop: threading.Event) -> None:
+    while not stop.is_set():
+        executor.spin_once(timeout_sec=0.1)
+
+
+def cmd_demo(args) -> int:
+    from sam3_agent_ros.bags.demo import DemoOptions, run_demo
+
+    options = DemoOptions(out_dir=Path(args.out),
+                          sample_dir=Path(args.sample) if args.sample else None,
+                          params_file=Path(args.params_file) if args.params_file else None,
+                          overrides=list(args.overrides), rate=args.rate,
+                          startup_timeout_s=args.startup_timeout,
+                          result_timeout_s=args.result_timeout)
+    return run_demo(options)

@@ -1,0 +1,316 @@
+"""The node over real rclpy: subprocesses started like a user would, a test node in this process.
+
+Three nodes run for the whole module, in three namespaces (offline backends; DDS on loopback with a
+random domain id):
+- /robot1: colour segmenter, preempt policy, short frame bounds (frames, masks, bad input);
+- /robot2: a slow segmenter plugin, preempt policy (preemption, deactivate);
+- /robot3: the slow segmenter, queue policy with queue_size 1, compressed images, reliable QoS.
+"""
+
+from __future__ import annotations
+
+import time
+
+import cv2
+import numpy as np
+import pytest
+from sensor_msgs.msg import CompressedImage, Image
+from std_msgs.msg import String
+
+from sam3_agent_ros.ros.conversions import rgb8_image
+from sam3_agent_ros.ros.dds import apply_loopback_env
+from sam3_agent_ros.scene import render_scene
+from test.ros.helpers import TRANSITION, Camera, Harness, NodeProcess
+
+R1, R2, R3 = "/robot1", "/robot2", "/robot3"
+SLOW = {"segmenter": {"backend": "test.ros.slow_segmenter:factory"}}
+CONFIGS = {
+    R1: {"max_frame_age_s": 1.0, "frame_wait_s": 1.0, "max_query_chars": 500},
+    R2: SLOW,
+    R3: {**SLOW, "query_policy": "queue", "queue_size": 1, "image_transport": "compressed",
+         "image_qos": "reliable"},
+}
+OUTPUTS = {"result": String, "status": String, "mask": Image, "labels": Image, "overlay": Image}
+QUERY = "the leftmost blue object"
+
+
+@pytest.fixture(scope="module")
+def scene():
+    return render_scene()
+
+
+@pytest.fixture(scope="module")
+def ros(tmp_path_factory):
+    """The loopback DDS environment, the three node processes and the test harness."""
+    saved = dict(__import__("os").environ)
+    apply_loopback_env()
+    tmp = tmp_path_factory.mktemp("nodes")
+    env = dict(__import__("os").environ, SLOW_SEGMENTER_S="1.0")
+    procs = {ns: NodeProcess(ns, params, tmp, env) for ns, params in CONFIGS.items()}
+    harness = Harness()
+    try:
+        for ns in CONFIGS:
+            for name, msg_type in OUTPUTS.items():
+                harness.listen(f"{ns}/sam3_agent/{name}", msg_type)
+        for ns, proc in procs.items():
+            harness.wait_state(proc.name, "active", timeout=60)
+            harness.wait_subscribed(f"{ns}/query")
+        yield harness, procs
+    finally:
+        for proc in procs.values():
+            proc.stop()
+        harness.close()
+        __import__("os").environ.clear()
+        __import__("os").environ.update(saved)
+
+
+def png_message(rgb: np.ndarray) -> CompressedImage:
+    msg = CompressedImage(format="png")
+    msg.data = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))[1].tobytes()
+    return msg
+
+
+def image_array(msg: Image) -> np.ndarray:
+    channels = 3 if msg.encoding == "rgb8" else 1
+    return np.frombuffer(msg.data, np.uint8).reshape(msg.height, msg.width, channels).squeeze()
+
+
+def iou(a: np.ndarray, b: np.ndarray) -> float:
+    return float((a & b).sum()) / float((a | b).sum())
+
+
+def new_failed_result(harness: Harness, ns: str, send) -> dict:
+    """Send something without an id; the node's one new result for it."""
+    before = len(harness.results(ns))
+    send()
+    found = harness.wait_for(lambda: harness.results(ns)[before:], 10, "a new result")
+    assert len(found) == 1
+    return found[0]
+
+
+def test_query_answers_with_the_blue_object_and_the_frame_header(ros, scene):
+    harness, _ = ros
+    with Camera(harness, f"{R1}/image", rgb8_image(scene.rgb),
+                frame_id="camera_color_optical_frame") as camera:
+        harness.send_query(R1, {"id": "blue-1", "query": QUERY})
+        result = harness.wait_result(R1, "blue-1")
+    assert result["status"] == "succeeded", result
+    assert result["query"] == QUERY
+    assert camera.sent(result["stamp"]) and result["frame_id"] == "camera_color_optical_frame"
+    assert (result["width"], result["height"]) == (640, 480)
+    assert [m["id"] for m in result["masks"]] == [1]
+
+    images = {name: harness.image_with_stamp(f"{R1}/sam3_agent/{name}", result["stamp"])
+              for name in ("mask", "labels", "overlay")}
+    for msg in images.values():
+        assert msg.header.frame_id == "camera_color_optical_frame"
+    assert [images[n].encoding for n in ("mask", "labels", "overlay")] == ["mono8", "mono8",
+                                                                          "rgb8"]
+    mask = image_array(images["mask"])
+    assert set(np.unique(mask)) == {0, 255}
+    assert iou(mask > 0, scene.masks["blue_box"]) > 0.95
+    labels = image_array(images["labels"])
+    np.testing.assert_array_equal(labels == 1, mask == 255)
+    overlay = image_array(images["overlay"])
+    assert overlay.shape == (480, 640, 3) and not np.array_equal(overlay, scene.rgb)
+
+
+def test_status_reports_every_phase_in_order(ros, scene):
+    harness, _ = ros
+    with Camera(harness, f"{R1}/image", rgb8_image(scene.rgb)):
+        harness.send_query(R1, {"id": "phases-1", "query": QUERY})
+        harness.wait_result(R1, "phases-1")
+    harness.wait_status(R1, "phases-1", "done")
+    statuses = harness.statuses(R1, "phases-1")
+    phases = [s["phase"] for s in statuses]
+    assert phases[0] == "queued" and phases[-1] == "done" and phases.count("done") == 1
+    assert {"thinking", "segmenting"} <= set(phases)
+    assert statuses[-1]["status"] == "succeeded"
+    elapsed = [s["elapsed_s"] for s in statuses[1:]]
+    assert elapsed == sorted(elapsed)
+
+
+def test_plain_text_query_gets_a_node_made_id(ros, scene):
+    harness, _ = ros
+    with Camera(harness, f"{R1}/image", rgb8_image(scene.rgb)):
+        result = new_failed_result(harness, R1, lambda: harness.send_query(R1, "the red objects"))
+    assert result["status"] == "succeeded" and result["query_id"].startswith("q-")
+    assert len(result["masks"]) == 2
+
+
+def test_no_fresh_frame_fails_after_the_wait(ros, scene):
+    harness, _ = ros
+    time.sleep(1.2)  # longer than max_frame_age_s: whatever came before is stale
+    harness.send_query(R1, {"id": "no-frame", "query": QUERY})
+    result = harness.wait_result(R1, "no-frame")
+    assert result["status"] == "failed"
+    assert "no frame" in result["error"] and "waited 1 s" in result["error"]
+
+
+def bad_image(**fields) -> Image:
+    msg = Image(height=480, width=640, encoding="rgb8", step=640 * 3)
+    msg.data = bytes(640 * 480 * 3)
+    for name, value in fields.items():
+        setattr(msg, name, value)
+    return msg
+
+
+@pytest.mark.parametrize("msg,reason", [
+    (bad_image(encoding="yuv422"), "unsupported image encoding 'yuv422'"),
+    (bad_image(data=bytes(1000)), "1000 bytes, expected step*height = 921600"),
+    (bad_image(height=0, width=0, step=0, data=b""), "zero-size"),
+], ids=["encoding", "short-data", "zero-size"])
+def test_bad_frames_fail_the_query_with_the_reason(ros, msg, reason):
+    harness, procs = ros
+    query_id = f"bad-frame-{reason[:8]}"
+    with Camera(harness, f"{R1}/image", msg, stamp_base=5000) as camera:
+        time.sleep(0.3)
+        harness.send_query(R1, {"id": query_id, "query": QUERY})
+        result = harness.wait_result(R1, query_id)
+    assert result["status"] == "failed" and reason in result["error"], result
+    assert camera.sent(result["stamp"])  # names the frame it refers to
+    assert procs[R1].process.poll() is None
+    assert "unusable frame on the image topic" in procs[R1].log()
+
+
+@pytest.mark.parametrize("text,reason", [
+    ("", "empty query"),
+    ("   \n", "empty query"),
+    ("{not json", "invalid JSON query"),
+    ('{"id": 1.5, "query": "x"}', "'id' must be a string"),
+    ('["a list"', "invalid JSON query"),
+    ("x" * 501, "more than max_query_chars=500"),
+], ids=["empty", "blank", "bad-json", "bad-id", "bad-json-2", "huge"])
+def test_bad_queries_get_one_failed_result(ros, text, reason):
+    harness, procs = ros
+    result = new_failed_result(harness, R1, lambda: harness.send_query(R1, text))
+    assert result["status"] == "failed" and reason in result["error"], result
+    assert result["masks"] == []
+    assert procs[R1].process.poll() is None
+
+
+def test_json_query_with_empty_text_keeps_its_id(ros):
+    harness, _ = ros
+    harness.send_query(R1, {"id": "empty-json", "query": " "})
+    result = harness.wait_result(R1, "empty-json")
+    assert result["status"] == "failed" and result["error"] == "empty query"
+
+
+def test_node_still_answers_after_bad_input(ros, scene):
+    harness, _ = ros
+    with Camera(harness, f"{R1}/image", rgb8_image(scene.rgb)):
+        harness.send_query(R1, {"id": "after-bad", "query": QUERY})
+        assert harness.wait_result(R1, "after-bad")["status"] == "succeeded"
+
+
+def test_invalid_parameter_changes_are_rejected_with_a_reason(ros):
+    harness, _ = ros
+    name = f"{R1}/sam3_agent"
+    rejected = harness.set_parameter(name, "query_policy", "bogus")
+    assert not rejected.successful and "not one of" in rejected.reason
+    out_of_range = harness.set_parameter(name, "frame_wait_s", -1.0)
+    assert not out_of_range.successful
+    assert harness.set_parameter(name, "max_query_chars", 500).successful
+
+
+def test_a_new_query_preempts_the_running_one(ros, scene):
+    harness, _ = ros
+    with Camera(harness, f"{R2}/image", rgb8_image(scene.rgb)):
+        harness.send_query(R2, {"id": "first", "query": QUERY})
+        harness.wait_status(R2, "first", "segmenting")
+        harness.send_query(R2, {"id": "second", "query": QUERY})
+        first = harness.wait_result(R2, "first")
+        second = harness.wait_result(R2, "second")
+    assert first["status"] == "cancelled" and "preempted by query second" in first["error"]
+    assert second["status"] == "succeeded"
+    assert [s["status"] for s in harness.statuses(R2, "first") if s["phase"] == "done"] == [
+        "cancelled"]
+    assert len(harness.results(R2, "first")) == 1
+
+
+def test_two_namespaces_answer_independently(ros, scene):
+    harness, _ = ros
+    with Camera(harness, f"{R1}/image", rgb8_image(scene.rgb), stamp_base=100) as cam1, \
+            Camera(harness, f"{R2}/image", rgb8_image(scene.rgb), stamp_base=200) as cam2:
+        harness.send_query(R2, {"id": "ns-2", "query": QUERY})
+        harness.send_query(R1, {"id": "ns-1", "query": "the green object"})
+        one = harness.wait_result(R1, "ns-1")
+        two = harness.wait_result(R2, "ns-2")
+    assert one["status"] == two["status"] == "succeeded"
+    assert cam1.sent(one["stamp"]) and cam2.sent(two["stamp"])
+    assert harness.results(R1, "ns-2") == [] and harness.results(R2, "ns-1") == []
+    assert one["masks"][0]["centroid"] != two["masks"][0]["centroid"]
+
+
+def test_deactivate_cancels_the_running_query_and_activate_resumes(ros, scene):
+    harness, _ = ros
+    name = f"{R2}/sam3_agent"
+    query_pub = harness.publisher(f"{R2}/query")
+    with Camera(harness, f"{R2}/image", rgb8_image(scene.rgb)):
+        harness.send_query(R2, {"id": "deact", "query": QUERY})
+        harness.wait_status(R2, "deact", "segmenting")
+        assert harness.change_state(name, TRANSITION.TRANSITION_DEACTIVATE)
+        result = harness.wait_result(R2, "deact")
+        assert result["status"] == "cancelled" and "deactivated" in result["error"]
+        assert harness.lifecycle_state(name) == "inactive"
+        harness.wait_for(lambda: query_pub.get_subscription_count() == 0, 10, "unsubscribe")
+        assert harness.change_state(name, TRANSITION.TRANSITION_ACTIVATE)
+        harness.wait_subscribed(f"{R2}/query")
+        harness.send_query(R2, {"id": "reactivated", "query": QUERY})
+        assert harness.wait_result(R2, "reactivated")["status"] == "succeeded"
+
+
+def test_queue_policy_runs_in_order_and_rejects_overflow(ros, scene):
+    harness, _ = ros
+    with Camera(harness, f"{R3}/image/compressed", png_message(scene.rgb)) as camera:
+        harness.send_query(R3, {"id": "q-a", "query": QUERY})
+        harness.wait_status(R3, "q-a", "thinking")  # running: the queue is empty again
+        harness.send_query(R3, {"id": "q-b", "query": QUERY})
+        harness.wait_status(R3, "q-b", "queued")
+        harness.send_query(R3, {"id": "q-c", "query": QUERY})
+        overflow = harness.wait_result(R3, "q-c")
+        first = harness.wait_result(R3, "q-a")
+        second = harness.wait_result(R3, "q-b")
+    assert overflow["status"] == "failed" and "queue full" in overflow["error"]
+    assert first["status"] == second["status"] == "succeeded"
+    assert camera.sent(first["stamp"]) and camera.sent(second["stamp"])
+    order = [r["query_id"] for r in harness.results(R3) if r["query_id"] in ("q-a", "q-b")]
+    assert order == ["q-a", "q-b"]
+    mask = image_array(harness.image_with_stamp(f"{R3}/sam3_agent/mask", second["stamp"]))
+    assert iou(mask > 0, scene.masks["blue_box"]) > 0.95
+
+
+def test_undecodable_compressed_frame_fails_the_query(ros):
+    harness, _ = ros
+    garbage = CompressedImage(format="jpeg")
+    garbage.data = b"\xff\xd8 definitely not a jpeg"
+    with Camera(harness, f"{R3}/image/compressed", garbage, stamp_base=7000):
+        time.sleep(0.3)
+        harness.send_query(R3, {"id": "garbage", "query": QUERY})
+        result = harness.wait_result(R3, "garbage")
+    assert result["status"] == "failed" and "cannot decode" in result["error"]
+
+
+def test_invalid_params_file_leaves_the_node_unconfigured_until_fixed(ros, tmp_path):
+    harness, _ = ros
+    proc = NodeProcess("/robot4", {"agent": {"max_rounds": 0}, "image_qos": "bogus"}, tmp_path)
+    name = "/robot4/sam3_agent"
+    try:
+        harness.wait_for(lambda: "cannot configure" in proc.log(), 30, "the configure error")
+        log = proc.log()
+        assert "agent.max_rounds: 0 is below the minimum 1" in log
+        assert "image_qos: 'bogus' is not one of" in log
+        assert harness.lifecycle_state(name) == "unconfigured"
+        assert harness.set_parameter(name, "agent.max_rounds", 5).successful
+        assert harness.set_parameter(name, "image_qos", "reliable").successful
+        assert harness.change_state(name, TRANSITION.TRANSITION_CONFIGURE)
+        assert harness.lifecycle_state(name) == "inactive"
+    finally:
+        assert proc.stop() == 0
+
+
+def test_nodes_exit_cleanly_on_ctrl_c(ros):
+    _, procs = ros
+    for proc in procs.values():
+        assert proc.stop() == 0
+        assert "Traceback" not in proc.log(), proc.log()
