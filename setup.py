@@ -24,6 +24,10 @@ setup(
         (f"{SHARE}/launch", sorted(glob("launch/*.launch.py"))),
         (f"{SHARE}/config", sorted(glob("config/*.yaml") + glob("config/*.xml"))),
         (f"{SHARE}/prompts", sorted(glob("prompts/*.md"))),
+        (f"{SHARE}/data", ["data/example_tabletop.png", "data/example_tabletop_gt.npz"]),
+        (f"{SHARE}/data/sample_tabletop", ["data/sample_tabletop/ground_truth.json",
+                                           "data/sample_tabletop/ground_truth.npz"]),
+        (f"{SHARE}/data/sample_tabletop/bag", sorted(glob("data/sample_tabletop/bag/*"))),
     ],
     # Runtime dependencies are pinned in requirements/ (scripts/setup_venv.sh) for pip users and
     # declared in package.xml for rosdep; ROS 2 Python packages are not on PyPI under their

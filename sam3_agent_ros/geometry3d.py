@@ -27,8 +27,8 @@ SUPPORTED_ENCODINGS = MM_ENCODINGS + METRE_ENCODINGS
 MAD_TO_SIGMA = 1.4826
 # trimmed_mean drops this fraction of the depths at each end.
 TRIM_FRACTION = 0.1
-# min_cluster: sorted depths further apart than max(MIN_GAP_M, GAP_FRACTION * z) start a new cluster;
-# the nearest cluster holding at least CLUSTER_MIN_SHARE of the valid pixels is the object.
+# min_cluster: sorted depths further apart than max(MIN_GAP_M, GAP_FRACTION * z) start a new
+# cluster; the nearest cluster holding at least CLUSTER_MIN_SHARE of the valid pixels is the object.
 MIN_GAP_M = 0.02
 GAP_FRACTION = 0.03
 CLUSTER_MIN_SHARE = 0.1
@@ -37,8 +37,9 @@ CLUSTER_MIN_SHARE = 0.1
 INLIER_MIN_BAND_M = 0.005
 INLIER_BAND_FRACTION = 0.005
 INLIER_BAND_SIGMAS = 3.0
-# Larger masks feed an evenly strided subset of their depths to the statistic: the result is the same
-# to well under a millimetre, and selection on many equal depths (flat, quantised) stays fast.
+# Larger masks feed an evenly strided subset of their depths to the statistic: the result is the
+# same to well under a millimetre, and selection among many equal depths (flat, quantised) stays
+# fast.
 MAX_STATISTIC_SAMPLES = 16384
 
 
@@ -168,7 +169,8 @@ def locate_mask(mask: np.ndarray, depth_m: np.ndarray,
     without enough valid depth gives ``Located(None, reason)``.
     """
     if statistic not in STATISTICS:
-        raise ValueError(f"unknown depth statistic {statistic!r}; use one of {', '.join(STATISTICS)}")
+        raise ValueError(
+            f"unknown depth statistic {statistic!r}; use one of {', '.join(STATISTICS)}")
     if mask.ndim != 2 or depth_m.ndim != 2:
         raise ValueError(f"mask and depth must be 2D, got {mask.shape} and {depth_m.shape}")
     intr = as_intrinsics(k)
@@ -266,4 +268,5 @@ def _bounding_box(mask: np.ndarray) -> tuple[int, int, int, int] | None:
 def _grow(box: tuple[int, int, int, int], margin: int, height: int,
           width: int) -> tuple[int, int, int, int]:
     y0, y1, x0, x1 = box
-    return max(0, y0 - margin), min(height, y1 + margin), max(0, x0 - margin), min(width, x1 + margin)
+    return (max(0, y0 - margin), min(height, y1 + margin), max(0, x0 - margin),
+            min(width, x1 + margin))

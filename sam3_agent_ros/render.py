@@ -152,7 +152,7 @@ def zoom_crop(image: np.ndarray, mask: np.ndarray, margin: float = 0.25, min_sid
         crop = crop.copy()
     contours, _ = cv2.findContours(region, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
     cv2.drawContours(crop, contours, -1, color, max(1, round(max(crop.shape[:2]) / 160)),
-                     cv2.LINE_AA)
+                     cv2.LINE_8)
     return crop
 
 
@@ -274,8 +274,9 @@ def _grow_span(start: int, stop: int, margin: float, min_side: int,
     """[start, stop) grown by ``margin`` of its length on each side and to at least
     ``min_side``, then shifted (or clipped when the image is smaller) to fit in [0, limit)."""
     length = stop - start
-    grow = max(int(round(length * margin)), (min_side - length + 1) // 2, 0)
-    new_start, new_stop = start - grow, stop + grow
+    target = max(length + 2 * int(round(length * margin)), min_side, length)
+    new_start = start - (target - length) // 2
+    new_stop = new_start + target
     if new_start < 0:
         new_stop, new_start = new_stop - new_start, 0
     if new_stop > limit:

@@ -287,7 +287,8 @@ def sequence_conditions(t_s: float, period_s: float = 10.0) -> tuple[CameraPose,
     pose = CameraPose(tx=0.015 * math.sin(phase), ty=0.01 * math.sin(2.0 * phase + 0.7),
                       tz=0.005 * math.sin(phase + 1.3))
     lighting = Lighting(brightness=1.0 + 0.1 * math.sin(phase + 0.4),
-                        gradient_x=0.06 * math.cos(phase), gradient_y=-0.04 + 0.03 * math.sin(phase))
+                        gradient_x=0.06 * math.cos(phase),
+                        gradient_y=-0.04 + 0.03 * math.sin(phase))
     return pose, lighting
 
 

@@ -25,7 +25,9 @@ started=$(date +%s)
 
 # Two `make` targets started at once must not install into the same venv concurrently.
 exec 9<"${BASH_SOURCE[0]}"
-flock 9
+if command -v flock >/dev/null; then
+    flock 9
+fi
 
 wanted_hash=$(
     cd "$repo_root"

@@ -46,7 +46,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     test_root = REPO_ROOT / "test"
     for item in items:
         path = Path(str(item.path)).resolve()
-        if path.is_relative_to(test_root) and path.relative_to(test_root).parts[0] in _ROS_TEST_DIRS:
+        if not path.is_relative_to(test_root):
+            continue
+        if path.relative_to(test_root).parts[0] in _ROS_TEST_DIRS:
             item.add_marker(pytest.mark.ros)
 
 

@@ -40,6 +40,7 @@ class ReplayStats:
     published: dict[str, int] = field(default_factory=dict)  # output topic -> count
     skipped_topics: dict[str, str] = field(default_factory=dict)  # bag topic -> reason
     loops: int = 0
+    schedule_origin: float = 0.0  # time.monotonic() of bag time start(+offset) in the last loop
     wall_s: float = 0.0
     interrupted: bool = False
 
@@ -90,7 +91,7 @@ class BagSource:
             self._reader = Reader(self.path)
             self._reader.open()
         except Exception as exc:  # rosbags raises several kinds for broken files
-            raise BagError(f"cannot read bag {self.path}: {exc}") from None
+            raise BagError(f"cannot read bag {self.path} (corrupt?): {exc}") from None
         wanted = None if topics is None else {_absolute(t) for t in topics}
         self.connections = [c for c in self._reader.connections
                             if wanted is None or c.topic in wanted]
@@ -226,7 +227,7 @@ def replay_bag(path: str | Path, node, *, rate: float = 1.0, loop: bool = False,
 
 def _play_once(source: BagSource, publishers, output_of, rate, stop, stats, on_publish,
                progress) -> None:
-    t0 = time.monotonic()
+    t0 = stats.schedule_origin = time.monotonic()
     last_progress = 0.0
     for message in source.messages():
         output = output_of.get(message.topic)

@@ -63,7 +63,8 @@ def _layout(msg: Any) -> _Layout:
         raise ImageConversionError(
             f"step {step} is smaller than width*channels*bytes = {row_bytes} ({encoding})")
     if step % dtype.itemsize:
-        raise ImageConversionError(f"step {step} is not a multiple of {dtype.itemsize} ({encoding})")
+        raise ImageConversionError(
+            f"step {step} is not a multiple of {dtype.itemsize} ({encoding})")
     data = msg.data
     size = data.nbytes if isinstance(data, np.ndarray) else len(data)
     if size < step * height:

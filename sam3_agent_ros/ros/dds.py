@@ -50,7 +50,7 @@ def config_file_candidates(name: str) -> list[Path]:
 
 
 def find_config_file(name: str) -> Path:
-    """Path of an existing file of the package's ``config/`` directory; FileNotFoundError if none."""
+    """Path of an existing file of the package's ``config/``; FileNotFoundError if none."""
     candidates = config_file_candidates(name)
     for candidate in candidates:
         if candidate.is_file():

@@ -107,9 +107,10 @@ class Sam3AgentNode(LifecycleNodeMixin, Node):
             self.get_logger().error("autostart: activate failed (see above)")
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
-        if self._param_problems:
-            for problem in self._param_problems:
-                self.get_logger().error(f"cannot configure: {problem}")
+        reasons = self._param_problems + params.problems(params.current_values(self))
+        if reasons:
+            for reason in reasons:
+                self.get_logger().error(f"cannot configure: {reason}")
             return TransitionCallbackReturn.FAILURE
         try:
             config = params.read_config(self)
@@ -245,12 +246,24 @@ class Sam3AgentNode(LifecycleNodeMixin, Node):
     # --- inputs --------------------------------------------------------------------------------
     def _on_image(self, msg: Any) -> None:
         self._frames.put(msg)
-        problem = check_image_header(msg)  # O(1): header fields and len(data) only
+        try:
+            if isinstance(msg, CompressedImage):
+                problem = "compressed image has no data" if len(msg.data) == 0 else None
+            else:
+                problem = check_image_header(msg)  # O(1): header fields and len(data) only
+        except Exception as exc:  # a callback that raises would stop the executor
+            problem = f"{type(exc).__name__}: {exc}"
         if problem:
             self.get_logger().warning(f"unusable frame on the image topic: {problem}",
                                       throttle_duration_sec=5.0)
 
     def _on_query(self, msg: String) -> None:
+        try:
+            self._handle_query(msg)
+        except Exception as exc:  # a callback that raises would stop the executor
+            self.get_logger().error(f"query callback failed: {type(exc).__name__}: {exc}")
+
+    def _handle_query(self, msg: String) -> None:
         runner, config = self._runner, self._config
         if runner is None or config is None:
             return
@@ -332,7 +345,16 @@ def main(args: list[str] | None = None) -> None:
     try:
         with rclpy.init(args=args):
             node = Sam3AgentNode()
-            executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
+            import os
+            kind = os.environ.get("X_EXEC", "multi")
+            if kind == "single":
+                from rclpy.executors import SingleThreadedExecutor
+                executor = SingleThreadedExecutor()
+            elif kind == "events":
+                from rclpy.experimental import EventsExecutor
+                executor = EventsExecutor()
+            else:
+                executor = MultiThreadedExecutor(num_threads=int(kind[5:] or EXECUTOR_THREADS) if kind.startswith("multi") else 4)
             executor.add_node(node)
             try:
                 executor.spin()

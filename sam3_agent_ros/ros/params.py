@@ -97,21 +97,45 @@ def current_values(node: Any) -> dict[str, Any]:
     return {p.name: node.get_parameter(p.name).value for p in PARAMETERS}
 
 
+def problems(values: dict[str, Any]) -> list[str]:
+    """Every reason ``values`` is not a valid configuration (empty when it is)."""
+    found = []
+    for name, value in values.items():
+        param = PARAMETERS_BY_NAME.get(name)
+        if param is None:
+            continue
+        try:
+            param.validate(value)
+        except ConfigError as exc:
+            found.append(str(exc))
+    if not found:
+        try:
+            Config.from_params(values)
+        except ConfigError as exc:  # relations between parameters (depth.min_m < depth.max_m)
+            found.append(str(exc))
+    return found
+
+
 def read_config(node: Any) -> Config:
     """The node's parameters as a validated ``Config`` (raises ``ConfigError`` with the reason)."""
     return Config.from_params(current_values(node))
 
 
 def validate_changes(current: dict[str, Any], changes: list[Any]) -> SetParametersResult:
-    """An ``add_on_set_parameters_callback`` body: accept ``changes`` (rclpy Parameters) only if
-    the whole configuration stays valid; the reason says which value is wrong and why."""
+    """An ``add_on_set_parameters_callback`` body: accept ``changes`` (rclpy Parameters) when each
+    value is valid and the change adds no new problem to the configuration (so one bad value can
+    be fixed while another is still pending); the reason says which value is wrong and why."""
     values = dict(current)
     for change in changes:
-        if change.name not in PARAMETERS_BY_NAME:
+        param = PARAMETERS_BY_NAME.get(change.name)
+        if param is None:
             continue  # parameters rclpy adds itself (use_sim_time, ...)
+        try:
+            param.validate(change.value)
+        except ConfigError as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
         values[change.name] = change.value
-    try:
-        Config.from_params(values)
-    except ConfigError as exc:
-        return SetParametersResult(successful=False, reason=str(exc))
+    new = [reason for reason in problems(values) if reason not in problems(current)]
+    if new:
+        return SetParametersResult(successful=False, reason="; ".join(new))
     return SetParametersResult(successful=True)

@@ -1,4 +1,4 @@
-"""Parsing of the ``query`` topic's text: plain text, or a JSON object ``{"id": str, "query": str}``.
+"""Parsing of the ``query`` topic: plain text, or a JSON object ``{"id": str, "query": str}``.
 
 Pure: no ROS. Anything unusable raises ``QueryRejected`` with a reason; the node turns it into a
 ``failed`` result (every query gets exactly one result, even a malformed one).

@@ -84,13 +84,13 @@ class LatestFrame:
     def wait_fresh(self, max_age_s: float, timeout_s: float,
                    cancel: CancelToken) -> Snapshot | None:
         """Wait up to ``timeout_s`` for a fresh snapshot; None on timeout or cancel."""
-        deadline = self._clock() + timeout_s
+        deadline = time.monotonic() + timeout_s  # real time, whatever clock dates the frames
         with self._changed:
             while True:
                 snapshot = self.fresh(max_age_s)
                 if snapshot is not None or cancel.cancelled:
                     return snapshot
-                left = deadline - self._clock()
+                left = deadline - time.monotonic()
                 if left <= 0:
                     return None
                 self._changed.wait(min(left, 0.05))  # short slices: notice cancels quickly

@@ -122,12 +122,31 @@ class ColorSegmentation:
     descriptions: list[str] = field(default_factory=list)
 
 
-@dataclass
 class _ImageAnalysis:
-    image: np.ndarray  # the analysed object (identity is the cache key)
-    hsv: np.ndarray
-    background_distance: np.ndarray  # uint8 (H, W): max per-channel |pixel - background|
-    brighter_than_background: np.ndarray  # bool (H, W)
+    """Per-image work shared by the prompts of one query; the background model is computed only
+    when a phrase needs it (generic nouns, white/black/gray)."""
+
+    def __init__(self, image: np.ndarray):
+        self.image = image  # the analysed object: identity is the cache key
+        self.hsv = cv2.cvtColor(image, cv2.COLOR_RGB2HSV)
+        self._background: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _background_terms(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._background is None:
+            background = _background_model(self.image)
+            distance = _max_channel(cv2.absdiff(self.image, background))
+            brighter = self.hsv[..., 2] > _max_channel(background)
+            self._background = (distance, brighter)
+        return self._background
+
+    @property
+    def background_distance(self) -> np.ndarray:
+        """uint8 (H, W): max per-channel |pixel - background|."""
+        return self._background_terms()[0]
+
+    @property
+    def brighter_than_background(self) -> np.ndarray:
+        return self._background_terms()[1]
 
 
 def _background_model(rgb: np.ndarray) -> np.ndarray:
@@ -161,20 +180,9 @@ def _max_channel(image: np.ndarray) -> np.ndarray:
     return cv2.max(cv2.max(image[..., 0], image[..., 1]), image[..., 2])
 
 
-def _analyse(image: np.ndarray) -> _ImageAnalysis:
-    hsv = cv2.cvtColor(image, cv2.COLOR_RGB2HSV)
-    background = _background_model(image)
-    distance = _max_channel(cv2.absdiff(image, background))
-    value_bg = _max_channel(background)
-    brighter = hsv[..., 2] > value_bg
-    return _ImageAnalysis(image, hsv, distance, brighter)
-
-
 def _color_pixels(analysis: _ImageAnalysis, color: str) -> np.ndarray:
     hsv = analysis.hsv
     hue, sat, val = hsv[..., 0], hsv[..., 1], hsv[..., 2]
-    salient = analysis.background_distance > _FOREGROUND_DISTANCE
-    achromatic = sat < _ACHROMATIC_MAX_SATURATION
     if color in _HUE_RANGES:
         pixels = np.zeros(hue.shape, np.uint8)
         for low, high in _HUE_RANGES[color]:
@@ -186,6 +194,8 @@ def _color_pixels(analysis: _ImageAnalysis, color: str) -> np.ndarray:
     if color == "brown":
         return ((hue >= 5) & (hue <= 25) & (sat >= 90) & (val >= _MIN_VALUE)
                 & (val < _ORANGE_MIN_VALUE))
+    salient = analysis.background_distance > _FOREGROUND_DISTANCE
+    achromatic = sat < _ACHROMATIC_MAX_SATURATION
     if color == "white":
         return salient & achromatic & analysis.brighter_than_background & (val >= 160)
     if color == "black":
@@ -257,7 +267,7 @@ class ColorSegmenter:
     def _analysis(self, image: np.ndarray) -> _ImageAnalysis:
         with self._lock:
             if self._cache is None or self._cache.image is not image:
-                self._cache = _analyse(image)
+                self._cache = _ImageAnalysis(image)
             return self._cache
 
     def _components(self, pixels: np.ndarray, strength: np.ndarray, query: PhraseQuery,

@@ -20,6 +20,7 @@ Every fix is idempotent.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
 import types
@@ -55,10 +56,9 @@ def _try_load_torchvision_extension(torch: Any) -> None:
         return
     for folder in spec.submodule_search_locations:
         for library in sorted(Path(folder).glob("_C.*")):
-            try:
+            # A build for another torch fails to load; torchvision's own import skips it too.
+            with contextlib.suppress(OSError, RuntimeError):
                 torch.ops.load_library(str(library))
-            except (OSError, RuntimeError):
-                pass  # a build for another torch: torchvision's own import skips it the same way
             return
 
 

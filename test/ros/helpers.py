@@ -67,7 +67,8 @@ class NodeProcess:
         slug = namespace.strip("/").replace("/", "_") or "root"
         self.params_file = tmp_dir / f"{slug}.yaml"
         self.params_file.write_text(
-            yaml.safe_dump({"sam3_agent": {"ros__parameters": deep_merge(OFFLINE, parameters)}}))
+            yaml.safe_dump({"/**/sam3_agent": {
+                "ros__parameters": deep_merge(OFFLINE, parameters)}}))
         self.log_file = tmp_dir / f"{slug}.log"
         proc_env = dict(os.environ if env is None else env)
         proc_env["PYTHONPATH"] = os.pathsep.join(

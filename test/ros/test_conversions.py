@@ -209,7 +209,8 @@ def test_compressed_grey_png_becomes_rgb():
     np.testing.assert_array_equal(out[:, :, 1], grey)
 
 
-@pytest.mark.parametrize("data,match", [(b"", "no data"), (b"not an image at all", "cannot decode")])
+@pytest.mark.parametrize("data,match", [(b"", "no data"),
+                                        (b"not an image at all", "cannot decode")])
 def test_undecodable_compressed_images_raise(data, match):
     msg = CompressedImage(format="jpeg")
     msg.data = data

@@ -1,5 +1,7 @@
-"""DepthTargets over real rclpy (DDS confined to loopback): depth + camera_info in, ~/target and
-~/targets out. Every test gets its own namespace, so its topics see nothing of the others."""
+"""3D targets over real rclpy (DDS confined to loopback by test/conftest.py).
+
+First DepthTargets in this process (depth + camera_info in, ~/target and ~/targets out; every test
+in its own namespace), then the whole node in a subprocess fed colour + depth + camera_info."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import itertools
 import os
 import threading
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,10 +18,11 @@ from geometry_msgs.msg import PointStamped, PoseArray
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
-from std_msgs.msg import Header
+from std_msgs.msg import Header, String
 
 from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.types import Frame, Mask
+from sam3_agent_ros.ros.conversions import rgb8_image
 from sam3_agent_ros.ros.dds import apply_loopback_env
 from sam3_agent_ros.ros.depth import DepthTargets
 from sam3_agent_ros.scene import render_scene
@@ -36,8 +40,7 @@ def _qos(reliable: bool) -> QoSProfile:
 
 @pytest.fixture(scope="module")
 def ros_context():
-    saved = dict(os.environ)
-    apply_loopback_env()  # keeps a domain id / profile already exported by the session
+    apply_loopback_env()  # already done by test/conftest.py; kept so the module stands alone
     context = rclpy.Context()
     rclpy.init(context=context)
     executor = MultiThreadedExecutor(num_threads=2, context=context)
@@ -47,8 +50,6 @@ def ros_context():
     executor.shutdown()
     rclpy.shutdown(context=context)
     spinner.join(timeout=5)
-    os.environ.clear()
-    os.environ.update(saved)
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +74,7 @@ class Rig:
         self.feeder.create_subscription(PoseArray, "sam3_agent/targets",
                                         self.received["targets"].append, _qos(True))
         self.executor = executor
+        self._latest: dict[str, Any] = {}  # the last message sent on each input, for resending
         executor.add_node(self.node)
         executor.add_node(self.feeder)
         wait_for(lambda: self.depth_pub.get_subscription_count() >= 1
@@ -84,7 +86,7 @@ class Rig:
         info = CameraInfo(width=width, height=height)
         info.header.frame_id = COLOUR_FRAME
         info.k = [float(v) for v in np.asarray(k, np.float64).ravel()]
-        self.info_pub.publish(info)
+        self._send("info", info)
 
     def send_depth(self, data: np.ndarray, encoding: str, stamp=STAMP, step: int | None = None,
                    frame_id: str = COLOUR_FRAME) -> None:
@@ -94,15 +96,30 @@ class Rig:
         msg.header.frame_id = frame_id
         msg.header.stamp.sec, msg.header.stamp.nanosec = stamp
         msg.data = data.tobytes()
-        self.depth_pub.publish(msg)
+        self._send("depth", msg)
+
+    def _send(self, kind: str, msg: Any) -> None:
+        self._latest[kind] = msg
+        (self.info_pub if kind == "info" else self.depth_pub).publish(msg)
+
+    def resend(self) -> None:
+        """A best-effort reader may miss a sample (or match after it was sent): send again."""
+        for kind, msg in list(self._latest.items()):
+            self._send(kind, msg)
 
     def locate_when(self, frame, masks, ready) -> list[dict]:
-        """locate() again until ``ready(extras)`` (the inputs travel asynchronously)."""
+        """locate() again until ``ready(extras)`` (the inputs travel asynchronously), resending
+        the inputs now and then."""
         extras: list[dict] = []
+        attempts = itertools.count()
 
         def attempt() -> bool:
             extras[:] = self.targets.locate(frame, masks)
-            return ready(extras)
+            if ready(extras):
+                return True
+            if next(attempts) % 10 == 9:
+                self.resend()
+            return False
 
         try:
             wait_for(attempt, "a located result")
@@ -216,8 +233,8 @@ def test_32fc1_half_resolution_best_effort_with_holes(rig, scene):
     half[::3, ::3] = np.nan
     half[1::4, ::5] = 0.0
     r.send_info(scene.intrinsics.K, 640, 480)
-    extras = r.locate_when(colour_frame(scene), masks, lambda e: (
-        r.send_depth(half, "32FC1") or has_position(e)))  # best effort: resend until one lands
+    r.send_depth(half, "32FC1")
+    extras = r.locate_when(colour_frame(scene), masks, has_position)
     for name, extra in zip(names, extras, strict=True):
         assert error_cm(extra["position"], scene.positions[name]) < 1.0, name
 
@@ -244,8 +261,8 @@ def test_nearest_stamp_is_used_and_far_stamps_are_refused(rig, scene):
     r.send_depth(wrong, "16UC1", stamp=(sec - 1, nsec))
     r.send_depth(scene.depth_mm(), "16UC1", stamp=(sec, nsec + 10_000_000))  # 10 ms later
     r.send_depth(wrong, "16UC1", stamp=(sec + 1, nsec))
-    extras = r.locate_when(colour_frame(scene), masks,
-                           lambda e: has_position(e) and len(r.targets._depth_frames) == 3)
+    extras = r.locate_when(colour_frame(scene), masks, lambda e: has_position(e) and {
+        m.header.stamp.sec for m in r.targets._depth_frames} == {sec - 1, sec, sec + 1})
     assert error_cm(extras[0]["position"], scene.positions[names[0]]) < 1.0
 
     late = colour_frame(scene, stamp=(sec + 5, nsec))
@@ -261,8 +278,9 @@ def test_bad_depth_messages_give_reasons_not_exceptions(rig, scene):
     r.send_info(scene.intrinsics.K, 640, 480)
 
     def reason_after(send) -> str:
-        r.targets._depth_frames.clear()
         send()
+        r.targets._depth_frames.clear()
+        r.resend()
         extras = r.locate_when(frame, masks, inputs_arrived)
         return extras[0]["position_error"]
 
@@ -274,7 +292,7 @@ def test_bad_depth_messages_give_reasons_not_exceptions(rig, scene):
     # Lie about the height: the data holds 100 rows, the header claims 480.
     msg = Image(height=480, width=640, encoding="16UC1", step=1280, data=short.tobytes())
     msg.header.stamp.sec, msg.header.stamp.nanosec = STAMP
-    assert "too short" in reason_after(lambda: r.depth_pub.publish(msg))
+    assert "too short" in reason_after(lambda: r._send("depth", msg))
     wide = np.zeros((480, 1280), np.uint16)
     assert "aspect ratio" in reason_after(lambda: r.send_depth(wide, "16UC1"))
     # A mask of another size and an uncalibrated camera_info.
@@ -298,3 +316,95 @@ def test_too_few_valid_pixels_reason(rig, scene):
                            inputs_arrived)
     assert extras == [{"position": None,
                        "position_error": "too few valid depth pixels (5 < 20)"}]
+
+
+# --- the node, as a user runs it ---------------------------------------------------------------
+NODE_NS = "/depth_robot"
+
+
+def test_node_publishes_the_target_of_the_selected_object(scene, tmp_path):
+    """sam3_agent_node (offline backends, depth.enabled) fed a camera's three topics."""
+    from test.ros.helpers import Harness, NodeProcess
+
+    proc = NodeProcess(NODE_NS, {"depth": {"enabled": True}}, tmp_path)
+    harness = Harness("depth_node_test")
+    stop = threading.Event()
+    camera_thread = None
+    try:
+        outputs = {"result": String, "target": PointStamped, "targets": PoseArray}
+        for name, msg_type in outputs.items():
+            harness.listen(f"{NODE_NS}/sam3_agent/{name}", msg_type)
+        harness.wait_state(proc.name, "active", timeout=60)
+        harness.wait_subscribed(f"{NODE_NS}/query")
+        for topic, msg_type in (("image", Image), ("depth", Image), ("camera_info", CameraInfo)):
+            harness.wait_subscribed(f"{NODE_NS}/{topic}", msg_type)
+
+        colour = rgb8_image(scene.rgb)
+        depth = Image(height=480, width=640, encoding="16UC1", step=1280,
+                      data=scene.depth_mm().tobytes())
+        info = CameraInfo(width=640, height=480)
+        info.k = [float(v) for v in scene.intrinsics.K.ravel()]
+        colour.header.frame_id = depth.header.frame_id = info.header.frame_id = COLOUR_FRAME
+        stamps: list[tuple[int, int]] = []
+        send_info = threading.Event()
+
+        def camera() -> None:
+            """Colour, aligned depth and (once enabled) camera_info with one stamp per frame."""
+            serial = 0
+            while not stop.is_set():
+                serial += 1
+                stamp = (2000 + serial, 1000 * serial)
+                for msg in (colour, depth, info):
+                    msg.header.stamp.sec, msg.header.stamp.nanosec = stamp
+                if send_info.is_set():
+                    harness.publisher(f"{NODE_NS}/camera_info", CameraInfo).publish(info)
+                harness.publisher(f"{NODE_NS}/depth", Image).publish(depth)
+                harness.publisher(f"{NODE_NS}/image", Image).publish(colour)
+                stamps.append(stamp)
+                stop.wait(0.1)
+
+        def frames_after(count: int) -> None:
+            target = len(stamps) + count
+            harness.wait_for(lambda: len(stamps) >= target, 10, f"{count} more frames")
+
+        camera_thread = threading.Thread(target=camera, daemon=True)
+        camera_thread.start()
+        frames_after(3)
+
+        # No camera_info yet: the query still succeeds in 2D and says why there is no position.
+        harness.send_query(NODE_NS, {"id": "no-info", "query": "the leftmost blue object"})
+        result = harness.wait_result(NODE_NS, "no-info")
+        assert result["status"] == "succeeded", result
+        assert result["masks"][0]["position"] is None
+        assert "no camera_info received" in result["masks"][0]["position_error"]
+
+        send_info.set()
+        frames_after(3)
+        harness.send_query(NODE_NS, {"id": "with-depth", "query": "the leftmost blue object"})
+        result = harness.wait_result(NODE_NS, "with-depth")
+        assert result["status"] == "succeeded", result
+        mask = result["masks"][0]
+        assert mask["position_error"] is None, mask
+        assert error_cm(mask["position"], scene.positions["blue_box"]) < 1.0
+        stamp = (result["stamp"]["sec"], result["stamp"]["nanosec"])
+        assert stamp in stamps
+
+        def stamped(topic: str) -> list:
+            return [m for m in harness.messages(f"{NODE_NS}/sam3_agent/{topic}")
+                    if (m.header.stamp.sec, m.header.stamp.nanosec) == stamp]
+
+        target = harness.wait_for(lambda: stamped("target"), 10, "~/target of the query")[0]
+        assert target.header.frame_id == COLOUR_FRAME
+        got = [target.point.x, target.point.y, target.point.z]
+        assert got == pytest.approx(list(scene.positions["blue_box"]), abs=0.01)
+        poses = harness.wait_for(lambda: stamped("targets"), 10, "~/targets of the query")[0]
+        assert len(poses.poses) == len(result["masks"]) and poses.header.frame_id == COLOUR_FRAME
+    except (AssertionError, TimeoutError) as exc:
+        raise AssertionError(f"{exc}\n--- node log ---\n{proc.log()}") from exc
+    finally:
+        stop.set()
+        if camera_thread is not None:
+            camera_thread.join(5)
+        harness.close()
+        assert proc.stop() == 0, proc.log()
+    assert "Traceback" not in proc.log(), proc.log()

@@ -1,0 +1,70 @@
+"""Memory soak: 500 offline queries through the core; RSS at the start and the end.
+
+``Agent`` + ``OfflinePlanner`` (llm.backend offline) + ``ColorSegmenter`` (segmenter.backend
+color) on data/example_tabletop.png, one agent for all queries (as the node keeps it), cycling
+through queries that succeed and one that finds nothing. RSS is read from /proc after a warm-up
+of 20 queries (imports, caches, allocator pools) and after the last query.
+
+Run alone: ``.venv/bin/python bench/memory_soak.py [--queries 500]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import time
+
+import cv2
+
+from common import EXAMPLE_IMAGE, command_line, rss_mb, write_result
+
+from sam3_agent_ros.backends import make_llm, make_segmenter  # noqa: E402
+from sam3_agent_ros.config import Config  # noqa: E402
+from sam3_agent_ros.core.agent import Agent  # noqa: E402
+from sam3_agent_ros.core.types import Frame, Query  # noqa: E402
+
+QUERIES = ["the leftmost blue object", "the red object", "all green objects",
+           "the largest yellow object", "the purple elephant"]
+WARMUP = 20
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--queries", type=int, default=500)
+    args = parser.parse_args(argv)
+    config = Config.from_params({"llm.backend": "offline", "segmenter.backend": "color"})
+    agent = Agent(config, make_llm(config), make_segmenter(config))
+    image = cv2.cvtColor(cv2.imread(str(EXAMPLE_IMAGE), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+    statuses: dict[str, int] = {}
+
+    def one(k: int) -> float:
+        frame = Frame(image.copy(), k, 0, "camera")  # a new frame per query, as from a camera
+        started = time.perf_counter()
+        result = agent.run(frame, Query(f"q{k}", QUERIES[k % len(QUERIES)]))
+        statuses[result.status.value] = statuses.get(result.status.value, 0) + 1
+        return time.perf_counter() - started
+
+    for k in range(WARMUP):
+        one(k)
+    statuses.clear()
+    gc.collect()
+    start_mb = rss_mb()
+    latencies = [one(k) for k in range(WARMUP, WARMUP + args.queries)]
+    gc.collect()
+    end_mb = rss_mb()
+    mean_ms = sum(latencies) / len(latencies) * 1000
+    print(f"{args.queries} queries ({image.shape[1]}x{image.shape[0]}): RSS {start_mb:.1f} -> "
+          f"{end_mb:.1f} MiB (+{end_mb - start_mb:.1f}), mean {mean_ms:.1f} ms/query, "
+          f"statuses {statuses}")
+    write_result("memory_soak", {
+        "command": command_line(), "queries": args.queries, "warmup_queries": WARMUP,
+        "width": int(image.shape[1]), "height": int(image.shape[0]),
+        "rss_start_mib": round(start_mb, 1), "rss_end_mib": round(end_mb, 1),
+        "rss_growth_mib": round(end_mb - start_mb, 1), "mean_query_ms": round(mean_ms, 2),
+        "statuses": statuses})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

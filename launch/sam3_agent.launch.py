@@ -1,0 +1,65 @@
+"""Launch the sam3_agent lifecycle node (it drives itself to 'active' when autostart is true).
+
+    ros2 launch sam3_agent_ros sam3_agent.launch.py image_topic:=/camera/color/image_raw
+    ros2 launch sam3_agent_ros sam3_agent.launch.py namespace:=robot1 offline:=true
+    ros2 launch sam3_agent_ros sam3_agent.launch.py params_file:=/path/to/my_params.yaml \\
+        llm_base_url:=http://gpu-box:8000/v1 llm_model:=Qwen/Qwen3-VL-8B-Instruct
+
+Parameters come from params_file (default: the installed config/sam3_agent.yaml); the launch
+arguments llm_base_url and llm_model are applied on top of it (their defaults are the package
+defaults), and offline:=true switches to the built-in offline planner and colour segmenter.
+"""
+
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch.actions import DeclareLaunchArgument
+from launch.conditions import IfCondition, UnlessCondition
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import LifecycleNode
+
+from launch import LaunchDescription
+
+PACKAGE = "sam3_agent_ros"
+OFFLINE_BACKENDS = {"llm.backend": "offline", "segmenter.backend": "color"}
+
+
+def generate_launch_description():
+    default_params = os.path.join(get_package_share_directory(PACKAGE), "config",
+                                  "sam3_agent.yaml")
+    namespace = LaunchConfiguration("namespace")
+    image_topic = LaunchConfiguration("image_topic")
+    endpoint = {"llm.base_url": LaunchConfiguration("llm_base_url"),
+                "llm.model": LaunchConfiguration("llm_model")}
+    remappings = [("image", image_topic), ("image/compressed", [image_topic, "/compressed"]),
+                  ("query", LaunchConfiguration("query_topic"))]
+
+    parameters = [LaunchConfiguration("params_file"), endpoint]
+
+    def agent_node(parameters, condition):
+        return LifecycleNode(
+            package=PACKAGE, executable="sam3_agent_node", name="sam3_agent",
+            namespace=namespace, output="screen", remappings=remappings, condition=condition,
+            parameters=parameters)
+
+    offline = LaunchConfiguration("offline")
+    return LaunchDescription([
+        DeclareLaunchArgument("namespace", default_value="",
+                              description="Namespace of the node and its topics."),
+        DeclareLaunchArgument("image_topic", default_value="image",
+                              description="Camera image topic (sensor_msgs/Image); with "
+                                          "image_transport 'compressed': "
+                                          "<image_topic>/compressed."),
+        DeclareLaunchArgument("query_topic", default_value="query",
+                              description="Query topic (std_msgs/String, text or JSON)."),
+        DeclareLaunchArgument("params_file", default_value=default_params,
+                              description="ROS parameters YAML (see config/sam3_agent.yaml)."),
+        DeclareLaunchArgument("llm_base_url", default_value="http://127.0.0.1:8000/v1",
+                              description="OpenAI-compatible endpoint (overrides params_file)."),
+        DeclareLaunchArgument("llm_model", default_value="Qwen/Qwen3-VL-8B-Instruct",
+                              description="Model name (overrides params_file)."),
+        DeclareLaunchArgument("offline", default_value="false", choices=["true", "false"],
+                              description="true: offline planner + colour segmenter (no model)."),
+        agent_node(parameters + [OFFLINE_BACKENDS], IfCondition(offline)),
+        agent_node(parameters, UnlessCondition(offline)),
+    ])

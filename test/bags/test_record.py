@@ -1,0 +1,131 @@
+"""Record: raw subscriptions into a new rosbag2 bag that reads back (round trip), topics that
+appear later, best-effort publishers, the CLI stopped by SIGTERM, and usage errors."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rosbags.rosbag2 import Reader
+from rosbags.typesys import Stores, get_typestore
+
+from sam3_agent_ros.bags.record import BagRecorder, RecordError, read_bag_counts
+
+pytestmark = pytest.mark.ros
+STORE = get_typestore(Stores.ROS2_KILTED)
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _wait(predicate, timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def _qos(reliable: bool = True):
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE if reliable
+                      else ReliabilityPolicy.BEST_EFFORT)
+
+
+def test_round_trip_with_a_topic_that_appears_later(ros_node, tmp_path):
+    from geometry_msgs.msg import PointStamped
+    from sensor_msgs.msg import Image
+    from std_msgs.msg import String
+
+    text_pub = ros_node.create_publisher(String, "/rec/text", _qos())
+    image_pub = ros_node.create_publisher(Image, "/rec/image", _qos(reliable=False))
+    publishers = [text_pub, image_pub]
+    assert _wait(lambda: "/rec/image" in dict(ros_node.get_topic_names_and_types()))
+    out = tmp_path / "out_bag"
+    recorder = BagRecorder(ros_node, out, ["/rec/text", "rec/image", "/rec/late"])
+    try:
+        assert _wait(lambda: text_pub.get_subscription_count() > 0
+                     and image_pub.get_subscription_count() > 0)
+        for index in range(5):
+            text_pub.publish(String(data=f"hello {index}"))
+        image = Image(height=2, width=3, encoding="mono8", step=3)
+        image.header.frame_id = "cam"
+        image.data = bytes(range(6))
+        for _ in range(3):
+            image_pub.publish(image)
+            time.sleep(0.02)  # best effort, depth 20: no loss expected, but be gentle
+        late_pub = ros_node.create_publisher(PointStamped, "/rec/late", _qos())
+        publishers.append(late_pub)
+        assert _wait(lambda: late_pub.get_subscription_count() > 0)
+        point = PointStamped()
+        point.point.x = 1.5
+        late_pub.publish(point)
+        assert _wait(lambda: recorder.counts == {"/rec/text": 5, "/rec/image": 3,
+                                                 "/rec/late": 1})
+    finally:
+        recorder.close()
+        for publisher in publishers:
+            ros_node.destroy_publisher(publisher)
+    assert (out / "metadata.yaml").is_file() and (out / "out_bag.mcap").is_file()
+    with Reader(out) as reader:
+        types = {c.topic: c.msgtype for c in reader.connections}
+        messages = [(c.topic, STORE.deserialize_cdr(d, c.msgtype)) for c, _, d in reader.messages()]
+    assert types == {"/rec/text": "std_msgs/msg/String", "/rec/image": "sensor_msgs/msg/Image",
+                     "/rec/late": "geometry_msgs/msg/PointStamped"}
+    assert [m.data for t, m in messages if t == "/rec/text"] == [f"hello {i}" for i in range(5)]
+    images = [m for t, m in messages if t == "/rec/image"]
+    assert all(np.array_equal(m.data, np.arange(6, dtype=np.uint8)) for m in images)
+    assert images[0].header.frame_id == "cam"
+    assert [m.point.x for t, m in messages if t == "/rec/late"] == [1.5]
+    assert read_bag_counts(out) == {"/rec/text": 5, "/rec/image": 3, "/rec/late": 1}
+    recorder.close()  # idempotent
+
+
+def test_usage_errors(ros_node, tmp_path):
+    (tmp_path / "exists").mkdir()
+    with pytest.raises(RecordError, match="exists already"):
+        BagRecorder(ros_node, tmp_path / "exists", ["/a"])
+    with pytest.raises(RecordError, match="no topics"):
+        BagRecorder(ros_node, tmp_path / "b", [])
+    with pytest.raises(RecordError, match="unknown storage"):
+        BagRecorder(ros_node, tmp_path / "c", ["/a"], storage="rosbag1")
+
+
+def test_cli_record_until_sigterm(ros_node, tmp_path):
+    from std_msgs.msg import String
+
+    out = tmp_path / "cli_bag"
+    env = dict(os.environ)  # the loopback environment of this session (ros_node applied it)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")])
+    env.pop("_ROS_WHEELS_BOOTSTRAP_COMPLETE", None)
+    publisher = ros_node.create_publisher(String, "/cli/chatter", _qos())
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sam3_agent_ros.cli", "record", str(out), "--topics",
+         "/cli/chatter", "--loopback"], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        assert _wait(lambda: publisher.get_subscription_count() > 0, timeout_s=30.0)
+        for index in range(10):
+            publisher.publish(String(data=str(index)))
+        time.sleep(0.5)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        ros_node.destroy_publisher(publisher)
+    assert process.returncode == 0, stderr
+    assert "/cli/chatter: 10" in stderr
+    assert read_bag_counts(out) == {"/cli/chatter": 10}
+
+
+def test_cli_record_refuses_an_existing_output(tmp_path):
+    from sam3_agent_ros.cli import main
+
+    (tmp_path / "there").mkdir()
+    assert main(["record", str(tmp_path / "there"), "--duration", "1"]) == 2

@@ -1,0 +1,222 @@
+"""The package as users get it: ROS-free core, setup.py / package.xml / colcon install, the
+console scripts of the venv, and the pinned requirements."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "sam3_agent_ros"
+CONSOLE_SCRIPTS = ("sam3-agent", "sam3_agent_node")
+# Subpackages allowed to import rclpy; everything else is the ROS-free core.
+ROS_SUBPACKAGES = ("sam3_agent_ros.ros", "sam3_agent_ros.bags")
+# Pure-Python modules inside the ROS subpackages that must stay importable without rclpy.
+ROS_FREE_EXCEPTIONS = ("sam3_agent_ros.ros.dds",)
+# The core modules the architecture promises; a missing one is a failure, not a skip.
+REQUIRED_MODULES = (
+    "sam3_agent_ros.config",
+    "sam3_agent_ros.core.agent",
+    "sam3_agent_ros.llm.openai_client",
+    "sam3_agent_ros.llm.offline",
+    "sam3_agent_ros.segmenters",
+    "sam3_agent_ros.segmenters.color",
+    "sam3_agent_ros.render",
+    "sam3_agent_ros.backends",
+    "sam3_agent_ros.cli",
+)
+ROS_MODULE_PREFIXES = ("rclpy", "rcl_interfaces", "sensor_msgs", "std_msgs", "geometry_msgs",
+                       "lifecycle_msgs", "rosidl_runtime_py")
+REQUIRED_EXEC_DEPENDS = {"rclpy", "sensor_msgs", "std_msgs", "geometry_msgs", "lifecycle_msgs",
+                         "python3-numpy", "python3-opencv", "python3-yaml", "python3-openai"}
+
+
+def _run_python(code: str, **kwargs) -> subprocess.CompletedProcess:
+    """A fresh interpreter of this venv, in the repository root."""
+    return subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=300, **kwargs)
+
+
+def _core_module_names() -> list[str]:
+    names = []
+    for path in sorted((REPO_ROOT / PACKAGE).rglob("*.py")):
+        parts = path.relative_to(REPO_ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if name.startswith(ROS_SUBPACKAGES) and name not in ROS_FREE_EXCEPTIONS:
+            continue
+        names.append(name)
+    return names
+
+
+def _setup_py_distribution() -> dict:
+    """The arguments setup.py passes to setup(), without building anything."""
+    code = (
+        "import json, runpy, setuptools\n"
+        "arguments = {}\n"
+        "setuptools.setup = lambda **kwargs: arguments.update(kwargs)\n"
+        "runpy.run_path('setup.py')\n"
+        "print(json.dumps({key: arguments[key] for key in"
+        " ('version', 'data_files', 'entry_points')}))\n"
+    )
+    completed = _run_python(code)
+    assert completed.returncode == 0, completed.stderr
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def _source_share_files() -> dict[str, list[str]]:
+    return {
+        "launch": sorted(p.name for p in (REPO_ROOT / "launch").glob("*.launch.py")),
+        "config": sorted(p.name for p in (REPO_ROOT / "config").iterdir()
+                         if p.suffix in (".yaml", ".xml")),
+        "prompts": sorted(p.name for p in (REPO_ROOT / "prompts").glob("*.md")),
+    }
+
+
+def test_required_core_modules_exist():
+    names = set(_core_module_names())
+    missing = [name for name in REQUIRED_MODULES if name not in names]
+    assert not missing, f"core modules missing: {missing}"
+
+
+def test_core_does_not_import_rclpy():
+    modules = _core_module_names()
+    code = (
+        "import importlib, json, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        f"prefixes = {ROS_MODULE_PREFIXES!r}\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in prefixes)))\n"
+    )
+    completed = _run_python(code)
+    assert completed.returncode == 0, completed.stderr
+    ros_modules = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert ros_modules == [], f"importing the core imported ROS modules: {ros_modules[:10]}"
+
+
+def test_setup_py_installs_share_files_and_marker():
+    data_files = dict(_setup_py_distribution()["data_files"])
+    assert data_files["share/ament_index/resource_index/packages"] == [f"resource/{PACKAGE}"]
+    assert (REPO_ROOT / "resource" / PACKAGE).is_file()
+    assert data_files[f"share/{PACKAGE}"] == ["package.xml"]
+    for directory, names in _source_share_files().items():
+        installed = data_files.get(f"share/{PACKAGE}/{directory}", [])
+        assert sorted(Path(p).name for p in installed) == names, directory
+    assert _source_share_files()["prompts"], "prompts/ holds the system and verifier prompts"
+
+
+def test_setup_py_console_scripts():
+    scripts = _setup_py_distribution()["entry_points"]["console_scripts"]
+    targets = dict(re.split(r"\s*=\s*", line, maxsplit=1) for line in scripts)
+    assert targets == {"sam3-agent": "sam3_agent_ros.cli:main",
+                       "sam3_agent_node": "sam3_agent_ros.ros.node:main"}
+
+
+def test_package_xml_declares_ament_python_and_dependencies():
+    root = ET.parse(REPO_ROOT / "package.xml").getroot()
+    assert root.get("format") == "3"
+    assert root.findtext("name") == PACKAGE
+    assert root.findtext("license") == "Apache-2.0"
+    assert root.findtext("export/build_type") == "ament_python"
+    assert root.findtext("version") == _setup_py_distribution()["version"]
+    exec_depends = {e.text for e in root.findall("exec_depend")}
+    assert exec_depends >= REQUIRED_EXEC_DEPENDS
+    assert "python3-pytest" in {e.text for e in root.findall("test_depend")}
+
+
+def test_license_is_apache_2():
+    text = (REPO_ROOT / "LICENSE").read_text()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+
+
+@pytest.mark.parametrize("script", CONSOLE_SCRIPTS)
+def test_console_scripts_are_installed_in_the_venv(script):
+    path = Path(sys.executable).parent / script
+    assert path.is_file() and os.access(path, os.X_OK), f"{path} missing: run `make setup`"
+
+
+def test_cli_entry_point_runs():
+    completed = subprocess.run([str(Path(sys.executable).parent / "sam3-agent"), "--help"],
+                               capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    assert "run" in completed.stdout
+
+
+def _pins(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name, sep, version = line.partition("==")
+        assert sep and re.fullmatch(r"[\w.]+", version), f"{path.name}: not an exact pin: {line}"
+        pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+    return pins
+
+
+def test_requirements_are_exact_pins_agreeing_with_constraints():
+    requirements = REPO_ROOT / "requirements"
+    constraints = _pins(requirements / "constraints.txt")
+    for name in ("base.txt", "sam3-cpu.txt", "sam3-nodeps.txt", "dev.txt"):
+        for package, version in _pins(requirements / name).items():
+            assert constraints.get(package) == version, f"{name}: {package}=={version}"
+
+
+def test_venv_matches_the_pins():
+    requirements = REPO_ROOT / "requirements"
+    mismatched = []
+    for name in ("base.txt", "sam3-cpu.txt", "sam3-nodeps.txt", "dev.txt"):
+        for package, version in _pins(requirements / name).items():
+            try:
+                installed = importlib.metadata.version(package)
+            except importlib.metadata.PackageNotFoundError:
+                installed = None
+            if installed is None or installed.split("+")[0] != version:
+                mismatched.append(f"{package}: pinned {version}, installed {installed}")
+    assert not mismatched, "run `make setup`: " + "; ".join(mismatched)
+
+
+COLCON = shutil.which("colcon", path=str(Path(sys.executable).parent))
+
+
+@pytest.mark.skipif(COLCON is None, reason="colcon not installed (requirements/dev.txt)")
+def test_colcon_build_installs_like_a_ros_package(tmp_path):
+    source = tmp_path / "src" / PACKAGE
+    source.mkdir(parents=True)
+    for name in ("package.xml", "setup.py", "setup.cfg"):
+        shutil.copy2(REPO_ROOT / name, source / name)
+    for name in ("resource", "launch", "config", "prompts", PACKAGE):
+        shutil.copytree(REPO_ROOT / name, source / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    completed = subprocess.run(
+        [COLCON, "build", "--base-paths", "src", "--event-handlers", "console_direct-"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+
+    prefix = tmp_path / "install" / PACKAGE
+    share = prefix / "share" / PACKAGE
+    for directory, names in _source_share_files().items():
+        installed = sorted(p.name for p in (share / directory).iterdir()) if names else []
+        assert installed == names, directory
+    assert (share / "package.xml").is_file()
+    assert (prefix / "share/ament_index/resource_index/packages" / PACKAGE).is_file()
+    for script in CONSOLE_SCRIPTS:  # where `ros2 run sam3_agent_ros <script>` looks
+        assert os.access(prefix / "lib" / PACKAGE / script, os.X_OK), script
+
+    # The executable colcon installed starts (as `ros2 run` would start it).
+    site_packages = next(prefix.glob("lib/python3*/site-packages"))
+    env = {**os.environ, "PYTHONPATH": str(site_packages)}
+    completed = subprocess.run(
+        [str(prefix / "lib" / PACKAGE / "sam3-agent"), "--help"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
