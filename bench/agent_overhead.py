@@ -50,9 +50,16 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-
-from common import RESOLUTIONS, ROOT, bench_frame, blob_masks, command_line, median, quiet
-from common import write_result
+from common import (
+    RESOLUTIONS,
+    ROOT,
+    bench_frame,
+    blob_masks,
+    command_line,
+    median,
+    quiet,
+    write_result,
+)
 
 from sam3_agent_ros.config import Config  # noqa: E402  (after common puts ROOT on sys.path)
 from sam3_agent_ros.core.agent import Agent  # noqa: E402
@@ -175,6 +182,12 @@ def load_upstream():
     apply_import_fixes()
     import warnings
 
+    try:
+        import matplotlib  # noqa: F401  (upstream's renderer; not a dependency of ours)
+    except ImportError:
+        sys.exit("bench/agent_overhead.py: the upstream agent renders with matplotlib, which is "
+                 "not installed: .venv/bin/pip install matplotlib==3.11.2 (a benchmark-only "
+                 "dependency, listed in requirements/dev.txt)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from sam3.agent import agent_core, client_llm, client_sam3
@@ -297,6 +310,34 @@ def upstream_crash_check(upstream, image_path: str, outputs, workdir: Path) -> s
     return "no crash"
 
 
+def hotspots(repeats: int = 10) -> dict[str, float]:
+    """CPU ms of the steps that dominate our per-round time at 1080p (for the write-up)."""
+    from sam3_agent_ros import render
+    from sam3_agent_ros.core.types import Mask
+    from sam3_agent_ros.llm.encoding import downscale, encode_data_url
+
+    width, height = RESOLUTIONS["1080p"]
+    image = bench_frame(width, height)
+    masks, scores, boxes = blob_masks(width, height, N_MASKS)
+    small = downscale(image, 1008)
+    steps = {
+        "Mask.from_array (np.nonzero on a 1080p mask)":
+            lambda: Mask.from_array(masks[0], scores[0], tuple(boxes[0])),
+        "encoding.downscale 1920x1080 -> 1008 (INTER_AREA)": lambda: downscale(image, 1008),
+        "render.overlay_masks, 6 masks, 1080p": lambda: render.overlay_masks(image, list(masks)),
+        "render.single_mask_overlay, 1080p": lambda: render.single_mask_overlay(image, masks[0]),
+        "encode_data_url JPEG 1008x567": lambda: encode_data_url(small),
+    }
+    out = {}
+    for name, step in steps.items():
+        step()
+        started = time.process_time()
+        for _ in range(repeats):
+            step()
+        out[name] = round((time.process_time() - started) / repeats * 1000, 2)
+    return out
+
+
 # --- driver ----------------------------------------------------------------------------------
 
 
@@ -362,7 +403,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{resolution}: ours {row['ours_ms_per_round']:.1f} ms/round, upstream "
                   f"{row['upstream_ms_per_round']:.1f} ms/round, ratio "
                   f"{row['ratio_upstream_over_ours']:.1f}x", flush=True)
+    steps = hotspots()
     write_result("agent_overhead", {"command": command_line(), "rows": rows,
+                                    "hotspots_cpu_ms_1080p": steps,
                                     "conversation": "segment cup, segment mug, segment coffee "
                                     "mug, examine (6 verifier calls), select [1,3]",
                                     "upstream_repeated_prompt_then_examine": crash})

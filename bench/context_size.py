@@ -25,7 +25,6 @@ import json
 import sys
 
 import numpy as np
-
 from common import bench_frame, blob_masks, command_line, write_result
 
 from sam3_agent_ros.config import Config  # noqa: E402  (after common puts ROOT on sys.path)

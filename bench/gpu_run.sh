@@ -6,7 +6,7 @@
 #   .whl/pycocotools-*.whl   compiled for cp312 (sam3 imports pycocotools at module level)
 #   .whl/site/{sam3,iopath,ftfy,wcwidth}   pure-Python packages copied from .venv
 #   .whl/bpe_simple_vocab_16e6.txt.gz      the BPE vocabulary (sha256-checked by the backend)
-# Device-tool call: command "bash bench/gpu_run.sh", carry [".whl"], timeout_s <= 540.
+# Device-tool call: command "bash bench/gpu_run.sh", carry [".whl"], timeout_s 420.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/gpu}
@@ -30,7 +30,7 @@ run_bench() {  # name, then bench arguments
     local name=$1
     shift
     echo "=== bench $name"
-    timeout 200 python3 bench/sam3_latency.py --device cuda --bpe-path "$BPE" \
+    timeout 130 python3 bench/sam3_latency.py --device cuda --bpe-path "$BPE" \
         --json "$OUT/sam3_latency_$name.json" "$@" || echo "bench $name FAILED ($?)"
 }
 run_bench bf16 --dtype bfloat16 --iterations 20 --prompts 4

@@ -3,7 +3,10 @@
 ``Agent`` + ``OfflinePlanner`` (llm.backend offline) + ``ColorSegmenter`` (segmenter.backend
 color) on data/example_tabletop.png, one agent for all queries (as the node keeps it), cycling
 through queries that succeed and one that finds nothing. RSS is read from /proc after a warm-up
-of 20 queries (imports, caches, allocator pools) and after the last query.
+of 20 queries (imports, caches, allocator pools) and after the last query. glibc keeps freed
+frame-sized blocks for reuse, so raw RSS jumps up and down by tens of MiB; the "live" RSS,
+read after ``gc.collect()`` and ``malloc_trim(0)`` (which returns those free blocks to the OS),
+is what a leak would grow.
 
 Run alone: ``.venv/bin/python bench/memory_soak.py [--queries 500]``.
 """
@@ -11,12 +14,12 @@ Run alone: ``.venv/bin/python bench/memory_soak.py [--queries 500]``.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import sys
 import time
 
 import cv2
-
 from common import EXAMPLE_IMAGE, command_line, rss_mb, write_result
 
 from sam3_agent_ros.backends import make_llm, make_segmenter  # noqa: E402
@@ -27,6 +30,16 @@ from sam3_agent_ros.core.types import Frame, Query  # noqa: E402
 QUERIES = ["the leftmost blue object", "the red object", "all green objects",
            "the largest yellow object", "the purple elephant"]
 WARMUP = 20
+
+
+def live_rss_mb() -> float:
+    """RSS after a collection and glibc's malloc_trim (free blocks handed back to the OS)."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: raw RSS
+        pass
+    return rss_mb()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,18 +63,24 @@ def main(argv: list[str] | None = None) -> int:
     statuses.clear()
     gc.collect()
     start_mb = rss_mb()
-    latencies = [one(k) for k in range(WARMUP, WARMUP + args.queries)]
+    start_live_mb = live_rss_mb()
+    latencies = [one(WARMUP + k) for k in range(args.queries)]
     gc.collect()
     end_mb = rss_mb()
+    end_live_mb = live_rss_mb()
     mean_ms = sum(latencies) / len(latencies) * 1000
     print(f"{args.queries} queries ({image.shape[1]}x{image.shape[0]}): RSS {start_mb:.1f} -> "
-          f"{end_mb:.1f} MiB (+{end_mb - start_mb:.1f}), mean {mean_ms:.1f} ms/query, "
-          f"statuses {statuses}")
+          f"{end_mb:.1f} MiB ({end_mb - start_mb:+.1f}), live {start_live_mb:.1f} -> "
+          f"{end_live_mb:.1f} MiB ({end_live_mb - start_live_mb:+.1f}); mean {mean_ms:.1f} "
+          f"ms/query, statuses {statuses}")
     write_result("memory_soak", {
         "command": command_line(), "queries": args.queries, "warmup_queries": WARMUP,
         "width": int(image.shape[1]), "height": int(image.shape[0]),
         "rss_start_mib": round(start_mb, 1), "rss_end_mib": round(end_mb, 1),
-        "rss_growth_mib": round(end_mb - start_mb, 1), "mean_query_ms": round(mean_ms, 2),
+        "rss_growth_mib": round(end_mb - start_mb, 1),
+        "live_rss_start_mib": round(start_live_mb, 1), "live_rss_end_mib": round(end_live_mb, 1),
+        "live_rss_growth_mib": round(end_live_mb - start_live_mb, 1),
+        "mean_query_ms": round(mean_ms, 2),
         "statuses": statuses})
     return 0
 

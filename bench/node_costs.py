@@ -4,9 +4,10 @@
    sensor_data) receiving rgb8 frames at 30 Hz with no query running, next to a bare rclpy
    subscriber process (bench/ros_peer.py: same topic, same QoS, a callback that keeps a
    reference, SingleThreadedExecutor) fed by the same publisher in the same run, and a second one
-   spinning a 4-thread MultiThreadedExecutor like the node (to tell executor cost from node code). Reported: % of one core for each over a
-   measured window (after 1 s of warm-up), idle (no frames), 640x480 and 1920x1080; the node's
-   cost beyond the DDS receive cost is the difference.
+   spinning a 4-thread MultiThreadedExecutor like the node (to tell executor cost from node
+   code). Reported: % of one core for each over a measured window (after 1 s of warm-up), idle
+   (no frames), 640x480 and 1920x1080; the node's cost beyond the DDS receive cost is the
+   difference.
 2. Time to publish mask + labels + overlay for a 1920x1080 frame with 2 selected masks: the node's
    own ``_publish_images`` (render the union mask, label image and overlay, convert to
    sensor_msgs/Image, publish) on an in-process ``Sam3AgentNode`` (configured, offline backends),
@@ -28,7 +29,6 @@ import time
 from pathlib import Path
 
 import psutil
-
 from common import RESOLUTIONS, ROOT, bench_frame, blob_masks, command_line, median, write_result
 
 from sam3_agent_ros.ros.dds import loopback_env  # noqa: E402  (after common sets sys.path)

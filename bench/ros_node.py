@@ -64,17 +64,19 @@ def cpu_percent(process: psutil.Process, seconds: float) -> float:
     return 100.0 * used / seconds
 
 
-def round_trips(harness: Harness, count: int) -> list[float]:
-    times = []
+def round_trips(harness: Harness, count: int) -> tuple[list[float], list[float]]:
+    """Round trips (ms) and the agent's own ``timings.total_s`` (ms) of ``count`` queries."""
+    times, agent = [], []
     for index in range(count):
         query_id = f"rt-{index}"
-        harness.send_query(NS, {"id": query_id, "query": "the leftmost blue object"})
         sent = time.monotonic()
-        harness.wait_result(NS, query_id, timeout=30)
+        harness.send_query(NS, {"id": query_id, "query": "the leftmost blue object"})
+        result = harness.wait_result(NS, query_id, timeout=30)
         received = [r.at for r in harness._topics[f"{NS}/sam3_agent/result"].items
                     if json.loads(r.msg.data)["query_id"] == query_id][0]
         times.append((received - sent) * 1000.0)
-    return times
+        agent.append(result["timings"]["total_s"] * 1000.0)
+    return times, agent
 
 
 def main() -> int:
@@ -99,7 +101,7 @@ def main() -> int:
             time.sleep(0.5)
             harness.send_query(NS, {"id": "warm-up", "query": "the leftmost blue object"})
             harness.wait_result(NS, "warm-up", timeout=30)
-            times = round_trips(harness, args.queries)
+            times, agent_ms = round_trips(harness, args.queries)
 
         bare = subprocess.Popen([sys.executable, "-c", BARE_SUBSCRIBER, f"{NS}/image"],
                                 stdout=subprocess.PIPE, text=True, env=env)
@@ -131,7 +133,8 @@ def main() -> int:
     data = {
         "round_trip_ms": {"median": statistics.median(times),
                           "p90": statistics.quantiles(times, n=10)[-1],
-                          "min": min(times), "max": max(times), "queries": len(times)},
+                          "min": min(times), "max": max(times), "queries": len(times),
+                          "agent_total_median": statistics.median(agent_ms)},
         "cpu_percent_of_one_core": {
             "node_idle_no_images": round(idle, 1),
             "node_640x480_rgb8_30hz": round(results["node"], 1),

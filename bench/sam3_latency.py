@@ -175,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.prompts < 2 or args.iterations < 1:
         parser.error("--prompts must be >= 2 and --iterations >= 1")
     report = run(args)
+    report["command"] = " ".join([".venv/bin/python bench/sam3_latency.py",
+                                  *(argv if argv is not None else sys.argv[1:])]).strip()
     print_table(report)
     print(json.dumps(report))
     if args.json:

@@ -189,13 +189,10 @@ COLCON = shutil.which("colcon", path=str(Path(sys.executable).parent))
 
 @pytest.mark.skipif(COLCON is None, reason="colcon not installed (requirements/dev.txt)")
 def test_colcon_build_installs_like_a_ros_package(tmp_path):
-    source = tmp_path / "src" / PACKAGE
-    source.mkdir(parents=True)
-    for name in ("package.xml", "setup.py", "setup.cfg"):
-        shutil.copy2(REPO_ROOT / name, source / name)
-    for name in ("resource", "launch", "config", "prompts", PACKAGE):
-        shutil.copytree(REPO_ROOT / name, source / name,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+    # The checkout as a fresh clone has it (generated and local files left out).
+    shutil.copytree(REPO_ROOT, tmp_path / "src" / PACKAGE, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "out", "build", "install", "log", "__pycache__", "*.egg-info",
+        ".pytest_cache", ".ruff_cache"))
     completed = subprocess.run(
         [COLCON, "build", "--base-paths", "src", "--event-handlers", "console_direct-"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,

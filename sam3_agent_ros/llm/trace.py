@@ -2,8 +2,8 @@
 
 ``TracingClient`` wraps any ``LlmClient``. Each call writes a ``request`` line and then a
 ``response`` or ``error`` line with the same ``call`` number (verifier calls run concurrently, so
-lines of different calls interleave). Images are replaced by placeholders ``{"image": "<key> WxH"}``;
-the API key never reaches this layer. Lines look like::
+lines of different calls interleave). Images are replaced by placeholders
+``{"image": "<key> WxH"}``; the API key never reaches this layer. Lines look like::
 
     {"t": 1733000000.12, "call": 3, "kind": "request", "conversation": "main",
      "n_messages": 4, "n_images": 2, "messages": [{"role": "system", "content": ["..."]}, ...]}

@@ -3,16 +3,19 @@
 It declares the parameters, keeps a reference to the latest frame, hands queries to a worker
 (``QueryRunner``) that runs the ROS-free ``Agent``, and publishes what the agent answers.
 
-Threads and callback groups (one ``MultiThreadedExecutor``):
-- lifecycle services: a reentrant group. ``on_configure`` builds the backends synchronously (loading
-  SAM 3 takes seconds to minutes) so that a failure makes the transition fail, as ROS tools expect;
-  it blocks only the thread running it, while ``get_state`` and parameter services stay answered.
-- autostart: a one-shot timer in its own group drives configure + activate.
-- image subscription: its own group; the callback stores a reference (no conversion, no copy).
-- query subscription: its own group; parsing + enqueue only.
-- one worker thread (``QueryRunner``) converts the frame, runs the agent and publishes; publishers
+Threads:
+- the executor (a ``SingleThreadedExecutor``) runs only short callbacks: the image callback stores a
+  reference to the message (no conversion, no copy), the query callback parses and enqueues.
+  (rclpy's ``MultiThreadedExecutor`` cost 2-4x the CPU of a bare subscriber at 30 Hz, with spikes
+  to 75 % of a core, for nothing here: see bench/ros_node.py.)
+- one worker thread (``QueryRunner``) converts the frame, runs the agent and publishes. Publishers
   are plain (not lifecycle) publishers so a query cancelled by ``deactivate`` still publishes its
   one result.
+- ``on_configure`` builds the backends synchronously (SAM 3 loads for seconds to minutes), so a
+  failure makes the transition fail as ROS tools expect. With ``autostart`` (the default) the
+  transitions run on a start-up thread, so the executor keeps answering ``get_state`` and
+  parameter services during the load. A configure requested through the lifecycle service runs in
+  the service callback (rclpy transitions are synchronous) and holds the executor while loading.
 """
 
 from __future__ import annotations
@@ -20,14 +23,12 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import threading
 from typing import Any
 
 import rclpy
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
-from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
-from rclpy.lifecycle.node import LifecycleNodeMixin
-from rclpy.node import Node
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Header, String
@@ -64,17 +65,11 @@ IMAGE_QOS = {
 }
 DEACTIVATE_WAIT_S = 5.0  # how long deactivate waits for a cancelled query to publish its result
 CLEANUP_WAIT_S = 30.0  # how long cleanup waits for the worker before freeing the models
-EXECUTOR_THREADS = 4
 
 
-class Sam3AgentNode(LifecycleNodeMixin, Node):
-    """A managed node (what ``rclpy.lifecycle.LifecycleNode`` is), built from its two parts so
-    the lifecycle services get a reentrant callback group (``get_state`` answers during a long
-    configure)."""
-
+class Sam3AgentNode(LifecycleNode):
     def __init__(self, **kwargs: Any):
-        Node.__init__(self, NODE_NAME, **kwargs)
-        LifecycleNodeMixin.__init__(self, callback_group=ReentrantCallbackGroup())
+        super().__init__(NODE_NAME, **kwargs)
         self._param_problems = params.declare_parameters(self)
         for problem in self._param_problems:
             self.get_logger().error(f"invalid parameter value: {problem}")
@@ -87,24 +82,28 @@ class Sam3AgentNode(LifecycleNodeMixin, Node):
         self._outputs: dict[str, Any] = {}
         self._inputs: list[Any] = []
         self._depth = None
-        self._frames_group = MutuallyExclusiveCallbackGroup()
-        self._queries_group = MutuallyExclusiveCallbackGroup()
         self._autostart_timer = None
         if self.get_parameter("autostart").value:
-            self._autostart_timer = self.create_timer(
-                0.0, self._autostart, callback_group=MutuallyExclusiveCallbackGroup())
+            self._autostart_timer = self.create_timer(0.0, self._start_autostart)
 
     # --- lifecycle -----------------------------------------------------------------------------
-    def _autostart(self) -> None:
+    def _start_autostart(self) -> None:
+        """Once the executor spins: configure + activate on a start-up thread (see above)."""
         self.destroy_timer(self._autostart_timer)
         self._autostart_timer = None
-        if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-            self.get_logger().error(
-                "autostart: configure failed (see above); fix the parameters, then "
-                f"'ros2 lifecycle set {self.get_fully_qualified_name()} configure'")
-            return
-        if self.trigger_activate() != TransitionCallbackReturn.SUCCESS:
-            self.get_logger().error("autostart: activate failed (see above)")
+        threading.Thread(target=self._autostart, name="sam3_agent_autostart", daemon=True).start()
+
+    def _autostart(self) -> None:
+        try:
+            if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+                self.get_logger().error(
+                    "autostart: configure failed (see above); fix the parameters, then "
+                    f"'ros2 lifecycle set {self.get_fully_qualified_name()} configure'")
+                return
+            if self.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+                self.get_logger().error("autostart: activate failed (see above)")
+        except Exception as exc:  # e.g. the process is shutting down during the load
+            self.get_logger().warning(f"autostart stopped: {type(exc).__name__}: {exc}")
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         reasons = self._param_problems + params.problems(params.current_values(self))
@@ -120,14 +119,16 @@ class Sam3AgentNode(LifecycleNodeMixin, Node):
         self.get_logger().info(
             f"configuring: llm.backend={config.llm.backend} segmenter.backend="
             f"{config.segmenter.backend} (building the backends; SAM 3 may take a while)")
-        try:
-            from sam3_agent_ros.backends import make_llm, make_segmenter
-            from sam3_agent_ros.core.agent import Agent
+        from sam3_agent_ros.backends import close_quietly, make_llm, make_segmenter
+        from sam3_agent_ros.core.agent import Agent
 
+        segmenter = None
+        try:
             llm = make_llm(config)
             segmenter = make_segmenter(config)
             self._agent = Agent(config, llm=llm, segmenter=segmenter)
         except Exception as exc:  # any backend failure: stay unconfigured, say why
+            close_quietly(segmenter)
             self.get_logger().error(f"cannot build the backends: {type(exc).__name__}: {exc}")
             return TransitionCallbackReturn.FAILURE
         self._config = config
@@ -153,21 +154,18 @@ class Sam3AgentNode(LifecycleNodeMixin, Node):
         node = self._config.node
         if node.image_transport == "compressed":
             image_sub = self.create_subscription(
-                CompressedImage, "image/compressed", self._on_image, IMAGE_QOS[node.image_qos],
-                callback_group=self._frames_group)
+                CompressedImage, "image/compressed", self._on_image, IMAGE_QOS[node.image_qos])
         else:
             image_sub = self.create_subscription(
-                Image, "image", self._on_image, IMAGE_QOS[node.image_qos],
-                callback_group=self._frames_group)
-        query_sub = self.create_subscription(String, "query", self._on_query, QUERY_QOS,
-                                             callback_group=self._queries_group)
+                Image, "image", self._on_image, IMAGE_QOS[node.image_qos])
+        query_sub = self.create_subscription(String, "query", self._on_query, QUERY_QOS)
         self._inputs = [image_sub, query_sub]
         if self._config.depth.enabled:
             try:
                 from sam3_agent_ros.ros.depth import DepthTargets
 
                 self._depth = DepthTargets(self, self._config.depth,
-                                           callback_group=self._frames_group)
+                                           callback_group=self.default_callback_group)
             except Exception as exc:
                 self.get_logger().error(f"depth disabled: {type(exc).__name__}: {exc}")
                 self._depth = None
@@ -345,16 +343,7 @@ def main(args: list[str] | None = None) -> None:
     try:
         with rclpy.init(args=args):
             node = Sam3AgentNode()
-            import os
-            kind = os.environ.get("X_EXEC", "multi")
-            if kind == "single":
-                from rclpy.executors import SingleThreadedExecutor
-                executor = SingleThreadedExecutor()
-            elif kind == "events":
-                from rclpy.experimental import EventsExecutor
-                executor = EventsExecutor()
-            else:
-                executor = MultiThreadedExecutor(num_threads=int(kind[5:] or EXECUTOR_THREADS) if kind.startswith("multi") else 4)
+            executor = SingleThreadedExecutor()
             executor.add_node(node)
             try:
                 executor.spin()

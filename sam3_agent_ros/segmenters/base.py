@@ -1,4 +1,4 @@
-"""The segmenter interface (CONTRACTS §3) and the one normalisation step every backend goes through."""
+"""The segmenter interface (CONTRACTS §3) and the normalisation every backend goes through."""
 
 from __future__ import annotations
 

@@ -226,7 +226,10 @@ def test_cancel_stops_the_backoff_and_later_calls():
 
 
 def test_concurrent_calls_share_one_client():
-    with ScriptedServer(responder=lambda body: slow(body["messages"][-1]["content"], 0.2)) as server:
+    def responder(body):
+        return slow(body["messages"][-1]["content"], 0.2)
+
+    with ScriptedServer(responder=responder) as server:
         client = make_client(server.base_url)
         replies = {}
 

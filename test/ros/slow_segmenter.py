@@ -2,7 +2,8 @@
 
 Used as ``segmenter.backend: test.ros.slow_segmenter:factory`` so a query is still running when
 the next one (preemption, queueing) or a deactivate arrives. The delay comes from the environment
-variable ``SLOW_SEGMENTER_S`` (default 1.0 s).
+variable ``SLOW_SEGMENTER_S`` (default 1.0 s); ``SLOW_SEGMENTER_LOAD_S`` (default 0) makes
+``factory()`` slow too, like loading SAM 3.
 """
 
 from __future__ import annotations
@@ -24,4 +25,5 @@ class SlowSegmenter:
 
 
 def factory() -> SlowSegmenter:
+    time.sleep(float(os.environ.get("SLOW_SEGMENTER_LOAD_S", "0")))
     return SlowSegmenter(float(os.environ.get("SLOW_SEGMENTER_S", "1.0")))

@@ -299,8 +299,27 @@ def test_invalid_params_file_leaves_the_node_unconfigured_until_fixed(ros, tmp_p
         assert harness.lifecycle_state(name) == "unconfigured"
         assert harness.set_parameter(name, "agent.max_rounds", 5).successful
         assert harness.set_parameter(name, "image_qos", "reliable").successful
+        # A backend that cannot be built fails the transition too, with the reason.
+        assert harness.set_parameter(name, "segmenter.backend", "no_such_module:factory").successful
+        assert not harness.change_state(name, TRANSITION.TRANSITION_CONFIGURE)
+        assert "cannot build the backends" in proc.log() and "no_such_module" in proc.log()
+        assert harness.lifecycle_state(name) == "unconfigured"
+        assert harness.set_parameter(name, "segmenter.backend", "color").successful
         assert harness.change_state(name, TRANSITION.TRANSITION_CONFIGURE)
         assert harness.lifecycle_state(name) == "inactive"
+    finally:
+        assert proc.stop() == 0
+
+
+def test_lifecycle_services_answer_while_the_models_load(ros, tmp_path):
+    harness, _ = ros
+    env = dict(os.environ, SLOW_SEGMENTER_LOAD_S="8")
+    proc = NodeProcess("/robot5", SLOW, tmp_path, env)
+    name = "/robot5/sam3_agent"
+    try:
+        harness.wait_for(lambda: "building the backends" in proc.log(), 30, "the load to start")
+        assert harness.lifecycle_state(name, timeout=5.0) == "configuring"
+        harness.wait_state(name, "active", timeout=30)
     finally:
         assert proc.stop() == 0
 
