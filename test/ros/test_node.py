@@ -313,7 +313,7 @@ def test_invalid_params_file_leaves_the_node_unconfigured_until_fixed(ros, tmp_p
 
 def test_lifecycle_services_answer_while_the_models_load(ros, tmp_path):
     harness, _ = ros
-    env = dict(os.environ, SLOW_SEGMENTER_LOAD_S="8")
+    env = dict(os.environ, SLOW_SEGMENTER_LOAD_S="6")
     proc = NodeProcess("/robot5", SLOW, tmp_path, env)
     name = "/robot5/sam3_agent"
     try:
