@@ -37,7 +37,8 @@ def machine() -> dict:
             if line.startswith("Model name:"):
                 model = line.split(":", 1)[1].strip()
                 break
-    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version()}
+    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version(),
+            "load_avg_1min": round(os.getloadavg()[0], 2)}
 
 
 def write_result(name: str, data: dict) -> Path:

@@ -89,10 +89,12 @@ def agent_overhead(data: dict) -> Section:
               "(~2 ms instead of ~13 ms; OpenCV's INTER_AREA is slow for non-integer factors "
               "like 1920 -> 1008); render overlays and verifier images on the frame already "
               "downscaled to agent.max_image_side (masks resized with INTER_NEAREST, ~0.3 ms) so "
-              "no rendered image needs a full-resolution render + downscale. Together these "
-              "remove most of the ~60 ms CPU per round at 1080p. At 640x480 (no downscale) the "
-              "overhead is already a few ms per round. On a loaded machine the wall time "
-              "exceeds the CPU time (other processes share the 2 cores).")
+              "no rendered image needs a full-resolution render + downscale. Measured in a "
+              "scratch run (monkeypatching the first two changes into the same benchmark): "
+              "1080p 65 -> 23.5 ms/round, 640x480 14 -> 6.6 ms/round; the third removes about "
+              "10 more downscales and shrinks the four six-mask renders, which should bring "
+              "1080p under 15 ms/round. On a loaded machine the wall time exceeds the CPU time "
+              "(other processes share the 2 cores).")
     return s
 
 
@@ -282,8 +284,13 @@ def build(total_seconds: float | None, sam3_note: str) -> tuple[str, list]:
              "depend on the machine:", ""]
     if machine:
         finished = max((load(n) or {}).get("finished", "") for n, _ in BUILDERS)
+        loads = sorted({(load(n) or {}).get("machine", {}).get("load_avg_1min")
+                        for n, _ in BUILDERS} - {None})
+        busy = (f" 1-minute load average while they ran: {loads[0]:g}-{loads[-1]:g} (other "
+                "work shared the machine; wall times are noisier than CPU times)."
+                if loads else "")
         lines.append(f"Machine: {machine['cpu']}, {machine['cores']} cores, Python "
-                     f"{machine['python']}. Results of {finished}.")
+                     f"{machine['python']}. Results of {finished}.{busy}")
     if total_seconds is not None:
         lines.append(f"`make bench` took {total_seconds / 60:.1f} min{sam3_note}.")
     lines += ["", "## Summary", "", "| figure | value | target | |", "|---|---|---|---|"]

@@ -18,21 +18,9 @@ import cv2
 import numpy as np
 
 from sam3_agent_ros.core.types import ImagePart, Message
+from sam3_agent_ros.render import downscale
 
 IMAGE_FORMATS = ("jpeg", "png")
-
-
-def downscale(image: np.ndarray, max_side: int) -> np.ndarray:
-    """Shrink ``image`` (keeping its aspect ratio, INTER_AREA) so its longest side is <= max_side.
-
-    Smaller images are returned unchanged (never upscaled)."""
-    height, width = image.shape[:2]
-    longest = max(height, width)
-    if longest <= max_side:
-        return image
-    scale = max_side / longest
-    size = (max(1, round(width * scale)), max(1, round(height * scale)))
-    return cv2.resize(image, size, interpolation=cv2.INTER_AREA)
 
 
 def encode_data_url(image: np.ndarray, image_format: str = "jpeg", jpeg_quality: int = 90) -> str:

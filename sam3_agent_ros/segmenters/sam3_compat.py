@@ -44,6 +44,8 @@ def define_torchvision_op_schemas() -> None:
         return
     _try_load_torchvision_extension(torch)  # a matching build defines the real ops
     missing = [name for name in _SCHEMAS if not _op_exists(torch, name)]
+    if not missing:
+        return
     if _library is None:
         _library = torch.library.Library("torchvision", "FRAGMENT")
     for name in missing:

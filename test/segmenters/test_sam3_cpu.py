@@ -1,6 +1,6 @@
 """The real SAM 3 model (840 M parameters, random weights) on CPU through our backend.
 
-Slow (~3 min on 2 cores: build ~15 s, image backbone ~35-95 s, prompts ~10-25 s each) but run in
+Slow (1.5-5 min on 2 cores: build 15-75 s, image backbone 60-140 s, prompts 8-27 s) but run in
 CI: it is the only test that proves the backend, the CPU compatibility fixes and feature reuse
 work with the installed sam3/torch/torchvision.
 """
