@@ -321,9 +321,9 @@ def hotspots(repeats: int = 10) -> dict[str, float]:
     masks, scores, boxes = blob_masks(width, height, N_MASKS)
     small = downscale(image, 1008)
     steps = {
-        "Mask.from_array (np.nonzero on a 1080p mask)":
+        "Mask.from_array, one 1080p mask":
             lambda: Mask.from_array(masks[0], scores[0], tuple(boxes[0])),
-        "encoding.downscale 1920x1080 -> 1008 (INTER_AREA)": lambda: downscale(image, 1008),
+        "encoding.downscale 1920x1080 -> 1008": lambda: downscale(image, 1008),
         "render.overlay_masks, 6 masks, 1080p": lambda: render.overlay_masks(image, list(masks)),
         "render.single_mask_overlay, 1080p": lambda: render.single_mask_overlay(image, masks[0]),
         "encode_data_url JPEG 1008x567": lambda: encode_data_url(small),

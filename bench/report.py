@@ -80,21 +80,28 @@ def agent_overhead(data: dict) -> Section:
         s.add("", "**Target missed (ours at 1080p > 15 ms/round).** Where the time goes (CPU ms "
               "per call at 1080p, same run):", "")
         s.add(*(f"- {name}: {ms} ms" for name, ms in steps.items()))
-        s.add("", "Per query (5 rounds) that is 18 `Mask.from_array` calls (3 phrases x 6 masks), "
-              "5 full-frame downscales for the main requests (frame + 4 overlays) and 6 more for "
-              "the verifier overlays, 4 six-mask overlays. What would fix it (core changes, "
-              "reported to the lead): compute area/centroid inside the mask's bounding rows/"
-              "columns (`mask.any(axis)` then `np.nonzero` on the crop: ~0.5 ms instead of ~5 ms);"
-              " downscale with INTER_AREA only for integer factors and INTER_LINEAR otherwise "
-              "(~2 ms instead of ~13 ms; OpenCV's INTER_AREA is slow for non-integer factors "
-              "like 1920 -> 1008); render overlays and verifier images on the frame already "
-              "downscaled to agent.max_image_side (masks resized with INTER_NEAREST, ~0.3 ms) so "
-              "no rendered image needs a full-resolution render + downscale. Measured in a "
-              "scratch run (monkeypatching the first two changes into the same benchmark): "
-              "1080p 65 -> 23.5 ms/round, 640x480 14 -> 6.6 ms/round; the third removes about "
-              "10 more downscales and shrinks the four six-mask renders, which should bring "
-              "1080p under 15 ms/round. On a loaded machine the wall time exceeds the CPU time "
-              "(other processes share the 2 cores).")
+        fixes = []
+        from_array = next((ms for name, ms in steps.items() if "from_array" in name), 0)
+        downscale = next((ms for name, ms in steps.items() if "downscale" in name), 0)
+        if from_array > 1.5:
+            fixes.append("compute a mask's area and centroid inside its bounding box (moments "
+                         "of the crop), not with `np.nonzero` over the whole frame")
+        if downscale > 5:
+            fixes.append("downscale with INTER_AREA only for integer factors and INTER_LINEAR "
+                         "otherwise (~2 ms instead of ~13 ms: OpenCV's INTER_AREA is slow for "
+                         "non-integer factors like 1920 -> 1008)")
+        fixes.append("render the overlays and the verifier images on the frame already "
+                     "downscaled to agent.max_image_side (masks resized with INTER_NEAREST, "
+                     "~0.3 ms), so that no image sent needs a full-resolution render followed "
+                     "by a downscale")
+        s.add("", "Per query (5 rounds): 18 `Mask.from_array` calls (3 phrases x 6 masks), 5 "
+              "full-frame downscales for the main requests (frame + 4 overlays) and 6 for the "
+              "verifier overlays, 4 six-mask overlays, 17 JPEG encodes. What would fix it "
+              "(core changes, reported to the lead): " + "; ".join(fixes) + ". In a scratch "
+              "run with the first two (by monkeypatching, same benchmark) 1080p went from 65 to "
+              "23.5 ms/round and 640x480 from 14 to 6.6 ms/round; the third removes 10 more "
+              "downscales and shrinks the six-mask renders about 3.6x. On a loaded machine the "
+              "wall time exceeds the CPU time (other processes share the 2 cores).")
     return s
 
 

@@ -135,7 +135,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("agent.max_image_side", 1008,
               "Longest side (px) of any image sent to the LLM; larger images are downscaled.",
               min=64, max=8192),
-    Parameter("agent.examine_concurrency", 4,
+    Parameter("agent.examine_concurrency", 8,
               "Verifier (examine_each_mask) calls in flight at once.", min=1, max=64),
     Parameter("agent.query_timeout_s", 120.0, "Wall-clock bound per query in seconds.",
               min=0.1, max=86400.0),

@@ -31,8 +31,11 @@ def palette_color(index: int) -> tuple[int, int, int]:
 
 
 def downscale(image: np.ndarray, max_side: int) -> np.ndarray:
-    """Shrink so that the longest side is at most ``max_side`` (INTER_AREA). Returns ``image``
-    itself (not a copy) when it is already small enough."""
+    """Shrink so that the longest side is at most ``max_side``. Returns ``image`` itself (not a
+    copy) when it is already small enough.
+
+    Bilinear for mild factors (down to 1/2: OpenCV's INTER_AREA is ~7x slower there, e.g. 17 ms
+    for 1920x1080 -> 1008, for no visible gain), INTER_AREA for stronger ones (no aliasing)."""
     if max_side <= 0:
         raise ValueError(f"max_side must be positive, got {max_side}")
     height, width = image.shape[:2]
@@ -41,7 +44,8 @@ def downscale(image: np.ndarray, max_side: int) -> np.ndarray:
         return image
     scale = max_side / longest
     size = (max(1, round(width * scale)), max(1, round(height * scale)))
-    return cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+    interpolation = cv2.INTER_LINEAR if scale >= 0.5 else cv2.INTER_AREA
+    return cv2.resize(image, size, interpolation=interpolation)
 
 
 def union_mask(masks: Sequence[np.ndarray], shape: tuple[int, int]) -> np.ndarray:

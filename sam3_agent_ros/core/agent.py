@@ -33,6 +33,7 @@ from sam3_agent_ros.core.types import (
     Usage,
 )
 from sam3_agent_ros.core.verifier import Verifier
+from sam3_agent_ros.core.view import LlmView
 from sam3_agent_ros.llm.base import LlmClient
 from sam3_agent_ros.segmenters.base import Segmenter
 
@@ -65,7 +66,9 @@ class _QueryRun:
         self.parent_cancel = cancel
         self.cancel = cancel.child(self.started + self.cfg.query_timeout_s)
         self.on_status = on_status
-        self.state = QueryState(frame, query.text, key_prefix=f"q{next(_query_serial)}")
+        # LlmView is lazy: nothing touches the image before _check_inputs has run.
+        view = LlmView(getattr(frame, "image", None), self.cfg.max_image_side)
+        self.state = QueryState(frame, view, query.text, key_prefix=f"q{next(_query_serial)}")
         self.turns: list[context.Turn] = []
         self.rounds = self.examine_rounds = self.mistakes = 0
         self.timings, self.usage = Timings(), Usage()
@@ -105,7 +108,7 @@ class _QueryRun:
 
     def _next_request(self) -> list[Message]:
         first_user = context.first_user_message(
-            self.state.image("frame", self.frame.image), self.query.text, self.frame.width,
+            self.state.image("frame", self.state.view.image), self.query.text, self.frame.width,
             self.frame.height, replaced_prompts=self.state.prompts[:-1])
         messages = context.build_messages(Message.text("system", self.agent.prompts.system),
                                           first_user, self.turns, self.cfg.max_context_messages)

@@ -16,6 +16,7 @@ from sam3_agent_ros.core import protocol
 from sam3_agent_ros.core.errors import ModelMistake, SegmenterError
 from sam3_agent_ros.core.mask_table import format_table
 from sam3_agent_ros.core.types import Frame, ImagePart, Mask, Message, QueryStatus
+from sam3_agent_ros.core.view import LlmView
 from sam3_agent_ros.segmenters.base import Segmenter, to_masks
 
 
@@ -34,6 +35,7 @@ class Finish:
 @dataclass
 class QueryState:
     frame: Frame
+    view: LlmView  # the frame at the size the LLM gets; overlays are drawn on it
     query_text: str
     key_prefix: str  # unique per query: image cache keys and trace placeholders
     masks: list[Mask] = field(default_factory=list)  # current masks, ids 1..N in list order
@@ -82,6 +84,7 @@ class ToolBox:
         finally:
             state.segment_s += time.monotonic() - started
         state.masks = to_masks(raw, state.frame.height, state.frame.width)
+        state.view.keep_only(state.masks)
         state.prompts.append(text_prompt)
         if not state.masks:
             text = (f'segment_phrase("{text_prompt}") found no masks. Try a different phrase, or '
@@ -121,7 +124,7 @@ class ToolBox:
 
     def _masks_message(self, header: str, state: QueryState) -> Message:
         state.overlays += 1
-        overlay = render.overlay_masks(state.frame.image, [m.mask for m in state.masks])
+        overlay = render.overlay_masks(state.view.image, [state.view.mask(m) for m in state.masks])
         table = format_table(state.masks, state.frame.width, state.frame.height,
                              self._table_limit)
         return Message("user", (header, state.image(f"overlay-{state.overlays}", overlay),

@@ -33,9 +33,10 @@ def verifier_request(system_prompt: str, state: QueryState, index: int, mask: Ma
             "Does the highlighted mask cover exactly one object that the query refers to "
             "(or a correct part of the answer)? End with <verdict>Accept</verdict> or "
             "<verdict>Reject</verdict>.")
-    content = (state.image("frame", state.frame.image),
-               state.image(f"{key}-overlay", render.single_mask_overlay(state.frame.image,
-                                                                        mask.mask)),
+    view = state.view
+    content = (state.image("frame", view.image),
+               state.image(f"{key}-overlay", render.single_mask_overlay(view.image,
+                                                                        view.mask(mask))),
                state.image(f"{key}-crop", render.zoom_crop(state.frame.image, mask.mask)),
                text)
     return [Message.text("system", system_prompt), Message("user", content)]
