@@ -404,8 +404,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"{row['upstream_ms_per_round']:.1f} ms/round, ratio "
                   f"{row['ratio_upstream_over_ours']:.1f}x", flush=True)
     steps = hotspots()
+    from sam3_agent_ros.core.tools import QueryState
+
+    renders_on_view = "view" in QueryState.__dataclass_fields__  # overlays at the LLM's size
     write_result("agent_overhead", {"command": command_line(), "rows": rows,
                                     "hotspots_cpu_ms_1080p": steps,
+                                    "core_renders_on_llm_view": renders_on_view,
                                     "conversation": "segment cup, segment mug, segment coffee "
                                     "mug, examine (6 verifier calls), select [1,3]",
                                     "upstream_repeated_prompt_then_examine": crash})

@@ -69,7 +69,8 @@ def agent_overhead(data: dict) -> Section:
                  row["ratio_upstream_over_ours"] >= 20)
         if row["height"] == 1080:
             s.figure("agent overhead, ours at 1920x1080",
-                     f"{row['ours_ms_per_round']:.1f} ms/round", "<= 15 ms/round",
+                     f"{row['ours_ms_per_round']:.2f} ms/round (CPU "
+                     f"{row['ours_cpu_ms_per_round']:.1f} ms on 2 cores)", "<= 15 ms/round",
                      row["ours_ms_per_round"] <= 15)
     s.add("", "Both loops selected the same two masks (pixel areas compared). Upstream on a model "
           "mistake our loop corrects (the same phrase twice, then examine_each_mask): "
@@ -90,18 +91,28 @@ def agent_overhead(data: dict) -> Section:
             fixes.append("downscale with INTER_AREA only for integer factors and INTER_LINEAR "
                          "otherwise (~2 ms instead of ~13 ms: OpenCV's INTER_AREA is slow for "
                          "non-integer factors like 1920 -> 1008)")
-        fixes.append("render the overlays and the verifier images on the frame already "
-                     "downscaled to agent.max_image_side (masks resized with INTER_NEAREST, "
-                     "~0.3 ms), so that no image sent needs a full-resolution render followed "
-                     "by a downscale")
-        s.add("", "Per query (5 rounds): 18 `Mask.from_array` calls (3 phrases x 6 masks), 5 "
-              "full-frame downscales for the main requests (frame + 4 overlays) and 6 for the "
-              "verifier overlays, 4 six-mask overlays, 17 JPEG encodes. What would fix it "
-              "(core changes, reported to the lead): " + "; ".join(fixes) + ". In a scratch "
-              "run with the first two (by monkeypatching, same benchmark) 1080p went from 65 to "
-              "23.5 ms/round and 640x480 from 14 to 6.6 ms/round; the third removes 10 more "
-              "downscales and shrinks the six-mask renders about 3.6x. On a loaded machine the "
-              "wall time exceeds the CPU time (other processes share the 2 cores).")
+        if not data.get("core_renders_on_llm_view"):
+            fixes.append("render the overlays and the verifier images on the frame already "
+                         "downscaled to agent.max_image_side (masks resized with INTER_NEAREST,"
+                         " ~0.3 ms), so that no image sent needs a full-resolution render "
+                         "followed by a downscale")
+        else:
+            encode = next((ms for name, ms in steps.items() if "JPEG" in name), 0)
+            fixes.append(f"little is left to cut: the core already renders on the downscaled "
+                         f"view, and the 17 JPEG encodes of a query (~{encode:.1f} ms each, "
+                         f"~{17 * encode / 5:.0f} ms per round) are the price of sending "
+                         "images; a smaller agent.max_image_side or a lower JPEG quality "
+                         "trades image detail for the rest")
+        work = ("one frame downscale, 4 six-mask overlays and 6 single-mask overlays drawn at "
+                "the LLM's size" if data.get("core_renders_on_llm_view") else
+                "5 full-frame downscales for the main requests (frame + 4 overlays) and 6 for "
+                "the verifier overlays, 4 six-mask overlays at full resolution")
+        s.add("", "Per query (5 rounds): 18 `Mask.from_array` calls (3 phrases x 6 masks), "
+              f"{work}, 17 JPEG encodes. What would fix it "
+              "(core changes, reported to the lead): " + "; ".join(fixes) + ". (History: with "
+              "`np.nonzero` area/centroid and INTER_AREA downscaling the same benchmark gave "
+              "65 ms/round at 1080p; fixing those two gave 23.5.) On a loaded machine the wall "
+              "time exceeds the CPU time (other processes share the 2 cores).")
     return s
 
 

@@ -33,7 +33,16 @@ CONCURRENCIES = (1, 4, 8)
 
 
 def make_state(image, masks, scores, boxes, count: int, serial: int) -> QueryState:
-    state = QueryState(Frame(image, 1, 0, "camera"), "the mugs", key_prefix=f"bench{serial}")
+    """A query's state as ``Agent`` builds it (with the LLM view of the frame when the core has
+    one), holding ``count`` current masks."""
+    frame, prefix = Frame(image, 1, 0, "camera"), f"bench{serial}"
+    if "view" in QueryState.__dataclass_fields__:
+        from sam3_agent_ros.core.view import LlmView
+
+        view = LlmView(image, Config.from_params({}).agent.max_image_side)
+        state = QueryState(frame, view, "the mugs", key_prefix=prefix)
+    else:
+        state = QueryState(frame, "the mugs", key_prefix=prefix)
     state.masks = [Mask.from_array(masks[k], scores[k], tuple(boxes[k])) for k in range(count)]
     return state
 
