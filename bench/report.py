@@ -14,6 +14,8 @@ import json
 import sys
 from pathlib import Path
 
+from sam3_agent_ros.config import PARAMETERS_BY_NAME
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "build" / "bench"
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -155,22 +157,21 @@ def verifier_concurrency(data: dict) -> Section:
         s.add(f"| {row['concurrency']} | {row['wall_s'] * 1000:.0f} | {row['x_one_call']:.2f} | "
               f"{row['x_nominal_200ms']:.2f} |")
     by = {row["concurrency"]: row for row in data["rows"]}
-    default = by.get(4)
-    if default:
-        ok = default["x_one_call"] <= 2.5
-        s.figure("verifier, 8 masks, concurrency 4 (default)",
-                 f"{default['wall_s'] * 1000:.0f} ms = {default['x_one_call']:.2f}x one call "
-                 f"(sequential {by[1]['wall_s'] * 1000:.0f} ms)", "<= 2.5x one call", ok)
-        if not ok:
-            s.add("", "**Target missed at concurrency 4.** 8 masks on 4 workers take two waves "
-                  "of 200 ms by construction (>= 2x one call before any local work); the rest "
-                  "is rendering + downscaling + JPEG of 16 images at 1080p on 2 cores (see the "
-                  "hotspots in section 1). Fixes: the rendering fixes of section 1, and/or "
-                  "agent.examine_concurrency 8 (the endpoint permitting).")
-    if 8 in by:
-        s.figure("verifier, 8 masks, concurrency 8",
-                 f"{by[8]['wall_s'] * 1000:.0f} ms = {by[8]['x_one_call']:.2f}x one call",
-                 "<= 2.5x one call", by[8]["x_one_call"] <= 2.5)
+    default = PARAMETERS_BY_NAME["agent.examine_concurrency"].default
+    for concurrency in (4, 8):
+        row = by.get(concurrency)
+        if row is None:
+            continue
+        label = " (default)" if concurrency == default else ""
+        s.figure(f"verifier, 8 masks, concurrency {concurrency}{label}",
+                 f"{row['wall_s'] * 1000:.0f} ms = {row['x_one_call']:.2f}x one call "
+                 f"(sequential {by[1]['wall_s'] * 1000:.0f} ms)", "<= 2.5x one call",
+                 row["x_one_call"] <= 2.5)
+    if by.get(default) and by[default]["x_one_call"] > 2.5:
+        s.add("", f"**Target missed at the default concurrency {default}.** With fewer workers "
+              "than masks the calls run in waves of 200 ms by construction; the rest is "
+              "rendering + JPEG of 16 images on 2 cores. Fix: a higher "
+              "agent.examine_concurrency (the endpoint permitting).")
     return s
 
 

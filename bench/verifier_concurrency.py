@@ -3,7 +3,7 @@
 Real HTTP: the scripted OpenAI-compatible server (test/fakes/scripted_server.py) on 127.0.0.1
 answers every verifier request after ``delay_s=0.2``; our real ``OpenAiClient`` sends them from
 ``Verifier.examine`` (rendering the overlay and the crop, JPEG encoding, JSON, HTTP included)
-with agent.examine_concurrency 1 (sequential), 4 (the default) and 8. "One call" is the same
+with agent.examine_concurrency 1 (sequential), 4 and 8 (the default). "One call" is the same
 examine on a single mask (one verifier request end to end). Each figure is the median of
 ``--runs`` runs; every run uses a fresh query (fresh image cache).
 
