@@ -225,12 +225,13 @@ def node_costs(data: dict) -> Section:
         s.figure("publish mask + labels + overlay, 1920x1080", f"{pub['total_ms']:.1f} ms",
                  "<= 10 ms", ok)
         if not ok:
-            s.add("", "**Target missed.** Three full-resolution images (two 2 MB mono8, one 6 MB "
-                  "rgb8) are rendered, copied into messages (`tobytes`) and serialised on every "
-                  "result. Fixes: render and publish only outputs that have subscribers "
-                  "(`publisher.get_subscription_count()`), publish the overlay as a "
-                  "CompressedImage or downscaled, and build the label and union images in one "
-                  "pass.")
+            s.add("", "**Target missed.** With a subscriber on each topic, three full-resolution "
+                  "images (two 2 MB mono8, one 6 MB rgb8) are rendered, copied into messages "
+                  "(`tobytes`) and serialised for every result; `publish()` of those ~10 MB "
+                  "alone takes about the whole budget. The node already renders and publishes "
+                  "only the topics that have a subscriber (free when nobody listens). What would "
+                  "fix the rest: an option to publish the overlay downscaled or as a "
+                  "CompressedImage, and building the label and union images in one pass.")
     return s
 
 
