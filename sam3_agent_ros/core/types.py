@@ -43,6 +43,7 @@ class Mask:
     bbox: tuple[float, float, float, float]  # x0, y0, x1, y1 in pixels
     area: int
     centroid: tuple[float, float]  # u, v in pixels
+    pixel_box: tuple[int, int, int, int] | None = None  # x0, y0, x1, y1 (exclusive) of its pixels
 
     @classmethod
     def from_array(cls, mask: np.ndarray, score: float,
@@ -55,7 +56,7 @@ class Mask:
         centroid = ((x + moments["m10"] / area, y + moments["m01"] / area) if area
                     else (float("nan"),) * 2)
         return cls(mask=mask, score=float(score), bbox=tuple(float(v) for v in bbox), area=area,
-                   centroid=centroid)
+                   centroid=centroid, pixel_box=(x, y, x + w, y + h) if area else None)
 
     def summary(self, mask_id: int) -> dict[str, Any]:
         """The result-JSON form (CONTRACTS §6)."""

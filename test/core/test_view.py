@@ -1,4 +1,6 @@
+import cv2
 import numpy as np
+import pytest
 
 from sam3_agent_ros.core.types import Mask
 from sam3_agent_ros.core.view import LlmView
@@ -41,3 +43,27 @@ def test_mask_geometry_matches_a_direct_computation():
     assert np.allclose(mask.centroid, (xs.mean(), ys.mean()))
     empty = Mask.from_array(np.zeros((4, 4), bool), 0.1, (0, 0, 0, 0))
     assert empty.area == 0 and np.isnan(empty.centroid[0])
+
+
+@pytest.mark.parametrize("shape, max_side", [((1080, 1920), 1008), ((720, 1280), 640),
+                                             ((1000, 333), 512), ((2160, 3840), 1008)])
+def test_resized_masks_equal_a_whole_frame_nearest_resize(shape, max_side):
+    rng = np.random.default_rng(sum(shape))
+    frame = np.zeros((*shape, 3), np.uint8)
+    view = LlmView(frame, max_side)
+    height, width = view.image.shape[:2]
+    for _ in range(5):
+        array = np.zeros(shape, bool)
+        y0, x0 = rng.integers(0, shape[0] - 40), rng.integers(0, shape[1] - 40)
+        array[y0:y0 + rng.integers(1, 300), x0:x0 + rng.integers(1, 300)] = True
+        array &= rng.random(shape) > 0.3  # ragged edges
+        # Nearest neighbour over the whole frame: output pixel j samples floor((j + .5) * scale).
+        rows = ((np.arange(height) + 0.5) * (shape[0] / height)).astype(int)
+        cols = ((np.arange(width) + 0.5) * (shape[1] / width)).astype(int)
+        expected = array[np.ix_(rows, cols)]
+        opencv = cv2.resize(array.view(np.uint8), (width, height),
+                            interpolation=cv2.INTER_NEAREST_EXACT).view(bool)
+        assert (expected == opencv).mean() > 0.995  # same rule up to rounding at pixel edges
+        for mask in (Mask.from_array(array, 0.5, (0, 0, 1, 1)),
+                     Mask(array, 0.5, (0, 0, 1, 1), 1, (0.0, 0.0))):  # without a pixel box
+            assert np.array_equal(view.mask(mask), expected)
