@@ -111,7 +111,7 @@ def agent_overhead(data: dict) -> Section:
                 "the verifier overlays, 4 six-mask overlays at full resolution")
         s.add("", "Per query (5 rounds): 18 `Mask.from_array` calls (3 phrases x 6 masks), "
               f"{work}, 17 JPEG encodes. What would fix it "
-              "(core changes, reported to the lead): " + "; ".join(fixes) + ". (History: with "
+              "(core changes): " + "; ".join(fixes) + ". (History: with "
               "`np.nonzero` area/centroid and INTER_AREA downscaling the same benchmark gave "
               "65 ms/round at 1080p; fixing those two gave 23.5.) On a loaded machine the wall "
               "time exceeds the CPU time (other processes share the 2 cores).")
