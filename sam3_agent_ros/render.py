@@ -70,7 +70,7 @@ def label_image(masks: Sequence[np.ndarray], shape: tuple[int, int]) -> np.ndarr
 
 
 def _paint(out: np.ndarray, mask: np.ndarray, value: int) -> None:
-    box = _bbox(mask)
+    box = pixel_box(mask)
     if box is not None:
         x0, y0, x1, y1 = box
         out[y0:y1, x0:x1][mask[y0:y1, x0:x1]] = value
@@ -94,7 +94,7 @@ def overlay_masks(image: np.ndarray, masks: Sequence[np.ndarray],
     for index, mask in enumerate(masks):
         color = palette_color(index)
         mask = _checked(mask, shape)
-        box = _bbox(mask)
+        box = pixel_box(mask)
         if box is None:
             anchors.append(None)
             continue
@@ -119,7 +119,7 @@ def single_mask_overlay(image: np.ndarray, mask: np.ndarray,
     _check_image(image)
     out = image.copy()
     mask = _checked(mask, image.shape[:2])
-    box = _bbox(mask)
+    box = pixel_box(mask)
     if box is not None:
         region = _crop(mask, box)
         _tint(out, region, box, color, alpha)
@@ -138,7 +138,7 @@ def zoom_crop(image: np.ndarray, mask: np.ndarray, margin: float = 0.25, min_sid
     _check_image(image)
     height, width = image.shape[:2]
     mask = _checked(mask, (height, width))
-    box = _bbox(mask)
+    box = pixel_box(mask)
     if box is None:
         return downscale(image, empty_max_side).copy()
     x0, y0, x1, y1 = box
@@ -179,9 +179,9 @@ def _checked(mask: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     return np.ascontiguousarray(mask if mask.dtype == bool else mask != 0)
 
 
-def _bbox(mask: np.ndarray) -> tuple[int, int, int, int] | None:
-    """x0, y0, x1, y1 (exclusive) of the non-zero pixels, or None when the mask is empty."""
-    x, y, w, h = cv2.boundingRect(mask.view(np.uint8))
+def pixel_box(mask: np.ndarray) -> tuple[int, int, int, int] | None:
+    """x0, y0, x1, y1 (exclusive) of the non-zero pixels of a bool mask, or None when empty."""
+    x, y, w, h = cv2.boundingRect(np.ascontiguousarray(mask, dtype=bool).view(np.uint8))
     if w == 0 or h == 0:
         return None
     return x, y, x + w, y + h

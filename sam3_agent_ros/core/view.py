@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import threading
 
-import cv2
 import numpy as np
 
 from sam3_agent_ros import render
@@ -53,11 +52,12 @@ class LlmView:
         height, width = self.image.shape[:2]
         full_height, full_width = mask.mask.shape
         out = np.zeros((height, width), bool)
-        box = mask.pixel_box or _pixel_box(mask.mask)
+        box = mask.pixel_box or render.pixel_box(mask.mask)
         if box is None:
             return out
         x0, y0, x1, y1 = box
-        # Output pixel j samples input column floor((j + 0.5) * full / small), as INTER_NEAREST.
+        # Output pixel j samples input column floor((j + 0.5) * full / small): the pixel-centre
+        # rule of OpenCV's INTER_NEAREST_EXACT.
         sx, sy = full_width / width, full_height / height
         j0, j1 = int(x0 / sx), min(width, int(np.ceil(x1 / sx)) + 1)
         i0, i1 = int(y0 / sy), min(height, int(np.ceil(y1 / sy)) + 1)
@@ -72,7 +72,3 @@ class LlmView:
         with self._lock:
             self._masks = {k: v for k, v in self._masks.items() if k in alive}
 
-
-def _pixel_box(mask: np.ndarray) -> tuple[int, int, int, int] | None:
-    x, y, w, h = cv2.boundingRect(np.ascontiguousarray(mask, dtype=bool).view(np.uint8))
-    return (x, y, x + w, y + h) if w and h else None
