@@ -7,8 +7,7 @@ import importlib
 
 from sam3_agent_ros.config import Config, ConfigError
 from sam3_agent_ros.core.errors import SegmenterError
-from sam3_agent_ros.llm.base import LlmClient
-from sam3_agent_ros.segmenters.base import Segmenter
+from sam3_agent_ros.core.ports import LlmClient, Segmenter
 
 
 def make_llm(config: Config) -> LlmClient:

@@ -101,7 +101,15 @@ PARAMETERS: tuple[Parameter, ...] = (
               "Retries (with backoff) of one request on 429, 5xx and connection errors.",
               min=0, max=10),
     Parameter("llm.temperature", 0.0, "Sampling temperature.", min=0.0, max=2.0),
-    Parameter("llm.max_tokens", 2048, "Most completion tokens per request.", min=16, max=65536),
+    Parameter("llm.max_tokens", 8192,
+              "Most completion tokens per request, thinking included (a thinking model needs "
+              "thousands; too few and replies are cut off). 0: leave it to the server.",
+              min=0, max=262144),
+    Parameter("llm.protocol", "text",
+              "'text': the model writes <tool>{json}</tool> in its reply (any chat model). "
+              "'tools': native function calling (OpenAI 'tools'; vLLM needs "
+              "--enable-auto-tool-choice --tool-call-parser hermes for Qwen).",
+              choices=("text", "tools")),
     # --- Segmenter -------------------------------------------------------------------------------
     Parameter("segmenter.backend", "color",
               "'sam3': Meta's SAM 3. 'color': the built-in offline demo segmenter (HSV colours). "
@@ -147,6 +155,9 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("agent.max_masks_in_table", 30,
               "Most masks listed in the mask table given to the model (highest scores first).",
               min=1, max=500),
+    Parameter("agent.status_reasoning_chars", 400,
+              "How much of each round's reasoning (its end) the status events carry; 0: none.",
+              min=0, max=100000),
     Parameter("agent.prompts_dir", "",
               "Directory with system.md and verifier.md. Empty: the installed share directory."),
     # --- ROS node --------------------------------------------------------------------------------
@@ -186,6 +197,39 @@ PARAMETERS: tuple[Parameter, ...] = (
               choices=("median", "trimmed_mean", "min_cluster")),
     Parameter("depth.buffer_size", 30, "Depth frames kept (by reference) for stamp matching.",
               min=1, max=1000),
+    # --- Follow mode (keep the answer's masks current on new frames) ------------------------------
+    Parameter("follow.default", False,
+              "Follow every successful query's answer on new frames (a query may also ask with "
+              "'follow': true)."),
+    Parameter("follow.mode", "flow",
+              "'flow': propagate the masks with dense optical flow (CPU), re-detecting every "
+              "follow.redetect_every frames. 'redetect': run the segmenter with the query's final "
+              "text prompt on every followed frame and associate its masks to the followed ones.",
+              choices=("flow", "redetect")),
+    Parameter("follow.lost_timeout_s", 1.0,
+              "Following reports 'lost' after no followed object was seen for this long.",
+              min=0.0, max=3600.0),
+    Parameter("follow.redetect_every", 10,
+              "In 'flow' mode, re-detect (segmenter + association) every N frames to correct "
+              "drift (0: only when follow.redetect_on_drop asks).",
+              min=0, max=10000),
+    Parameter("follow.reground_on_lost", False,
+              "When lost, ask for the whole query to be re-run (LLM included), at most once per "
+              "follow.lost_timeout_s."),
+    Parameter("follow.flow_max_side", 320,
+              "Longest side (px) of the grayscale frames optical flow runs on (smaller: faster, "
+              "coarser).", min=32, max=8192),
+    Parameter("follow.redetect_on_drop", 0.5,
+              "In 'flow' mode, re-detect on the next frame when flow has brought an object's "
+              "confidence below this fraction of its value at the last detection, or when an "
+              "object went out of view (0: only out of view).", min=0.0, max=1.0),
+    Parameter("follow.match_min_iou", 0.1,
+              "Re-detection: a detection matches a followed object only with at least this IoU "
+              "with its predicted mask, or a centroid within follow.match_max_shift.",
+              min=0.0, max=1.0),
+    Parameter("follow.match_max_shift", 0.1,
+              "Re-detection: largest centroid shift, as a fraction of the image diagonal, for a "
+              "match without overlap.", min=0.0, max=1.0),
 )
 
 PARAMETERS_BY_NAME: dict[str, Parameter] = {p.name: p for p in PARAMETERS}
@@ -208,6 +252,8 @@ AgentConfig = dataclasses.make_dataclass("AgentConfig", _fields_from("agent"), f
 AgentConfig.__doc__ = "Agent loop bounds (agent.*)."
 DepthConfig = dataclasses.make_dataclass("DepthConfig", _fields_from("depth"), frozen=True)
 DepthConfig.__doc__ = "3D target settings (depth.*)."
+FollowConfig = dataclasses.make_dataclass("FollowConfig", _fields_from("follow"), frozen=True)
+FollowConfig.__doc__ = "Follow mode settings (follow.*)."
 NodeConfig = dataclasses.make_dataclass(
     "NodeConfig",
     [(p.name, p.type, field(default=p.default)) for p in PARAMETERS if "." not in p.name],
@@ -216,7 +262,7 @@ NodeConfig = dataclasses.make_dataclass(
 NodeConfig.__doc__ = "ROS node settings (un-prefixed parameters)."
 
 _SECTIONS = {"llm": LlmConfig, "segmenter": SegmenterConfig, "agent": AgentConfig,
-             "depth": DepthConfig}
+             "depth": DepthConfig, "follow": FollowConfig}
 
 
 @dataclass(frozen=True)
@@ -227,6 +273,7 @@ class Config:
     segmenter: SegmenterConfig = field(default_factory=SegmenterConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
     depth: DepthConfig = field(default_factory=DepthConfig)
+    follow: FollowConfig = field(default_factory=FollowConfig)
     node: NodeConfig = field(default_factory=NodeConfig)
 
     @classmethod
@@ -240,6 +287,9 @@ class Config:
             values[name] = param.validate(value)
         if values["depth.min_m"] >= values["depth.max_m"]:
             raise ConfigError("depth.min_m must be below depth.max_m")
+        if values["llm.protocol"] == "tools" and values["agent.max_context_messages"] < 5:
+            raise ConfigError("agent.max_context_messages must be at least 5 with llm.protocol "
+                              "'tools' (a tool result takes 3 messages: call, tool, image)")
         sections: dict[str, Any] = {}
         for prefix, klass in _SECTIONS.items():
             sections[prefix] = klass(**{k: values[f"{prefix}.{k}"] for k in _section(prefix)})

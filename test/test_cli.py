@@ -106,3 +106,43 @@ def test_segmenter_plugin_form(tmp_path):
     result = json.loads(proc.stdout)
     assert result["status"] == "succeeded"
     assert result["masks"][0]["bbox"] == [10.0, 10.0, 30.0, 30.0]
+
+
+def test_run_with_native_tool_calling_against_a_scripted_server(tmp_path):
+    """`-p llm.protocol:=tools`: segment -> duplicate (refused) -> examine -> select, every call
+    answered by a tool message with its tool_call_id (CONTRACTS §1b)."""
+    from test.fakes.scripted_server import ScriptedServer, native_call, verdict
+
+    script = [native_call("segment_phrase", reasoning="Blue first.", call_id="a1",
+                          text_prompt="blue object"),
+              native_call("segment_phrase", call_id="a2", text_prompt="blue object"),
+              native_call("examine_each_mask", call_id="a3"),
+              native_call("select_masks_and_return", call_id="a4", final_answer_masks=[1])]
+    trace = tmp_path / "trace.jsonl"
+    with ScriptedServer(script, verifier=lambda body: verdict(True)) as server:
+        proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the blue object",
+                          "-p", "llm.backend:=openai", "-p", f"llm.base_url:={server.base_url}",
+                          "-p", "llm.protocol:=tools", "-p", "segmenter.backend:=color",
+                          "--trace", str(trace))
+    server.assert_clean()
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["status"] == "succeeded" and result["rounds"] == 4
+    assert result["text_prompts"] == ["blue object"]  # the duplicate never ran
+    answered = {}
+    for request in server.main_requests:
+        messages = request.messages
+        assert request.body["tools"] and len(messages) <= 10 and request.n_images <= 2
+        for index, message in enumerate(messages):
+            for call in message.get("tool_calls") or []:
+                assert messages[index + 1]["tool_call_id"] == call["id"]
+                answered[call["id"]] = messages[index + 1]["content"]
+    assert set(answered) == {"a1", "a2", "a3"}
+    assert "was NOT run" in answered["a2"]
+    assert "kept" in answered["a3"]
+    # The status log on stderr carries the round's reasoning; the trace records the calls.
+    assert '"reasoning": "Blue first."' in proc.stderr
+    responses = [json.loads(line) for line in trace.read_text().splitlines()
+                 if '"kind": "response"' in line]
+    assert [r["tool_calls"][0]["id"] for r in responses if r.get("tool_calls")][:4] == \
+        ["a1", "a2", "a3", "a4"]

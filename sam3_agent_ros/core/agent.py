@@ -18,6 +18,7 @@ from sam3_agent_ros.config import Config
 from sam3_agent_ros.core import context, protocol
 from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import LlmError, ModelMistake, QueryEnded, SegmenterError
+from sam3_agent_ros.core.ports import LlmClient, Segmenter
 from sam3_agent_ros.core.prompts import Prompts, load_prompts
 from sam3_agent_ros.core.tools import Continue, Finish, QueryState, ToolBox
 from sam3_agent_ros.core.types import (
@@ -34,8 +35,6 @@ from sam3_agent_ros.core.types import (
 )
 from sam3_agent_ros.core.verifier import Verifier
 from sam3_agent_ros.core.view import LlmView
-from sam3_agent_ros.llm.base import LlmClient
-from sam3_agent_ros.segmenters.base import Segmenter
 
 log = logging.getLogger(__name__)
 StatusCallback = Callable[[StatusEvent], None]
@@ -70,6 +69,9 @@ class _QueryRun:
         view = LlmView(getattr(frame, "image", None), self.cfg.max_image_side)
         self.state = QueryState(frame, view, query.text, key_prefix=f"q{next(_query_serial)}")
         self.turns: list[context.Turn] = []
+        self.native = agent.config.llm.protocol == "tools"
+        self.system_prompt = agent.prompts.system_for(agent.config.llm.protocol)
+        self.reasoning: str | None = None  # of the current round, for the status stream
         self.rounds = self.examine_rounds = self.mistakes = 0
         self.timings, self.usage = Timings(), Usage()
         self.usage_lock = threading.Lock()
@@ -85,7 +87,7 @@ class _QueryRun:
                 self._check_limits()
                 messages = self._next_request()
                 reply = self._ask(messages)
-                outcome = self._act(reply.text)
+                outcome = self._act(reply)
                 if isinstance(outcome, Finish):
                     return self._result(outcome.status, None, outcome.masks)
         except QueryEnded as ended:
@@ -110,7 +112,7 @@ class _QueryRun:
         first_user = context.first_user_message(
             self.state.image("frame", self.state.view.image), self.query.text, self.frame.width,
             self.frame.height, replaced_prompts=self.state.prompts[:-1])
-        messages = context.build_messages(Message.text("system", self.agent.prompts.system),
+        messages = context.build_messages(Message.text("system", self.system_prompt),
                                           first_user, self.turns, self.cfg.max_context_messages)
         violation = context.check_messages(messages, self.cfg.max_context_messages)
         if violation:
@@ -123,7 +125,11 @@ class _QueryRun:
         self._status(Phase.THINKING)
         started = time.monotonic()
         try:
-            reply = self.agent.llm.complete(messages, self.cancel)
+            if self.native:
+                reply = self.agent.llm.complete(messages, self.cancel,
+                                                tools=protocol.TOOL_FUNCTIONS)
+            else:
+                reply = self.agent.llm.complete(messages, self.cancel)
         except LlmError as exc:
             self._check_limits()  # a cancel or the deadline explains the error best
             raise QueryEnded(QueryStatus.FAILED, f"LLM request failed: {exc}") from None
@@ -132,26 +138,33 @@ class _QueryRun:
         self._add_usage(reply)
         return reply
 
-    def _act(self, reply_text: str) -> Continue | Finish | None:
-        assistant = Message.text("assistant", protocol.kept_text(reply_text))
+    def _act(self, reply: LlmReply) -> Continue | Finish | None:
+        parsed = protocol.interpret(reply, native=self.native)
+        self.reasoning = protocol.clip_reasoning(parsed.reasoning, self.cfg.status_reasoning_chars)
+        calls = (parsed.native_call,) if parsed.native_call else ()
+        assistant = Message("assistant", (parsed.kept_text,), tool_calls=calls)
+        note = protocol.ignored_calls_note(parsed.ignored_calls) if parsed.ignored_calls else None
         try:
-            call = protocol.parse_tool_call(reply_text)
-            if call.name in _PHASES:
-                self._status(_PHASES[call.name], call)
-            outcome = self.tools.execute(call, self.state)
+            if parsed.call is None:
+                raise ModelMistake(parsed.mistake or "no tool call")
+            if parsed.call.name in _PHASES:
+                self._status(_PHASES[parsed.call.name], parsed.call)
+            outcome = self.tools.execute(parsed.call, self.state)
         except ModelMistake as mistake:
             self.mistakes += 1
             if self.mistakes >= self.cfg.max_consecutive_mistakes:
                 raise QueryEnded(QueryStatus.FAILED,
                                  f"{self.mistakes} invalid model replies in a row; last: "
                                  f"{mistake}") from None
-            self.turns.append(context.Turn(assistant, Message.text("user", f"Error: {mistake}")))
+            correction = Message.text("user", f"Error: {mistake}")
+            self.turns.append(context.Turn(assistant, _with_note(correction, note)))
             return None
         except SegmenterError as exc:
             raise QueryEnded(QueryStatus.FAILED, str(exc)) from None
         self.mistakes = 0
         if isinstance(outcome, Continue):
-            self.turns.append(context.Turn(assistant, outcome.message, outcome.executed_segment))
+            self.turns.append(context.Turn(assistant, _with_note(outcome.message, note),
+                                           outcome.executed_segment))
         return outcome
 
     def _examiner(self, verifier: Verifier):
@@ -182,7 +195,8 @@ class _QueryRun:
             num_masks=len(self.state.masks), context_messages=len(self.last_messages),
             context_images=context.count_images(self.last_messages),
             elapsed_s=time.monotonic() - self.started,
-            status=status.value if status else None)
+            status=status.value if status else None,
+            reasoning=None if phase is Phase.THINKING else self.reasoning)
         try:
             self.on_status(event)
         except Exception:  # a broken observer must not break the query
@@ -202,6 +216,11 @@ class _QueryRun:
 
 
 _PHASES = {protocol.SEGMENT: Phase.SEGMENTING, protocol.EXAMINE: Phase.EXAMINING}
+
+
+def _with_note(message: Message, note: str | None) -> Message:
+    """``message`` with ``note`` (e.g. about ignored extra calls) as its first text."""
+    return message if note is None else Message(message.role, (note, *message.content))
 
 
 def _check_inputs(frame: Frame, query: Query) -> None:

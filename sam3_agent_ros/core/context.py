@@ -8,7 +8,8 @@ correction), so pruning never separates a call from its result. The rendered req
 
 - kept turns: the latest turn that executed ``segment_phrase`` and every turn after it (before any
   segment ran: all turns), trimmed to ``max_messages`` by dropping the oldest turns after the
-  segment turn;
+  segment turn; a turn renders as 2 messages (text protocol) or 2-3 (native protocol: assistant
+  with the call, the tool message with its id, a user message with the overlay image);
 - only the newest image among the kept turns survives (older overlays become a text note), so a
   request carries at most 2 images: the raw frame and the current overlay;
 - once an executed prompt has been replaced, the first user message lists it as not to be reused.
@@ -21,12 +22,13 @@ from dataclasses import dataclass
 from sam3_agent_ros.core.types import ImagePart, Message
 
 IMAGE_OMITTED = "[older overlay image omitted; the latest one below shows the current masks]"
+IMAGE_FOLLOWS = "The image of the tool result above:"
 
 
 @dataclass(frozen=True)
 class Turn:
-    assistant: Message
-    answer: Message  # user role: tool result or correction
+    assistant: Message  # the kept reply: answer text (no thinking) [+ the one native call]
+    answer: Message  # user role: tool result or correction (text + images)
     executed_segment: bool = False
 
 
@@ -41,20 +43,42 @@ def first_user_message(frame_image: ImagePart, query: str, width: int, height: i
     return Message("user", (frame_image, text))
 
 
+def render_turn(turn: Turn, keep_images: bool) -> list[Message]:
+    """The messages of one turn. A native call (``assistant.tool_calls``) is answered by a
+    ``tool`` message with its id; tool messages cannot carry images, so the answer's images
+    follow in a user message."""
+    answer = turn.answer if keep_images else _strip_images(turn.answer)
+    if not turn.assistant.tool_calls:
+        return [turn.assistant, answer]
+    call_id = turn.assistant.tool_calls[0].id
+    texts = tuple(p for p in answer.content if isinstance(p, str))
+    messages = [turn.assistant, Message("tool", ("\n".join(texts),), tool_call_id=call_id)]
+    if answer.images:
+        messages.append(Message("user", (IMAGE_FOLLOWS, *answer.images)))
+    return messages
+
+
+def _render_turns(turns: list[Turn]) -> list[Message]:
+    newest_with_image = max((i for i, t in enumerate(turns) if t.answer.images), default=-1)
+    messages: list[Message] = []
+    for index, turn in enumerate(turns):
+        messages += render_turn(turn, keep_images=index == newest_with_image)
+    return messages
+
+
 def kept_turns(turns: list[Turn], max_messages: int) -> list[Turn]:
-    """The turns that go into the next request, within the message bound."""
+    """The turns that go into the next request: the latest turn that executed ``segment_phrase``
+    and all after it, then, while over the bound, the oldest turn after the segment turn is
+    dropped (the segment turn itself last). The newest turn is always kept."""
     start = 0
     for index in range(len(turns) - 1, -1, -1):
         if turns[index].executed_segment:
             start = index
             break
-    tail = turns[start:]
-    budget = max(1, (max_messages - 2) // 2)
-    if len(tail) <= budget:
-        return tail
-    if tail[0].executed_segment and budget >= 2:
-        return [tail[0], *tail[len(tail) - (budget - 1):]]
-    return tail[len(tail) - budget:]
+    tail = list(turns[start:])
+    while len(tail) > 1 and 2 + len(_render_turns(tail)) > max_messages:
+        del tail[1 if tail[0].executed_segment and len(tail) > 2 else 0]
+    return tail
 
 
 def _strip_images(message: Message) -> Message:
@@ -65,17 +89,15 @@ def _strip_images(message: Message) -> Message:
 def build_messages(system: Message, first_user: Message, turns: list[Turn],
                    max_messages: int) -> list[Message]:
     """Render the next main-loop request from the whole history of turns."""
-    kept = kept_turns(turns, max_messages)
-    newest_with_image = max((i for i, t in enumerate(kept) if t.answer.images), default=-1)
-    messages = [system, first_user]
-    for index, turn in enumerate(kept):
-        answer = turn.answer if index == newest_with_image else _strip_images(turn.answer)
-        messages += [turn.assistant, answer]
-    return messages
+    return [system, first_user, *_render_turns(kept_turns(turns, max_messages))]
 
 
 def check_messages(messages: list[Message], max_messages: int) -> str | None:
-    """Return what is wrong with a request w.r.t. CONTRACTS §2, or None when it is valid."""
+    """Return what is wrong with a request w.r.t. CONTRACTS §2, or None when it is valid.
+
+    After messages[0:2] the request must be a sequence of turns: an assistant message answered
+    by a user message, or (native protocol) an assistant message with one tool call answered by
+    the tool message with its id, optionally followed by a user message with images."""
     if len(messages) < 2:
         return f"request has {len(messages)} messages, needs at least system + user"
     if messages[0].role != "system" or messages[0].images:
@@ -87,12 +109,28 @@ def check_messages(messages: list[Message], max_messages: int) -> str | None:
     images = sum(len(m.images) for m in messages)
     if images > 2:
         return f"{images} images in one request (at most 2)"
-    for index, message in enumerate(messages[2:], start=2):
-        expected = "assistant" if index % 2 == 0 else "user"
-        if message.role != expected:
-            return f"messages[{index}] has role {message.role}, expected {expected}"
-    if messages[-1].role != "user":
-        return "the last message must be a user message"
+    index = 2
+    while index < len(messages):
+        assistant = messages[index]
+        if assistant.role != "assistant" or assistant.images:
+            return f"messages[{index}] has role {assistant.role}, expected assistant"
+        if len(assistant.tool_calls) > 1:
+            return f"messages[{index}] carries {len(assistant.tool_calls)} tool calls (one kept)"
+        index += 1
+        if index == len(messages):
+            return "the last message must answer the assistant (user or tool)"
+        answer = messages[index]
+        if assistant.tool_calls:
+            if answer.role != "tool" or answer.tool_call_id != assistant.tool_calls[0].id:
+                return (f"messages[{index}] must be the tool message answering call "
+                        f"{assistant.tool_calls[0].id!r}")
+            if answer.images:
+                return f"messages[{index}] is a tool message with images"
+            if index + 1 < len(messages) and messages[index + 1].role == "user":
+                index += 1
+        elif answer.role != "user":
+            return f"messages[{index}] has role {answer.role}, expected user"
+        index += 1
     return None
 
 

@@ -12,10 +12,25 @@ class PromptsError(RuntimeError):
     pass
 
 
+CALL_FORMAT_PLACEHOLDER = "{{call_format}}"
+# How a tool call is written, per llm.protocol; replaces the placeholder in system.md.
+CALL_FORMATS = {
+    "text": ('Write the tool call as\n\n<tool>{"name": "<tool name>", "parameters": {...}}</tool>'
+             "\n\nOnly the first tool call counts; write nothing after it."),
+    "tools": ("Make the tool call with the function-calling interface (one function call per "
+              "reply); do not write tool calls as text. Only the first call of a reply runs."),
+}
+
+
 @dataclass(frozen=True)
 class Prompts:
     system: str
     verifier: str
+
+    def system_for(self, protocol: str) -> str:
+        """The system prompt with the call format of ``llm.protocol`` (a custom prompt without
+        the placeholder is used as it is)."""
+        return self.system.replace(CALL_FORMAT_PLACEHOLDER, CALL_FORMATS[protocol])
 
 
 def prompts_dir(configured: str = "") -> Path:

@@ -15,9 +15,9 @@ from sam3_agent_ros import render
 from sam3_agent_ros.core import protocol
 from sam3_agent_ros.core.errors import ModelMistake, SegmenterError
 from sam3_agent_ros.core.mask_table import format_table
+from sam3_agent_ros.core.ports import Segmenter, to_masks
 from sam3_agent_ros.core.types import Frame, ImagePart, Mask, Message, QueryStatus
 from sam3_agent_ros.core.view import LlmView
-from sam3_agent_ros.segmenters.base import Segmenter, to_masks
 
 
 @dataclass(frozen=True)

@@ -75,9 +75,21 @@ class ImagePart:
 
 
 @dataclass(frozen=True)
+class NativeToolCall:
+    """One entry of a reply's ``tool_calls`` (native function calling, CONTRACTS §1b).
+    ``arguments`` is the raw JSON text the model wrote (it may be invalid)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
 class Message:
-    role: str  # "system" | "user" | "assistant"
+    role: str  # "system" | "user" | "assistant" | "tool"
     content: tuple[str | ImagePart, ...]
+    tool_calls: tuple[NativeToolCall, ...] = ()  # assistant messages, native protocol
+    tool_call_id: str | None = None  # tool messages: the call they answer
 
     @classmethod
     def text(cls, role: str, text: str) -> Message:
@@ -94,12 +106,29 @@ class Message:
 
 @dataclass(frozen=True)
 class LlmReply:
+    """One completion as the server sent it, before any interpretation.
+
+    ``text`` is the message content (list-of-parts content joined; ``""`` for null), which may
+    still hold ``<think>`` thinking; ``reasoning`` is the server's separate reasoning field
+    (vLLM ``reasoning_content`` / ``reasoning``)."""
+
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reasoning: str = ""
+    tool_calls: tuple[NativeToolCall, ...] = ()
+    finish_reason: str | None = None
+    refusal: str | None = None
 
 
-class QueryStatus(enum.StrEnum):
+class _StrEnum(str, enum.Enum):
+    """``enum.StrEnum`` (3.11+) for Python 3.10: members are their string values."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class QueryStatus(_StrEnum):
     SUCCEEDED = "succeeded"
     NO_MASK = "no_mask"
     FAILED = "failed"
@@ -121,8 +150,10 @@ class Timings:
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    llm_calls: int = 0  # main-loop and verifier requests that got a reply
 
     def add(self, reply: LlmReply) -> None:
+        self.llm_calls += 1
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
 
@@ -168,13 +199,14 @@ class Result:
             "rounds": self.rounds,
             "timings": self.timings.to_json(),
             "usage": {"prompt_tokens": self.usage.prompt_tokens,
-                      "completion_tokens": self.usage.completion_tokens},
+                      "completion_tokens": self.usage.completion_tokens,
+                      "llm_calls": self.usage.llm_calls},
         }
         out.update(self.extra)
         return out
 
 
-class Phase(enum.StrEnum):
+class Phase(_StrEnum):
     QUEUED = "queued"
     THINKING = "thinking"
     SEGMENTING = "segmenting"
@@ -196,12 +228,13 @@ class StatusEvent:
     context_images: int = 0
     elapsed_s: float = 0.0
     status: str | None = None  # terminal status, on phase "done"
+    reasoning: str | None = None  # the model's reasoning of this round, cut (CONTRACTS §7)
 
     def to_json(self) -> dict[str, Any]:
         out = {"query_id": self.query_id, "phase": self.phase.value, "round": self.round,
                "tool": self.tool, "text_prompt": self.text_prompt, "num_masks": self.num_masks,
                "context": {"messages": self.context_messages, "images": self.context_images},
-               "elapsed_s": round(self.elapsed_s, 3)}
+               "elapsed_s": round(self.elapsed_s, 3), "reasoning": self.reasoning}
         if self.status is not None:
             out["status"] = self.status
         return out

@@ -15,10 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 from sam3_agent_ros import render
 from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import LlmError
+from sam3_agent_ros.core.ports import LlmClient
 from sam3_agent_ros.core.protocol import parse_verdict
 from sam3_agent_ros.core.tools import QueryState
 from sam3_agent_ros.core.types import LlmReply, Mask, Message
-from sam3_agent_ros.llm.base import LlmClient
 
 log = logging.getLogger(__name__)
 

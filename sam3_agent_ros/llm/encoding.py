@@ -116,18 +116,29 @@ def _reference(array: object) -> object:
 def to_openai_messages(messages: list[Message], encoder: ImageEncoder) -> list[dict]:
     """Our messages -> Chat Completions ``messages``.
 
-    System and assistant messages (and user messages without images) get plain string content;
-    user messages with images get a list of ``text`` / ``image_url`` parts in their original order.
+    System, assistant and tool messages (and user messages without images) get plain string
+    content; user messages with images get a list of ``text`` / ``image_url`` parts in their
+    original order. An assistant message's native call becomes ``tool_calls`` (content null when
+    it has no text); a tool message carries its ``tool_call_id``.
     """
     converted: list[dict] = []
     for message in messages:
-        if message.role not in ("system", "user", "assistant"):
+        if message.role not in ("system", "user", "assistant", "tool"):
             raise ValueError(f"unknown message role {message.role!r}")
         images = message.images
         if message.role != "user" or not images:
             if images:
                 raise ValueError(f"a {message.role} message cannot carry images")
-            converted.append({"role": message.role, "content": message.text_content})
+            entry: dict = {"role": message.role, "content": message.text_content}
+            if message.tool_calls:
+                entry["content"] = entry["content"] or None
+                entry["tool_calls"] = [
+                    {"id": call.id, "type": "function",
+                     "function": {"name": call.name, "arguments": call.arguments}}
+                    for call in message.tool_calls]
+            if message.role == "tool":
+                entry["tool_call_id"] = message.tool_call_id or ""
+            converted.append(entry)
             continue
         parts: list[dict] = []
         for item in message.content:

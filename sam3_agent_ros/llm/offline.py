@@ -10,19 +10,21 @@ loop, pruning and tools as with a real LLM:
   selector (leftmost/rightmost/top/bottom/largest/smallest/all; default: the best score);
 - nothing found: one more general phrase (the colour alone + "object"), then ``report_no_mask``.
 
-As a verifier it accepts every mask. It is a stand-in for trying the package without a GPU or an
-endpoint, not a perception model.
+As a verifier it accepts every mask. With ``llm.protocol: tools`` it answers with native
+``tool_calls`` like a function-calling server. It is a stand-in for trying the package without a
+GPU or an endpoint, not a perception model.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 
 from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.mask_table import TableRow, parse_table
 from sam3_agent_ros.core.protocol import normalize_prompt
-from sam3_agent_ros.core.types import LlmReply, Message
+from sam3_agent_ros.core.types import LlmReply, Message, NativeToolCall
 
 COLORS = ("red", "orange", "yellow", "green", "cyan", "blue", "purple", "violet", "pink",
           "magenta", "white", "black", "gray", "grey", "brown")
@@ -44,10 +46,6 @@ FILLER = {"pick", "grab", "take", "find", "segment", "select", "show", "get", "p
 _QUERY_LINE = re.compile(r"^User query: (.*)$", re.MULTILINE)
 _TOOL_NAME = re.compile(r'"text_prompt"\s*:\s*"([^"]*)"')
 _NOTED = re.compile(r'"([^"]+)"')
-
-
-def _tool(name: str, **parameters) -> str:
-    return f"<tool>{json.dumps({'name': name, 'parameters': parameters})}</tool>"
 
 
 def _singular(word: str) -> str:
@@ -83,28 +81,43 @@ def select_ids(query: str, rows: list[TableRow]) -> list[int]:
 class OfflinePlanner:
     """Implements ``LlmClient`` without a model (see the module docstring)."""
 
-    def complete(self, messages: list[Message], cancel: CancelToken) -> LlmReply:
+    def __init__(self) -> None:
+        self._calls = itertools.count(1)
+
+    def complete(self, messages: list[Message], cancel: CancelToken,
+                 tools: list[dict] | None = None) -> LlmReply:
         if "<verdict>" in messages[0].text_content:
             return LlmReply("Offline verifier: accepting the candidate. <verdict>Accept</verdict>")
-        return LlmReply(self._plan(messages))
+        reasoning, name, parameters = self._plan(messages)
+        if tools:
+            call = NativeToolCall(f"offline-{next(self._calls)}", name, json.dumps(parameters))
+            return LlmReply(reasoning, tool_calls=(call,), finish_reason="tool_calls")
+        payload = json.dumps({"name": name, "parameters": parameters})
+        return LlmReply(f"{reasoning} <tool>{payload}</tool>")
 
-    def _plan(self, messages: list[Message]) -> str:
+    def _plan(self, messages: list[Message]) -> tuple[str, str, dict]:
         first = messages[1].text_content
         match = _QUERY_LINE.search(first)
         query = match.group(1).strip() if match else ""
         used = {normalize_prompt(p) for p in _NOTED.findall(first.partition("Note:")[2])}
-        for message in messages[2:]:
+        last_assistant = 1
+        for index, message in enumerate(messages[2:], start=2):
             if message.role == "assistant":
-                used.update(normalize_prompt(p) for p in _TOOL_NAME.findall(message.text_content))
-        last = messages[-1].text_content if len(messages) > 2 else ""
+                last_assistant = index
+                calls = " ".join(c.arguments for c in message.tool_calls)
+                used.update(normalize_prompt(p)
+                            for p in _TOOL_NAME.findall(f"{message.text_content} {calls}"))
+        # The answer to the latest reply: a user message, or a tool message (+ its image).
+        last = "\n".join(m.text_content for m in messages[last_assistant + 1:]) \
+            if last_assistant > 1 else ""
         rows = parse_table(last)
-        if rows and last.startswith("segment_phrase("):
-            return "Candidates found; verifying each mask. " + _tool("examine_each_mask")
+        if rows and last.lstrip().startswith("segment_phrase("):
+            return "Candidates found; verifying each mask.", "examine_each_mask", {}
         if rows:
             ids = select_ids(query, rows)
-            return f"Selecting by the query's wording: {ids}. " + _tool(
-                "select_masks_and_return", final_answer_masks=ids)
+            return (f"Selecting by the query's wording: {ids}.", "select_masks_and_return",
+                    {"final_answer_masks": ids})
         for phrase in plan_phrases(query):
             if normalize_prompt(phrase) not in used:
-                return f'Segmenting "{phrase}". ' + _tool("segment_phrase", text_prompt=phrase)
-        return "Nothing matching the query was found. " + _tool("report_no_mask")
+                return f'Segmenting "{phrase}".', "segment_phrase", {"text_prompt": phrase}
+        return "Nothing matching the query was found.", "report_no_mask", {}

@@ -5,11 +5,17 @@ Policy, in one place:
   or the query deadline stops it between attempts): 408, 409, 429, 5xx, connection errors and
   timeouts. A ``Retry-After`` header of at most ``backoff_max_s`` is honoured.
 - Failed at once with a hint: any other 4xx (bad request, auth, unknown model); malformed 200
-  responses (non-JSON body, no choices, empty or non-string content).
+  responses (non-JSON body, no choices or no message, content neither a string nor a list of
+  parts). An empty, cut-off or refused reply is NOT a failure here: it is returned as it came
+  (content, reasoning, tool calls, finish reason, refusal) and the core decides (it is the
+  model's mistake, answered with a corrective turn).
 - Every failure leaves ``complete`` as ``LlmError``; nothing else escapes.
 - Cancel: the blocking SDK call runs on a daemon thread; ``complete`` waits for it, the cancel
   token or the deadline, whichever comes first, and raises ``LlmError("cancelled")`` at once on
   cancel. The abandoned HTTP call ends in the background, bounded by its own timeout.
+- Parameters a model rejects with a 400 (OpenAI reasoning models: ``max_tokens`` ->
+  ``max_completion_tokens``; a non-default ``temperature`` -> not sent) are adapted once, logged,
+  and the request is resent; the client keeps the adaptation.
 - The API key (from the environment variable named by ``llm.api_key_env``) is never logged and
   is scrubbed from every error message.
 - Images are encoded once per query: the encoder cache is keyed by the query's ``CancelToken``.
@@ -30,7 +36,7 @@ import openai
 
 from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import LlmError
-from sam3_agent_ros.core.types import LlmReply, Message
+from sam3_agent_ros.core.types import LlmReply, Message, NativeToolCall
 from sam3_agent_ros.llm.encoding import ImageEncoder, to_openai_messages
 
 log = logging.getLogger(__name__)
@@ -48,6 +54,27 @@ class _Retriable(Exception):
     def __init__(self, reason: str, retry_after: float | None = None):
         super().__init__(reason)
         self.retry_after = retry_after
+
+
+class _Unsupported(Exception):
+    """A 400 saying a request parameter is not supported by this model (adapted, then resent)."""
+
+    def __init__(self, parameter: str, reason: str):
+        super().__init__(reason)
+        self.parameter = parameter
+
+
+def _unsupported_parameter(status: int, text: str) -> str | None:
+    """``max_tokens`` or ``temperature`` when a 400 says the model does not support it."""
+    lowered = text.lower()
+    if status != 400 or not any(word in lowered for word in ("unsupported", "not supported",
+                                                              "does not support")):
+        return None
+    if "max_tokens" in lowered and "max_completion_tokens" in lowered:
+        return "max_tokens"
+    if "temperature" in lowered:
+        return "temperature"
+    return None
 
 
 class OpenAiClient:
@@ -77,6 +104,10 @@ class OpenAiClient:
             weakref.WeakKeyDictionary())
         self._encoders_lock = threading.Lock()
         self._closed = False
+        # Learned from the server's 400s (OpenAI reasoning models such as GPT-5 reject
+        # max_tokens and any temperature but the default): adapted once, then kept.
+        self._max_tokens_field = "max_tokens"
+        self._send_temperature = True
 
     def __repr__(self) -> str:
         return (f"OpenAiClient(base_url={self._config.base_url!r}, model={self._config.model!r}, "
@@ -93,7 +124,8 @@ class OpenAiClient:
                 self._encoders[cancel] = encoder
             return encoder
 
-    def complete(self, messages: list[Message], cancel: CancelToken) -> LlmReply:
+    def complete(self, messages: list[Message], cancel: CancelToken,
+                 tools: list[dict] | None = None) -> LlmReply:
         if self._closed:
             raise LlmError("the LLM client is closed")
         try:
@@ -107,7 +139,11 @@ class OpenAiClient:
                 raise LlmError("cancelled")
             timeout = self._attempt_timeout(cancel)
             try:
-                return self._attempt(payload, timeout, cancel)
+                return self._attempt(payload, tools, timeout, cancel)
+            except _Unsupported as exc:  # each parameter adapts once, so this recursion ends
+                if not self._adapt(exc.parameter):
+                    raise LlmError(str(exc)) from None
+                return self.complete(messages, cancel, tools)
             except _Retriable as exc:
                 last_reason = str(exc)
                 retry_after = exc.retry_after
@@ -144,14 +180,15 @@ class OpenAiClient:
             timeout = min(timeout, remaining)
         return timeout
 
-    def _attempt(self, payload: list[dict], timeout: float, cancel: CancelToken) -> LlmReply:
+    def _attempt(self, payload: list[dict], tools: list[dict] | None, timeout: float,
+                 cancel: CancelToken) -> LlmReply:
         future: concurrent.futures.Future = concurrent.futures.Future()
 
         def call() -> None:
             if not future.set_running_or_notify_cancel():
                 return
             try:
-                future.set_result(self._request(payload, timeout))
+                future.set_result(self._request(payload, tools, timeout))
             except BaseException as exc:  # noqa: BLE001 (handed to the waiting thread)
                 future.set_exception(exc)
 
@@ -167,16 +204,23 @@ class OpenAiClient:
                 raise _Retriable(f"no reply within {timeout:.1f} s")
         try:
             completion = future.result()
-        except (_Retriable, LlmError):
+        except (_Retriable, _Unsupported, LlmError):
             raise
         except Exception as exc:  # noqa: BLE001 (every SDK failure becomes LlmError)
             raise self._classify(exc, timeout) from None
         return self._parse(completion)
 
-    def _request(self, payload: list[dict], timeout: float):
+    def _request(self, payload: list[dict], tools: list[dict] | None, timeout: float):
+        options: dict = {}
+        if self._config.max_tokens > 0:
+            options[self._max_tokens_field] = self._config.max_tokens
+        if self._send_temperature:
+            options["temperature"] = self._config.temperature
+        if tools:
+            options["tools"] = tools
+            options["tool_choice"] = "auto"
         return self._sdk.chat.completions.create(
-            model=self._config.model, messages=payload, temperature=self._config.temperature,
-            max_tokens=self._config.max_tokens, timeout=timeout)
+            model=self._config.model, messages=payload, timeout=timeout, **options)
 
     def _classify(self, exc: Exception, timeout: float) -> Exception:
         """An SDK exception -> ``_Retriable`` or a final ``LlmError`` with a hint."""
@@ -192,6 +236,9 @@ class OpenAiClient:
             text = self._server_text(exc)
             if status >= 500 or status in RETRIABLE_STATUS:
                 return _Retriable(f"HTTP {status}: {text}", _retry_after(exc))
+            unsupported = _unsupported_parameter(status, text)
+            if unsupported:
+                return _Unsupported(unsupported, f"HTTP {status} from {base_url}: {text}")
             return LlmError(f"HTTP {status} from {base_url}: {self._hint(status, text)}")
         if isinstance(exc, json.JSONDecodeError):
             return LlmError(f"malformed LLM response: the body is not JSON ({exc.msg} at "
@@ -200,6 +247,18 @@ class OpenAiClient:
             return LlmError(f"malformed LLM response: {self._scrub(str(exc))}")
         return LlmError(f"unexpected error from the openai client: {type(exc).__name__}: "
                         f"{self._scrub(str(exc))}")
+
+    def _adapt(self, parameter: str) -> bool:
+        """Stop sending what the server said it does not support; False if nothing changed."""
+        if parameter == "max_tokens" and self._max_tokens_field == "max_tokens":
+            self._max_tokens_field = "max_completion_tokens"
+        elif parameter == "temperature" and self._send_temperature:
+            self._send_temperature = False
+        else:
+            return False
+        log.warning("the server rejects %r for llm.model=%r; adapting and resending", parameter,
+                    self._config.model)
+        return True
 
     def _hint(self, status: int, text: str) -> str:
         if status in (401, 403):
@@ -242,18 +301,17 @@ class OpenAiClient:
                 raise LlmError("malformed LLM response: no choices")
             choice = choices[0]
             message = getattr(choice, "message", None)
-            content = getattr(message, "content", None)
-            if content is not None and not isinstance(content, str):
-                raise LlmError(f"malformed LLM response: content is a {type(content).__name__}, "
-                               "not a string")
-            if not content or not content.strip():
-                finish = getattr(choice, "finish_reason", None)
-                hint = " (finish_reason 'length': raise llm.max_tokens)" if finish == "length" \
-                    else f" (finish_reason {finish!r})" if finish else ""
-                raise LlmError(f"malformed LLM response: empty message content{hint}")
+            if message is None:
+                raise LlmError("malformed LLM response: the choice has no message")
             usage = getattr(completion, "usage", None)
-            return LlmReply(content, _count(usage, "prompt_tokens"),
-                            _count(usage, "completion_tokens"))
+            return LlmReply(
+                text=_content_text(getattr(message, "content", None)),
+                prompt_tokens=_count(usage, "prompt_tokens"),
+                completion_tokens=_count(usage, "completion_tokens"),
+                reasoning=_reasoning_text(message),
+                tool_calls=_tool_calls(getattr(message, "tool_calls", None)),
+                finish_reason=_optional_str(getattr(choice, "finish_reason", None)),
+                refusal=_optional_str(getattr(message, "refusal", None)))
         except LlmError:
             raise
         except Exception as exc:  # noqa: BLE001 (any odd shape is a malformed response)
@@ -264,6 +322,59 @@ class OpenAiClient:
             return retry_after
         delay = min(self._backoff_max_s, self._backoff_base_s * 2 ** attempt)
         return delay * random.uniform(0.5, 1.0)
+
+
+def _content_text(content: object) -> str:
+    """Message content as text: a string, null, or a list of parts (text parts joined)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            kind = _field(part, "type")
+            text = _field(part, "text")
+            if kind in (None, "text", "output_text") and isinstance(text, str):
+                texts.append(text)
+        return "".join(texts)
+    raise LlmError(f"malformed LLM response: content is a {type(content).__name__}, not a "
+                   "string or a list of parts")
+
+
+def _reasoning_text(message: object) -> str:
+    """The server's separate reasoning field: vLLM ``reasoning_content`` (newer: ``reasoning``)."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(message, name, None)
+        if value is None:
+            value = (getattr(message, "model_extra", None) or {}).get(name)
+        if isinstance(value, str) and value.strip():
+            return value
+    return ""
+
+
+def _tool_calls(calls: object) -> tuple[NativeToolCall, ...]:
+    if not calls:
+        return ()
+    found = []
+    for index, call in enumerate(calls):
+        function = _field(call, "function")
+        name = _field(function, "name") if function is not None else None
+        arguments = _field(function, "arguments") if function is not None else None
+        if not isinstance(arguments, str):  # some servers send an object instead of a string
+            arguments = json.dumps(arguments) if arguments is not None else ""
+        call_id = _field(call, "id")
+        found.append(NativeToolCall(id=str(call_id) if call_id else f"call_{index}",
+                                    name=str(name or ""), arguments=arguments))
+    return tuple(found)
+
+
+def _field(item: object, name: str) -> object:
+    return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
+
+
+def _optional_str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _count(usage: object, name: str) -> int:

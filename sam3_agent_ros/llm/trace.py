@@ -8,6 +8,7 @@ lines of different calls interleave). Images are replaced by placeholders
     {"t": 1733000000.12, "call": 3, "kind": "request", "conversation": "main",
      "n_messages": 4, "n_images": 2, "messages": [{"role": "system", "content": ["..."]}, ...]}
     {"t": 1733000001.40, "call": 3, "kind": "response", "duration_s": 1.28, "text": "...",
+     "reasoning": null, "tool_calls": null, "finish_reason": "stop", "refusal": null,
      "prompt_tokens": 812, "completion_tokens": 95}
 """
 
@@ -21,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from sam3_agent_ros.core.cancel import CancelToken
-from sam3_agent_ros.core.types import ImagePart, LlmReply, Message
-from sam3_agent_ros.llm.base import LlmClient
+from sam3_agent_ros.core.ports import LlmClient
+from sam3_agent_ros.core.types import ImagePart, LlmReply, Message, NativeToolCall
 
 
 def image_placeholder(part: ImagePart) -> dict[str, str]:
@@ -33,10 +34,22 @@ def image_placeholder(part: ImagePart) -> dict[str, str]:
 
 def trace_messages(messages: list[Message]) -> list[dict[str, Any]]:
     """Messages as JSON-able dicts with images replaced by placeholders."""
-    return [{"role": m.role,
-             "content": [image_placeholder(p) if isinstance(p, ImagePart) else p
-                         for p in m.content]}
-            for m in messages]
+    traced = []
+    for message in messages:
+        entry: dict[str, Any] = {
+            "role": message.role,
+            "content": [image_placeholder(p) if isinstance(p, ImagePart) else p
+                        for p in message.content]}
+        if message.tool_calls:
+            entry["tool_calls"] = [_call(c) for c in message.tool_calls]
+        if message.tool_call_id is not None:
+            entry["tool_call_id"] = message.tool_call_id
+        traced.append(entry)
+    return traced
+
+
+def _call(call: NativeToolCall) -> dict[str, str]:
+    return {"id": call.id, "name": call.name, "arguments": call.arguments}
 
 
 def conversation_of(messages: list[Message]) -> str:
@@ -56,15 +69,20 @@ class TracingClient:
         self._calls = itertools.count(1)
         self._file = self.path.open("a", encoding="utf-8")
 
-    def complete(self, messages: list[Message], cancel: CancelToken) -> LlmReply:
+    def complete(self, messages: list[Message], cancel: CancelToken,
+                 tools: list[dict] | None = None) -> LlmReply:
         call = next(self._calls)
         self._write({"call": call, "kind": "request", "conversation": conversation_of(messages),
                      "n_messages": len(messages),
                      "n_images": sum(len(m.images) for m in messages),
+                     "tools": [t["function"]["name"] for t in tools] if tools else None,
                      "messages": trace_messages(messages)})
         started = time.monotonic()
         try:
-            reply = self.inner.complete(messages, cancel)
+            if tools:
+                reply = self.inner.complete(messages, cancel, tools=tools)
+            else:
+                reply = self.inner.complete(messages, cancel)
         except BaseException as exc:
             self._write({"call": call, "kind": "error",
                          "duration_s": round(time.monotonic() - started, 4),
@@ -72,6 +90,9 @@ class TracingClient:
             raise
         self._write({"call": call, "kind": "response",
                      "duration_s": round(time.monotonic() - started, 4), "text": reply.text,
+                     "reasoning": reply.reasoning or None,
+                     "tool_calls": [_call(c) for c in reply.tool_calls] or None,
+                     "finish_reason": reply.finish_reason, "refusal": reply.refusal,
                      "prompt_tokens": reply.prompt_tokens,
                      "completion_tokens": reply.completion_tokens})
         return reply

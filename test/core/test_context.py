@@ -2,7 +2,7 @@ import numpy as np
 
 from sam3_agent_ros.core import context
 from sam3_agent_ros.core.context import Turn, build_messages, check_messages, kept_turns
-from sam3_agent_ros.core.types import ImagePart, Message
+from sam3_agent_ros.core.types import ImagePart, Message, NativeToolCall
 
 IMG = np.zeros((4, 4, 3), np.uint8)
 SYSTEM = Message.text("system", "sys")
@@ -15,6 +15,12 @@ def first(replaced=()):
 def turn(name: str, segment=False, image=True) -> Turn:
     answer = (f"result {name}", ImagePart(IMG, f"overlay-{name}")) if image else (name,)
     return Turn(Message.text("assistant", f"call {name}"), Message("user", answer), segment)
+
+
+def native_turn(name: str, segment=False, image=True) -> Turn:
+    answer = (f"result {name}", ImagePart(IMG, f"overlay-{name}")) if image else (name,)
+    call = NativeToolCall(f"id-{name}", "segment_phrase" if segment else "examine_each_mask", "{}")
+    return Turn(Message("assistant", ("",), tool_calls=(call,)), Message("user", answer), segment)
 
 
 def test_before_any_segment_all_turns_are_kept_within_the_bound():
@@ -70,3 +76,43 @@ def test_request_size_is_flat_however_many_turns():
         turns.append(turn(f"s{i}", segment=i % 3 == 0))
         sizes.append(len(build_messages(SYSTEM, first(), turns, 10)))
     assert max(sizes) <= 10
+
+
+def test_a_native_turn_is_call_then_tool_message_then_the_image_in_a_user_message():
+    messages = context.render_turn(native_turn("s", True), keep_images=True)
+    assert [m.role for m in messages] == ["assistant", "tool", "user"]
+    assert messages[1].tool_call_id == "id-s" and messages[1].text_content == "result s"
+    assert not messages[1].images and [p.key for p in messages[2].images] == ["overlay-s"]
+    older = context.render_turn(native_turn("s", True), keep_images=False)
+    assert [m.role for m in older] == ["assistant", "tool"]
+    assert context.IMAGE_OMITTED in older[1].text_content
+
+
+def test_native_pruning_counts_three_message_turns_and_keeps_calls_with_their_answers():
+    turns = [native_turn("s1", True), native_turn("e1")] + \
+        [native_turn(f"bad{i}", image=False) for i in range(5)]
+    for bound in (5, 6, 7, 8, 10, 12):
+        messages = build_messages(SYSTEM, first(), turns, bound)
+        assert check_messages(messages, bound) is None, bound
+        assert messages[-1].tool_call_id == "id-bad4"  # the newest turn is always there
+    kept = kept_turns(turns, 10)
+    # s1 (now the newest image: 3 messages) + 2 text-only turns: 2 + 3 + 2 * 2 = 9 <= 10
+    assert kept[0] is turns[0] and kept[1:] == turns[-2:]
+    assert kept_turns(turns, 5) == turns[-1:]
+
+
+def test_check_messages_rejects_separated_or_mismatched_native_calls():
+    call = NativeToolCall("c1", "examine_each_mask", "{}")
+    head = [SYSTEM, first()]
+    assistant = Message("assistant", ("",), tool_calls=(call,))
+    answered = Message("tool", ("ok",), tool_call_id="c1")
+    assert check_messages(head + [assistant, answered], 10) is None
+    assert "answering call 'c1'" in check_messages(
+        head + [assistant, Message("tool", ("ok",), tool_call_id="c2")], 10)
+    assert "answering call" in check_messages(head + [assistant, Message.text("user", "x")], 10)
+    assert "expected assistant" in check_messages(head + [answered], 10)
+    assert "last message" in check_messages(head + [assistant], 10)
+    with_image = Message("tool", ("ok", ImagePart(IMG, "x")), tool_call_id="c1")
+    assert "tool message with images" in check_messages(head + [assistant, with_image], 10)
+    two = Message("assistant", ("",), tool_calls=(call, call))
+    assert "2 tool calls" in check_messages(head + [two, answered], 10)

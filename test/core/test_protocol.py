@@ -1,7 +1,16 @@
 import pytest
 
 from sam3_agent_ros.core.errors import ModelMistake
-from sam3_agent_ros.core.protocol import kept_text, normalize_prompt, parse_tool_call, parse_verdict
+from sam3_agent_ros.core.protocol import (
+    clip_reasoning,
+    interpret,
+    kept_text,
+    normalize_prompt,
+    parse_tool_call,
+    parse_verdict,
+    split_thinking,
+)
+from sam3_agent_ros.core.types import LlmReply, NativeToolCall
 
 
 def test_parses_the_first_tool_call_and_ignores_reasoning_and_later_calls():
@@ -25,7 +34,8 @@ def test_think_blocks_are_ignored():
 
 
 @pytest.mark.parametrize("reply, fragment", [
-    ("", "no <tool> call"),
+    ("", "was empty"),
+    ("I think the cube is blue.", "no <tool> call"),
     ("<tool>{}", "not closed"),
     ("<tool>{'name': 'x'}</tool>", "not valid JSON"),
     ('<tool>"segment_phrase"</tool>', "JSON object"),
@@ -60,3 +70,78 @@ def test_verdicts(reply, verdict):
 def test_prompt_normalisation_for_duplicates():
     assert normalize_prompt("  Blue   Box. ") == normalize_prompt("blue box")
     assert normalize_prompt("blue box") != normalize_prompt("blue boxes")
+
+
+def test_qwen_xml_call_form_takes_strings_verbatim_and_json_for_other_types():
+    call = parse_tool_call("<tool_call><function=select_masks_and_return><parameter="
+                           "final_answer_masks>[2, 1]</parameter></function></tool_call>")
+    assert call.parameters == {"final_answer_masks": [2, 1]}
+    call = parse_tool_call("<tool_call><function=segment_phrase><parameter=text_prompt> 42 "
+                           "</parameter></function></tool_call>")
+    assert call.parameters == {"text_prompt": "42"}
+    with pytest.raises(ModelMistake, match="not closed"):
+        parse_tool_call("<tool_call><function=segment_phrase><parameter=text_prompt>x"
+                        "</parameter></tool_call>")
+    with pytest.raises(ModelMistake, match="must be JSON"):
+        parse_tool_call("<tool_call><function=select_masks_and_return><parameter="
+                        "final_answer_masks>one</parameter></function></tool_call>")
+
+
+@pytest.mark.parametrize("text, thinking, answer", [
+    ("plain answer", "", "plain answer"),
+    ("I think.\n</think>\n\nanswer", "I think.", "answer"),
+    ("<think>a</think> b <think>c</think> d", "a</think> b c", "d"),
+    ("answer <think>unclosed to the end", "unclosed to the end", "answer"),
+    ("<THINK>x</THINK>y", "x", "y"),
+])
+def test_split_thinking(text, thinking, answer):
+    found_thinking, found_answer = split_thinking(text)
+    assert found_answer == answer
+    assert found_thinking.replace("</think>", "").split() == thinking.replace(
+        "</think>", "").split()
+
+
+def test_a_call_inside_thinking_is_never_taken():
+    reply = ('I could call <tool>{"name": "report_no_mask", "parameters": {}}</tool>.\n'
+             '</think>\nNo call here.')
+    parsed = interpret(LlmReply(reply))
+    assert parsed.call is None and "no <tool> call" in parsed.mistake
+    assert "report_no_mask" not in parsed.kept_text
+
+
+def test_native_first_call_runs_and_the_rest_are_counted():
+    calls = (NativeToolCall("a", "segment_phrase", '{"text_prompt": "cup"}'),
+             NativeToolCall("b", "report_no_mask", "{}"))
+    parsed = interpret(LlmReply("Cups first.", tool_calls=calls), native=True)
+    assert parsed.call.name == "segment_phrase" and parsed.native_call is calls[0]
+    assert parsed.ignored_calls == 1 and parsed.reasoning == "Cups first."
+
+
+def test_native_tool_calls_are_ignored_in_the_text_protocol():
+    calls = (NativeToolCall("a", "report_no_mask", "{}"),)
+    parsed = interpret(LlmReply("", tool_calls=calls), native=False)
+    assert parsed.call is None and "empty" in parsed.mistake
+
+
+def test_native_mistakes_keep_the_call_so_its_id_is_answered():
+    parsed = interpret(LlmReply("", tool_calls=(NativeToolCall("x", "nope", "{}"),)), True)
+    assert parsed.call is None and parsed.native_call.id == "x"
+    assert "Unknown function 'nope'" in parsed.mistake
+
+
+def test_reasoning_is_the_answer_before_the_call_else_the_thinking():
+    call = '<tool>{"name": "report_no_mask"}</tool>'
+    assert interpret(LlmReply(f"Nothing blue. {call}")).reasoning == "Nothing blue."
+    assert interpret(LlmReply(f"Long thought.</think>{call}")).reasoning == "Long thought."
+    assert interpret(LlmReply(call, reasoning="Server field.")).reasoning == "Server field."
+
+
+def test_clip_reasoning_keeps_the_end():
+    assert clip_reasoning("a  b\n c", 100) == "a b c"
+    assert clip_reasoning("x" * 50 + "END", 10) == "...xxxxEND"
+    assert clip_reasoning("anything", 0) is None and clip_reasoning("  ", 10) is None
+
+
+def test_verdicts_ignore_thinking():
+    assert parse_verdict("<verdict>Reject</verdict> hmm </think> <verdict>Accept</verdict>")
+    assert parse_verdict("Maybe <verdict>Accept</verdict></think> No verdict here.") is None

@@ -34,13 +34,14 @@ import base64
 import collections
 import dataclasses
 import http.server
+import itertools
 import json
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,10 @@ class Reply:
       a dict/list is JSON-encoded, str/bytes go as they are), overriding ``text``;
     - ``delay_s``: wait before answering (timeouts, cancel, concurrency);
     - ``drop_connection``: close the socket without answering (a connection error);
-    - ``usage``: include the usage block with the token counts."""
+    - ``usage``: include the usage block with the token counts;
+    - ``message``: extra fields of the reply message, merged over ``{"role", "content"}``: any
+      shape a real server sends (``reasoning_content``/``reasoning``, ``tool_calls``, ``refusal``,
+      ``content`` as a list of parts); ``finish_reason`` sets the choice's."""
 
     text: str | None = ""
     prompt_tokens: int = 10
@@ -70,6 +74,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     drop_connection: bool = False
     finish_reason: str = "stop"
+    message: dict[str, Any] | None = None
 
 
 Step = Reply | str
@@ -79,6 +84,34 @@ def text_reply(text: str, prompt_tokens: int = 10, completion_tokens: int = 5,
                delay_s: float = 0.0) -> Reply:
     return Reply(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                  delay_s=delay_s)
+
+
+def native_call(name: str, reasoning: str | None = None, call_id: str | None = None,
+                arguments: str | None = None, **parameters: Any) -> Reply:
+    """A native function-calling reply (CONTRACTS §1b): ``tool_calls`` with one call whose
+    ``arguments`` is a JSON string (``arguments`` given: sent verbatim, e.g. invalid JSON)."""
+    return native_calls([(name, arguments if arguments is not None else json.dumps(parameters))],
+                        reasoning, call_id)
+
+
+def native_calls(calls: list[tuple[str, str]], reasoning: str | None = None,
+                 call_id: str | None = None) -> Reply:
+    """Several native calls in one reply: ``calls`` is [(name, arguments JSON text), ...]."""
+    prefix = call_id or f"call_{next(_call_ids)}"
+    entries = [{"id": prefix if i == 0 else f"{prefix}_{i}", "type": "function",
+                "function": {"name": name, "arguments": arguments}}
+               for i, (name, arguments) in enumerate(calls)]
+    return Reply(text=reasoning, message={"tool_calls": entries}, finish_reason="tool_calls")
+
+
+def shaped(content: Any = None, finish_reason: str = "stop", **message_fields: Any) -> Reply:
+    """A reply of any message shape: ``shaped(None, reasoning_content="...")``,
+    ``shaped(None, refusal="no")``, ``shaped([{"type": "text", "text": "..."}])``..."""
+    return Reply(text=None, message={"content": content, **message_fields},
+                 finish_reason=finish_reason)
+
+
+_call_ids = itertools.count(1)
 
 
 def tool_call(name: str, reasoning: str = "", **parameters: Any) -> Reply:
@@ -224,7 +257,7 @@ class ScriptedServer:
             self._httpd.server_close()
             self._httpd = None
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> ScriptedServer:
         return self.start()
 
     def __exit__(self, *exc_info) -> None:
@@ -350,7 +383,8 @@ class ScriptedServer:
             "id": f"chatcmpl-scripted-{request.index}", "object": "chat.completion",
             "created": int(time.time()), "model": request.body.get("model", self.model_name),
             "choices": [{"index": 0, "finish_reason": reply.finish_reason,
-                         "message": {"role": "assistant", "content": reply.text}}]}
+                         "message": {"role": "assistant", "content": reply.text,
+                                     **(reply.message or {})}}]}
         if reply.usage:
             completion["usage"] = {"prompt_tokens": reply.prompt_tokens,
                                    "completion_tokens": reply.completion_tokens,

@@ -4,7 +4,7 @@ import threading
 import numpy as np
 import pytest
 
-from sam3_agent_ros.core.types import ImagePart, Message
+from sam3_agent_ros.core.types import ImagePart, Message, NativeToolCall
 from sam3_agent_ros.llm.encoding import (
     ImageEncoder,
     downscale,
@@ -139,4 +139,19 @@ def test_to_openai_messages_rejects_images_outside_user_messages_and_unknown_rol
     with pytest.raises(ValueError, match="assistant"):
         to_openai_messages([Message("assistant", (ImagePart(solid(2, 2), "x"),))], encoder)
     with pytest.raises(ValueError, match="role"):
-        to_openai_messages([Message.text("tool", "x")], encoder)
+        to_openai_messages([Message.text("function", "x")], encoder)
+    with pytest.raises(ValueError, match="tool"):
+        to_openai_messages([Message("tool", (ImagePart(solid(2, 2), "x"),), tool_call_id="c")],
+                           encoder)
+
+
+def test_native_calls_and_tool_messages_keep_their_ids():
+    call = NativeToolCall("call_1", "segment_phrase", '{"text_prompt": "cup"}')
+    converted = to_openai_messages([Message("assistant", ("",), tool_calls=(call,)),
+                                    Message("tool", ("found 2",), tool_call_id="call_1")],
+                                   ImageEncoder(max_side=32))
+    assert converted == [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "segment_phrase", "arguments": '{"text_prompt": "cup"}'}}]},
+        {"role": "tool", "content": "found 2", "tool_call_id": "call_1"}]

@@ -12,7 +12,7 @@ import pytest
 from sam3_agent_ros.config import LlmConfig
 from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import LlmError
-from sam3_agent_ros.core.types import ImagePart, Message
+from sam3_agent_ros.core.types import ImagePart, Message, NativeToolCall
 from sam3_agent_ros.llm.openai_client import OpenAiClient
 from sam3_agent_ros.llm.trace import TracingClient
 from test.fakes.scripted_server import (
@@ -153,16 +153,15 @@ def test_client_errors_fail_at_once_with_a_hint(status, message, hint):
     ({}, "no choices"),
     ({"choices": []}, "no choices"),
     ({"choices": None}, "no choices"),
-    ({"choices": [{"message": {"role": "assistant", "content": None}}]}, "empty message content"),
-    ({"choices": [{"message": {"role": "assistant", "content": "  "}}]}, "empty message content"),
-    ({"choices": [{"message": {"content": ""}, "finish_reason": "length"}]}, "llm.max_tokens"),
-    ({"choices": [{"message": {"content": [{"type": "text", "text": "x"}]}}]}, "not a string"),
-    ({"choices": [{"message": None}]}, "empty message content"),
+    ({"choices": [{"message": {"content": 42}}]}, "not a string or a list of parts"),
+    ({"choices": [{"message": None}]}, "no message"),
     ({"choices": "abc"}, "malformed"),
     ([1, 2, 3], "malformed"),
     ({"choices": [{"message": {"content": "ok"}}], "usage": {"prompt_tokens": "many"}}, None),
 ])
 def test_malformed_responses_become_llm_errors(body, reason):
+    """A response the server got wrong is a system error (an empty or refused reply is not:
+    see test_model_reply_shapes_are_returned_as_they_came)."""
     with ScriptedServer([raw_body(body)]) as server:
         client = make_client(server.base_url)
         if reason is None:  # nonsense usage is ignored, the reply is fine
@@ -303,3 +302,68 @@ def test_api_key_never_leaks_into_logs_errors_repr_or_trace(tmp_path, caplog):
     assert SECRET not in trace
     assert [json.loads(line)["kind"] for line in trace.splitlines()] == [
         "request", "response", "request", "response", "request", "error", "request", "error"]
+
+
+@pytest.mark.parametrize("message, finish, expected", [
+    ({"role": "assistant", "content": None}, "stop", {"text": ""}),
+    ({"content": "  "}, "stop", {"text": "  "}),
+    ({"content": ""}, "length", {"text": "", "finish_reason": "length"}),
+    ({"content": [{"type": "text", "text": "a "}, {"type": "text", "text": "b"}]}, "stop",
+     {"text": "a b"}),
+    ({"content": None, "refusal": "I can't help with that."}, "stop",
+     {"text": "", "refusal": "I can't help with that."}),
+    ({"content": "x", "reasoning_content": "thought"}, "stop", {"reasoning": "thought"}),
+    ({"content": "x", "reasoning": "newer vLLM field"}, "stop", {"reasoning": "newer vLLM field"}),
+    ({"content": None, "tool_calls": [{"id": "call_9", "type": "function", "function": {
+        "name": "segment_phrase", "arguments": '{"text_prompt": "cup"}'}}]}, "tool_calls",
+     {"tool_calls": (NativeToolCall("call_9", "segment_phrase", '{"text_prompt": "cup"}'),)}),
+    ({"content": None, "tool_calls": [{"id": "c", "type": "function", "function": {
+        "name": "report_no_mask", "arguments": "{not json"}}]}, "tool_calls",
+     {"tool_calls": (NativeToolCall("c", "report_no_mask", "{not json"),)}),
+])
+def test_model_reply_shapes_are_returned_as_they_came(message, finish, expected):
+    body = {"choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+    with ScriptedServer([raw_body(body)]) as server:
+        reply = make_client(server.base_url).complete(text_only(), CancelToken())
+    for name, value in expected.items():
+        assert getattr(reply, name) == value, name
+    assert reply.finish_reason == finish
+
+
+def test_tools_and_max_tokens_are_sent_and_zero_max_tokens_is_left_out():
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    with ScriptedServer(["a", "b"]) as server:
+        make_client(server.base_url, max_tokens=123).complete(text_only(), CancelToken(),
+                                                              tools=tools)
+        make_client(server.base_url, max_tokens=0).complete(text_only(), CancelToken())
+    first, second = (r.body for r in server.requests)
+    assert first["tools"] == tools and first["tool_choice"] == "auto"
+    assert first["max_tokens"] == 123
+    assert "tools" not in second and "max_tokens" not in second
+
+
+def test_parameters_a_reasoning_model_rejects_are_adapted_once_and_kept():
+    """GPT-5-style 400s: max_tokens -> max_completion_tokens, temperature left out."""
+    script = [http_error(400, "Unsupported parameter: 'max_tokens' is not supported with this "
+                              "model. Use 'max_completion_tokens' instead."),
+              http_error(400, "Unsupported value: 'temperature' does not support 0.0 with this "
+                              "model. Only the default (1) value is supported."),
+              "first", "second"]
+    with ScriptedServer(script) as server:
+        client = make_client(server.base_url, max_tokens=500)
+        assert client.complete(text_only(), CancelToken()).text == "first"
+        assert client.complete(text_only(), CancelToken()).text == "second"
+    bodies = [r.body for r in server.requests]
+    assert "max_tokens" in bodies[0] and "temperature" in bodies[0]
+    assert bodies[1]["max_completion_tokens"] == 500 and "max_tokens" not in bodies[1]
+    for body in bodies[2:]:
+        assert "temperature" not in body and body["max_completion_tokens"] == 500
+
+
+def test_a_second_rejection_of_the_same_parameter_is_an_error():
+    message = ("Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+               "'max_completion_tokens' instead.")
+    with ScriptedServer([http_error(400, message)] * 2) as server, \
+            pytest.raises(LlmError, match="max_completion_tokens"):
+        make_client(server.base_url).complete(text_only(), CancelToken())
+    assert len(server.requests) == 2

@@ -124,6 +124,9 @@ def test_status_reports_every_phase_in_order(ros, scene):
     assert statuses[-1]["status"] == "succeeded"
     elapsed = [s["elapsed_s"] for s in statuses[1:]]
     assert elapsed == sorted(elapsed)
+    # The model's reasoning of the round rides on the status (agent.status_reasoning_chars).
+    segmenting = next(s for s in statuses if s["phase"] == "segmenting")
+    assert segmenting["reasoning"] == 'Segmenting "blue object".'
 
 
 def test_plain_text_query_gets_a_node_made_id(ros, scene):

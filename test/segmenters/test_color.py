@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from sam3_agent_ros.core.errors import SegmenterError
+from sam3_agent_ros.core.ports import to_masks
 from sam3_agent_ros.scene import (
     CameraPose,
     Lighting,
@@ -15,7 +16,6 @@ from sam3_agent_ros.scene import (
     render_scene,
     render_sequence_frame,
 )
-from sam3_agent_ros.segmenters.base import to_masks
 from sam3_agent_ros.segmenters.color import ColorSegmenter, make_color_segmenter, parse_phrase
 
 

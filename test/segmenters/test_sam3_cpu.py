@@ -15,7 +15,7 @@ import pytest
 
 from sam3_agent_ros.config import SegmenterConfig
 from sam3_agent_ros.core.errors import SegmenterError
-from sam3_agent_ros.segmenters.base import to_masks
+from sam3_agent_ros.core.ports import to_masks
 from sam3_agent_ros.segmenters.sam3 import Sam3Segmenter
 
 pytestmark = pytest.mark.slow_sam3

@@ -1,4 +1,8 @@
-"""The segmenter interface (CONTRACTS §3) and the normalisation every backend goes through."""
+"""The core's ports: what the agent loop needs from an LLM and from a segmenter.
+
+Backends (``llm/``, ``segmenters/``, plugins) implement these protocols; the core depends on
+nothing else of theirs. ``to_masks`` is the one gate every segmenter output passes through.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,23 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import SegmenterError
-from sam3_agent_ros.core.types import Mask
+from sam3_agent_ros.core.types import LlmReply, Mask, Message
+
+
+class LlmClient(Protocol):
+    """``complete`` sends one Chat Completions request and returns the reply as the server sent
+    it (content, reasoning, tool calls, finish reason, usage): interpreting it is the core's job.
+
+    ``tools`` (native function calling, ``llm.protocol: tools``) is a list of OpenAI tool
+    definitions to send with the request, or None. It raises ``LlmError`` for every failure of
+    the endpoint (after its own retries) and returns early with ``LlmError`` when ``cancel`` is
+    set or its deadline passes. Images in ``messages`` are numpy arrays (``ImagePart``);
+    converting them to data URLs is the client's job."""
+
+    def complete(self, messages: list[Message], cancel: CancelToken,
+                 tools: list[dict] | None = None) -> LlmReply: ...
 
 
 class Segmenter(Protocol):
