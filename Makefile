@@ -4,7 +4,16 @@
 VENV := .venv
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-fast lint bench clean distclean
+# Extra venvs beside .venv (scripts/setup_extra_venv.sh, idempotent, pinned by
+# requirements/extra-venvs/constraints-<name>.txt): ROS 2 Jazzy on Python 3.12, and the ROS-free
+# package on Python 3.10 and 3.13. See docs/distros.md.
+EXTRA_VENVS := jazzy py310 py313
+CLI_CHECK := run --image data/example_tabletop.png --query "the leftmost blue object" \
+	-p llm.backend:=offline -p segmenter.backend:=color
+
+.PHONY: setup demo demo-follow test test-fast lint bench clean distclean
+.PHONY: test-main test-distros setup-extra $(addprefix setup-,$(EXTRA_VENVS))
+.PHONY: $(addprefix test-,$(EXTRA_VENVS)) demo-jazzy
 
 setup:
 	scripts/setup_venv.sh
@@ -12,9 +21,40 @@ setup:
 demo: setup
 	scripts/demo.sh
 
-# The whole suite, including the real SAM 3 model on CPU (slow_sam3, ~3 min).
-test: setup
+# Follow mode on the moving sample bag (IoU per frame, 3D error, lost/stopped).
+demo-follow: setup
+	scripts/demo_follow.sh
+
+# The whole suite, including the real SAM 3 model on CPU (slow_sam3, ~3 min), then the other
+# ROS 2 distros and Pythons (test-distros). `make -k test` (CI) runs them all even if one fails.
+test: test-main test-distros
+
+test-main: setup
 	$(VENV)/bin/pytest --durations=15 $(PYTEST_ARGS)
+
+test-distros: test-jazzy test-py310 test-py313
+
+setup-extra: $(addprefix setup-,$(EXTRA_VENVS))
+
+$(addprefix setup-,$(EXTRA_VENVS)): setup-%:
+	scripts/setup_extra_venv.sh $*
+
+# ROS 2 Jazzy (rclpy 7, Fast DDS 2.14, Python 3.12): every test marked `ros`, then the demo.
+test-jazzy: setup-jazzy
+	.venv-jazzy/bin/pytest -m "ros and not torch and not slow_sam3" $(PYTEST_ARGS)
+	.venv-jazzy/bin/sam3-agent demo --out out/demo-jazzy
+
+demo-jazzy: setup-jazzy
+	.venv-jazzy/bin/sam3-agent demo --out out/demo-jazzy
+
+# The ROS-free package (no rclpy, no torch) on Python 3.10 and 3.13: the tests that need neither
+# (pytest --ros-free, see test/conftest.py), then one CLI query with the offline backends.
+test-py310 test-py313: test-%: setup-%
+	.venv-$*/bin/pytest --ros-free -m "not slow_sam3" $(PYTEST_ARGS)
+	@mkdir -p out/cli-$*
+	.venv-$*/bin/sam3-agent $(CLI_CHECK) --out out/cli-$* >out/cli-$*/result.json \
+		2>out/cli-$*/log.txt || { cat out/cli-$*/log.txt; false; }
+	@echo "$*: sam3-agent run with the offline backends: OK (out/cli-$*/result.json)"
 
 test-fast: setup
 	$(VENV)/bin/pytest --durations=15 -m "not slow_sam3" $(PYTEST_ARGS)
@@ -27,7 +67,7 @@ bench: setup
 
 clean:
 	rm -rf out build install log .pytest_cache .ruff_cache *.egg-info
-	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+	find . -path './$(VENV)*' -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(addprefix $(VENV)-,$(EXTRA_VENVS))

@@ -1,7 +1,14 @@
-"""Packaging for pip (editable venv installs) and colcon/ament_python (ROS workspaces).
+"""Packaging for pip (the editable venv install of scripts/setup_venv.sh).
 
-Both install the console scripts `sam3-agent` and `sam3_agent_node` and put launch/, config/
-and prompts/ under share/sam3_agent_ros (found by `ros2 launch` and by the prompt loader).
+ROS workspaces build the package with CMakeLists.txt (ament_cmake: the generated interfaces plus
+this Python package); both install the console scripts `sam3-agent` and `sam3_agent_node` and put
+launch/, config/ and prompts/ under share/sam3_agent_ros. CMakeLists.txt writes the same two
+console scripts into lib/sam3_agent_ros (a test keeps the two lists equal).
+
+``package_dir={"": "."}`` makes the editable install a plain path entry (a .pth naming the
+repository root) instead of setuptools' import hook: the interfaces that scripts/build_interfaces.sh
+installs in site-packages/sam3_agent_ros/{action,msg} then merge with the source package through
+pkgutil.extend_path (sam3_agent_ros/__init__.py), and the source package comes first.
 """
 
 from glob import glob
@@ -18,6 +25,7 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=find_packages(exclude=["test", "test.*"]),
+    package_dir={"": "."},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE_NAME}"]),
         (SHARE, ["package.xml"]),
@@ -28,6 +36,9 @@ setup(
         (f"{SHARE}/data/sample_tabletop", ["data/sample_tabletop/ground_truth.json",
                                            "data/sample_tabletop/ground_truth.npz"]),
         (f"{SHARE}/data/sample_tabletop/bag", sorted(glob("data/sample_tabletop/bag/*"))),
+        (f"{SHARE}/data/sample_moving", ["data/sample_moving/ground_truth.json",
+                                         "data/sample_moving/ground_truth.npz"]),
+        (f"{SHARE}/data/sample_moving/bag", sorted(glob("data/sample_moving/bag/*"))),
     ],
     # Runtime dependencies are pinned in requirements/ (scripts/setup_venv.sh) for pip users and
     # declared in package.xml for rosdep; ROS 2 Python packages are not on PyPI under their

@@ -20,7 +20,9 @@ import cv2
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # `python bench/x.py` puts bench/, not the repository, on sys.path
+# `python bench/x.py` puts bench/, not the repository, on sys.path; the editable install appends
+# the repository at the end, after the standard library's own `test` package: put it first.
+if sys.path[0] != str(ROOT):
     sys.path.insert(0, str(ROOT))
 
 RESULTS_DIR = ROOT / "build" / "bench"

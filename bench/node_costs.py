@@ -9,8 +9,8 @@
    (no frames), 640x480 and 1920x1080; the node's cost beyond the DDS receive cost is the
    difference.
 2. Time to publish mask + labels + overlay for a 1920x1080 frame with 2 selected masks: the node's
-   own ``_publish_images`` (render the union mask, label image and overlay, convert to
-   sensor_msgs/Image, publish) on an in-process ``Sam3AgentNode`` (configured, offline backends),
+   own answer path (``ros/outputs.py``: render the union mask, label image and overlay, convert
+   to sensor_msgs/Image, publish) on an in-process ``Sam3AgentNode`` (configured, offline backends),
    with the bare subscriber listening on the three topics (reliable). Median of ``--publishes``.
 
 Run alone: ``.venv/bin/python bench/node_costs.py [--window 8]``.
@@ -112,6 +112,7 @@ def publish_cost(publishes: int) -> dict:
     from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
     from sam3_agent_ros.ros.conversions import mono8_image, rgb8_image
     from sam3_agent_ros.ros.node import Sam3AgentNode
+    from sam3_agent_ros.ros.outputs import image_messages
 
     width, height = RESOLUTIONS["1080p"]
     image = bench_frame(width, height)
@@ -125,19 +126,22 @@ def publish_cost(publishes: int) -> dict:
         Parameter("segmenter.backend", value="color"), Parameter("publish_overlay", value=True)])
     try:
         node.trigger_configure()
-        outputs = node._outputs  # the node's own publishers
+        answers = node._answers  # the node's own AnswerPublisher
+        outputs = answers._publishers
         wait_for(lambda: all(outputs[n].get_subscription_count() >= 1
                              for n in ("mask", "labels", "overlay")), 20.0,
                  "the bare subscriber on the output topics")
         time.sleep(0.5)
         totals, renders = [], []
+        mask_list = [m.mask for m in result.masks]
         for _ in range(publishes + 1):
             started = time.perf_counter()
-            node._publish_images(frame, result, header)
+            for kind, image in image_messages(frame.image, mask_list, header,
+                                              ("mask", "labels", "overlay")).items():
+                outputs[kind].publish(image)
             totals.append(time.perf_counter() - started)
             time.sleep(0.05)
         shape = image.shape[:2]
-        mask_list = [m.mask for m in result.masks]
         for _ in range(publishes + 1):  # the same work without publish(): render + convert
             started = time.perf_counter()
             mono8_image(render.union_mask(mask_list, shape), header)

@@ -218,7 +218,8 @@ def node_costs(data: dict) -> Section:
     if pub:
         ok = pub["total_ms"] <= 10
         s.add("", f"Publishing mask + labels + overlay for a 1920x1080 frame with 2 selected "
-              f"masks (the node's `_publish_images`, a subscriber on each topic, median of "
+              f"masks (the node's answer path, `ros/outputs.py`, a subscriber on each topic, "
+              f"median of "
               f"{pub['publishes']}): {pub['total_ms']:.1f} ms, of which rendering + conversion "
               f"{pub['render_convert_ms']:.1f} ms and `publish()` {pub['publish_calls_ms']:.1f} "
               "ms.")
@@ -282,9 +283,56 @@ def sam3_cpu(data: dict) -> Section:
     return s
 
 
+def eval_jobs(data: dict) -> Section:
+    s = Section(f"7. sam3-agent eval --jobs {data['jobs']} vs --jobs 1")
+    s.add(f"Command: `{data['command']}`", "",
+          f"The real `sam3-agent eval` on the first {data['samples']} samples of "
+          f"data/eval_tabletop, `llm.backend: openai` against the scripted OpenAI-compatible "
+          f"server on 127.0.0.1 answering every request (main loop and verifier) like the "
+          f"offline planner after {data['delay_s']:g} s, colour segmenter; "
+          f"{data['llm_calls_mean']:.2f} LLM calls and {data['rounds_mean']:.2f} rounds per "
+          "sample. Both runs scored every sample identically "
+          f"(gIoU {data['giou']:.3f}).", "",
+          "| jobs | wall s | samples/s |", "|---|---|---|",
+          f"| 1 | {data['jobs1_wall_s']:.1f} | {data['samples'] / data['jobs1_wall_s']:.2f} |",
+          f"| {data['jobs']} | {data['jobsN_wall_s']:.1f} | "
+          f"{data['samples'] / data['jobsN_wall_s']:.2f} |")
+    s.figure(f"eval, {data['samples']} samples, {data['delay_s']:g} s per LLM reply, "
+             f"--jobs {data['jobs']} vs 1",
+             f"{data['speedup']:.2f}x ({data['jobsN_wall_s']:.1f} s vs "
+             f"{data['jobs1_wall_s']:.1f} s)", ">= 5x", data["speedup"] >= 5)
+    return s
+
+
+def follow_node(data: dict) -> Section:
+    s = Section(f"Follow mode: node CPU with frames at {data['rate_hz']:g} Hz")
+    s.add(f"Command: `{data['command']}`", "",
+          "`sam3_agent_node` (offline backends, no depth) receiving the moving tabletop at "
+          f"{data['rate_hz']:g} Hz (sensor_data QoS), one node process per `follow.mode`; "
+          "`frames only`: nothing followed; `following`: after a followed query succeeded, with "
+          "a subscriber on `~/follow/status` and `~/follow/mask`. % of one core over "
+          f"{data['window_s']:g} s. Updates/s below the frame rate are frames dropped by the "
+          "newest-only slot (by design: latency never queues up); latency is frame received -> "
+          "update computed (median).", "",
+          "| mode | frame | frames only % | following % | updates/s | latency ms |",
+          "|---|---|---|---|---|---|")
+    for mode, by_resolution in data["modes"].items():
+        for resolution, r in by_resolution.items():
+            s.add(f"| {mode} | {resolution} | {r['frames_only_cpu_percent']:.1f} | "
+                  f"{r['following_cpu_percent']:.1f} | {r['updates_per_s']:.1f} | "
+                  f"{r['latency_ms_median']} |")
+    flow = data["modes"].get("flow", {}).get("480p")
+    if flow:
+        s.figure("node CPU following (flow) at 30 Hz, 640x480",
+                 f"{flow['following_cpu_percent']:.1f} % of a core "
+                 f"({flow['updates_per_s']:.1f} updates/s)")
+    return s
+
+
 BUILDERS = [("agent_overhead", agent_overhead), ("context_size", context_size),
             ("verifier_concurrency", verifier_concurrency), ("node_costs", node_costs),
-            ("memory_soak", memory_soak), ("sam3_latency", sam3_cpu)]
+            ("memory_soak", memory_soak), ("sam3_latency", sam3_cpu), ("eval_jobs", eval_jobs),
+            ("follow_node", follow_node)]
 
 
 def build(total_seconds: float | None, sam3_note: str) -> tuple[str, list]:

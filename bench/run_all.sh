@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make bench`: run every benchmark, print the summary table, write docs/benchmarks.md.
 #
-#   bench/run_all.sh              # everything, SAM 3 on the CPU included (~9 min on 2 cores)
-#   bench/run_all.sh --skip-sam3  # reuse the SAM 3 figures recorded in build/bench/ (~4 min)
+#   bench/run_all.sh              # everything, SAM 3 on the CPU included (~12 min on 2 cores)
+#   bench/run_all.sh --skip-sam3  # reuse the SAM 3 figures recorded in build/bench/ (~7 min)
 #
 # Each benchmark is also runnable alone (see its docstring); each writes build/bench/NAME.json
 # and bench/report.py turns those into the table and the doc (the "SAM 3 latency" GPU section of
@@ -31,7 +31,11 @@ run agent_overhead $PY bench/agent_overhead.py
 run context_size $PY bench/context_size.py
 run verifier_concurrency $PY bench/verifier_concurrency.py
 run node_costs $PY bench/node_costs.py
+run segment_action $PY bench/segment_action.py
 run memory_soak $PY bench/memory_soak.py
+run reply_shapes $PY bench/reply_shapes.py --json build/bench/reply_shapes.json
+run eval_jobs $PY bench/eval_jobs.py
+run follow_node $PY bench/follow_node.py
 sam3_note=""
 if [[ $skip_sam3 -eq 1 ]]; then
     sam3_note=" (SAM 3 skipped: its figures are the ones recorded earlier in build/bench/)"

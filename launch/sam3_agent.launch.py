@@ -8,6 +8,11 @@
 Parameters come from params_file (default: the installed config/sam3_agent.yaml); the launch
 arguments llm_base_url and llm_model are applied on top of it (their defaults are the package
 defaults), and offline:=true switches to the built-in offline planner and colour segmenter.
+
+Large camera images: the Fast DDS profile is process environment, read when the node starts, so
+export it before `ros2 launch` (for the camera driver too), under both names: Fast DDS 3 (Kilted)
+reads FASTDDS_DEFAULT_PROFILES_FILE, Fast DDS 2 (Humble, Jazzy) FASTRTPS_DEFAULT_PROFILES_FILE;
+e.g. both = <share>/sam3_agent_ros/config/fastdds_large_images.xml (docs/ros.md).
 """
 
 import os

@@ -1,5 +1,6 @@
 """``sam3-agent``: run one query on an image file (``run``), and the bag tools (``replay``,
-``record``, ``demo``, registered by ``sam3_agent_ros.bags.commands``).
+``record``, ``demo``, registered by ``sam3_agent_ros.bags.commands``), and ``eval`` /
+``eval-compare`` (``sam3_agent_ros.eval.commands``), and ``ask --ros`` (``sam3_agent_ros.client``).
 
 ``run`` prints the result JSON (CONTRACTS §6) on stdout and nothing else there; logs go to stderr.
 Exit status: 0 succeeded/no_mask, 1 failed/cancelled, 2 bad usage.
@@ -43,6 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         register(commands)
+    from sam3_agent_ros.eval.commands import register as register_eval
+
+    register_eval(commands)  # eval, eval-compare (docs/eval.md)
+    from sam3_agent_ros.client import register as register_ask
+
+    register_ask(commands)  # ask --ros: one goal to a running node (docs/ros.md)
     return parser
 
 
@@ -146,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="[%(levelname)s] %(name)s: %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request otherwise
+    for name in ("httpx", "httpx2"):  # one INFO line per request otherwise
+        logging.getLogger(name).setLevel(logging.WARNING)
     return args.handler(args)
 
 

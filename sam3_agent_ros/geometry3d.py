@@ -144,7 +144,11 @@ def depth_from_buffer(data, width: int, height: int, step: int, encoding: str,
                          f"{encoding} with step {step} needs {needed}")
     rows = np.lib.stride_tricks.as_strided(buffer, shape=(height, row_bytes),
                                            strides=(step, 1), writeable=False)
-    depth = rows.view(dtype.newbyteorder(">" if is_bigendian else "<"))
+    typed = dtype.newbyteorder(">" if is_bigendian else "<")
+    try:
+        depth = rows.view(typed)
+    except ValueError:  # numpy < 1.23 (Humble's apt numpy) views padded rows only after a copy
+        depth = np.ascontiguousarray(rows).view(typed)
     return depth_to_metres(depth, encoding)
 
 

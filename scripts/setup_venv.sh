@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Create or update .venv/ at the repository root with the pinned dependencies and this package
-# (editable), so that .venv/bin/sam3-agent and .venv/bin/sam3_agent_node exist.
+# (editable), so that .venv/bin/sam3-agent and .venv/bin/sam3_agent_node exist, plus the package's
+# ROS interfaces (action/, msg/) generated into it by scripts/build_interfaces.sh.
 #
-# Idempotent: does nothing when .venv is up to date with requirements/*, setup.py and setup.cfg
-# (hash stored in .venv/.requirements.sha256); otherwise installs on top of the existing venv.
+# Idempotent: does nothing when .venv is up to date with requirements/*, setup.py and
+# the interface build files (hash stored in .venv/.requirements.sha256); otherwise installs on top
+# of the existing venv.
 #
 # Environment:
 #   SAM3_AGENT_CUDA=1             install the CUDA build of torch (GPU machines) instead of CPU torch
 #   SAM3_AGENT_TORCH_INDEX_URL=U  package index to take torch from, e.g.
 #                                 https://download.pytorch.org/whl/cpu   (CPU wheel, other machines)
 #                                 https://download.pytorch.org/whl/cu128 (a specific CUDA build)
-#   SAM3_AGENT_PYTHON=python3.11  interpreter for a new venv (the ROS 2 Kilted wheels need 3.11)
+#   SAM3_AGENT_PYTHON=python3.11  interpreter for a new venv. The pins of requirements/ are those
+#                                 tested on 3.11 (numpy 2.3 and pillow 13 need 3.11+); the ROS
+#                                 wheels exist for 3.10-3.13. Other Pythons and ROS 2 Jazzy are
+#                                 tested in their own venvs: scripts/setup_extra_venv.sh.
 #   SAM3_AGENT_FORCE_SETUP=1      reinstall even when the hash matches
 # Switching an existing venv between CPU and CUDA torch: delete .venv first.
 set -euo pipefail
@@ -32,7 +37,7 @@ fi
 wanted_hash=$(
     cd "$repo_root"
     {
-        cat requirements/*.txt setup.py setup.cfg
+        cat requirements/*.txt setup.py CMakeLists.txt package.xml action/* msg/*
         echo "cuda=$cuda torch_index=$torch_index"
     } | sha256sum | cut -d' ' -f1
 )
@@ -44,7 +49,9 @@ entry_points_exist() {
 if [[ "${SAM3_AGENT_FORCE_SETUP:-0}" != 1 && -x "$venv/bin/python" && -f "$stamp" ]] \
     && [[ "$(cat "$stamp")" == "$wanted_hash" ]] && entry_points_exist; then
     echo "setup: .venv is up to date ($("$venv/bin/python" --version 2>&1), $([[ $cuda == 1 ]] && echo CUDA || echo CPU) torch)"
-    exit 0
+    # The generated interfaces live outside pip's view (a reinstall of the package clears them):
+    # the script checks they still import and rebuilds them only when they do not (cached).
+    exec "$repo_root/scripts/build_interfaces.sh" "$venv"
 fi
 
 if [[ ! -x "$venv/bin/python" ]]; then
@@ -55,7 +62,7 @@ if [[ ! -x "$venv/bin/python" ]]; then
     fi
     version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
     if [[ "$version" != 3.11 && -z "${SAM3_AGENT_PYTHON:-}" ]]; then
-        echo "setup: $python is Python $version; the ROS 2 Kilted wheels need 3.11" \
+        echo "setup: $python is Python $version; requirements/ pins what is tested on 3.11" \
             "(set SAM3_AGENT_PYTHON to try another)" >&2
         exit 1
     fi
@@ -103,6 +110,8 @@ pip_install "${constraints[@]}" \
 pip_install --no-deps "${constraints[@]}" -r "$requirements/sam3-nodeps.txt"
 # 3. This package, editable: source edits apply without reinstalling.
 pip_install --no-deps --no-build-isolation -e "$repo_root"
+# 4. The ROS interfaces (action/, msg/) generated into the venv (cached; after 3, which clears them).
+"$repo_root/scripts/build_interfaces.sh" "$venv"
 
 if ! entry_points_exist; then
     echo "setup: .venv/bin/sam3-agent or .venv/bin/sam3_agent_node missing after install" >&2

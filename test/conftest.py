@@ -4,7 +4,9 @@ The loopback environment (sam3_agent_ros.ros.dds) is applied to os.environ when 
 imported, i.e. before any test module imports rclpy: every participant created by a test, in this
 process or in a subprocess that inherits the environment, stays on this host, on a domain id drawn
 once per test session. Markers are registered in pyproject.toml; tests under test/ros/ and
-test/bags/ get the `ros` marker automatically.
+test/bags/ get the `ros` marker automatically, and so does any test whose module imports ROS 2
+(`torch` likewise for torch/SAM 3; test/heavy_imports.py reads the imports). `pytest --ros-free`
+(the Python 3.10/3.13 venvs, without rclpy and torch) does not even collect those files.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from sam3_agent_ros.ros.dds import apply_loopback_env
+from test import heavy_imports
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,13 +45,43 @@ def ros_env() -> dict[str, str]:
     return dict(_SESSION_ROS_ENV)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--ros-free", action="store_true",
+        help="collect only tests that need neither ROS 2 nor torch: skips test/ros, test/bags "
+             "and every test file whose imports reach rclpy, ROS messages, torch or SAM 3 "
+             "(the ROS-free venvs .venv-py310 / .venv-py313)")
+
+
+def _needs_ros(path: Path) -> bool:
+    """Under test/ros or test/bags, or a Python file whose imports reach ROS 2."""
+    test_root = REPO_ROOT / "test"
+    parts = path.relative_to(test_root).parts if path.is_relative_to(test_root) else ()
+    if parts and parts[0] in _ROS_TEST_DIRS:
+        return True
+    return path.suffix == ".py" and heavy_imports.ROS in heavy_imports.needs(path)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if not config.getoption("--ros-free"):
+        return None
+    path = collection_path.resolve()
+    if _needs_ros(path):
+        return True
+    if path.suffix == ".py" and heavy_imports.TORCH in heavy_imports.needs(path):
+        return True
+    return None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     test_root = REPO_ROOT / "test"
     for item in items:
         path = Path(str(item.path)).resolve()
         if not path.is_relative_to(test_root):
             continue
-        if path.relative_to(test_root).parts[0] in _ROS_TEST_DIRS:
+        if heavy_imports.TORCH in heavy_imports.needs(path):
+            item.add_marker(pytest.mark.torch)
+        if _needs_ros(path):
             item.add_marker(pytest.mark.ros)
             # Discovery and delivery over DDS depend on the load of a shared 2-core machine:
             # a ROS test that times out once is run again (a real failure fails every time).

@@ -95,7 +95,7 @@ def test_each_mask_gets_a_visible_label_inside_it(frame, masks):
         assert any(x <= u < x + w and y <= v < y + h for x, y, w, h in boxes) or any(
             mask[y:y + h, x:x + w].any() for x, y, w, h in boxes)  # a label box sits on it
     for x, y, w, h in boxes:
-        assert white_pixels(out[y:y + h, x:x + w]).sum() > 10  # the digit is drawn, in white
+        assert white_pixels(out[y:y + h, x:x + w]).sum() > 5  # the digit is drawn, in white
 
 
 def test_custom_labels_and_count_mismatch(frame, masks):

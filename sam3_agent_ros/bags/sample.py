@@ -111,6 +111,11 @@ def render_frame(t_s: float, spec: SampleSpec = SampleSpec()) -> scene_mod.Scene
                                   int(round(t_s * 1000.0)))
 
 
+def new_typestore():
+    """The rosbags type store of the bags (ROS 2 Kilted message definitions)."""
+    return _typestore()
+
+
 def _typestore():
     from rosbags.typesys import Stores, get_typestore
 
@@ -178,20 +183,27 @@ def iter_messages(spec: SampleSpec = SampleSpec(), typestore=None,
 
 def write_bag(bag_dir: Path, spec: SampleSpec = SampleSpec()) -> Path:
     """Write the sample bag into ``bag_dir`` (replaced if it exists); returns ``bag_dir``."""
+    typestore = _typestore()
+    return write_messages(bag_dir, iter_messages(spec, typestore), typestore, spec.zstd_level)
+
+
+def write_messages(bag_dir: Path, messages, typestore, zstd_level: int = ZSTD_LEVEL,
+                   topic_types: dict[str, str] = TOPIC_TYPES) -> Path:
+    """Write ``(timestamp_ns, topic, cdr_bytes)`` into a new mcap bag at ``bag_dir`` (replaced
+    if it exists), zstd chunks at ``zstd_level``; returns ``bag_dir``."""
     from rosbags.rosbag2 import StoragePlugin, Writer
     from rosbags.rosbag2.enums import CompressionFormat, CompressionMode
 
-    typestore = _typestore()
     bag_dir = Path(bag_dir)
     if bag_dir.exists():
         shutil.rmtree(bag_dir)
     writer = Writer(bag_dir, version=9, storage_plugin=StoragePlugin.MCAP)
     writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
     with writer:
-        _raise_chunk_compression_level(writer, spec.zstd_level)
+        _raise_chunk_compression_level(writer, zstd_level)
         connections = {topic: writer.add_connection(topic, msgtype, typestore=typestore)
-                       for topic, msgtype in TOPIC_TYPES.items()}
-        for stamp, topic, data in iter_messages(spec, typestore):
+                       for topic, msgtype in topic_types.items()}
+        for stamp, topic, data in messages:
             writer.write(connections[topic], stamp, data)
     return bag_dir
 

@@ -5,8 +5,11 @@ we start ourselves must instead stay on loopback:
 
 - ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and an explicit ``ROS_DOMAIN_ID`` (random per run, so
   parallel runs do not see each other);
-- ``FASTDDS_DEFAULT_PROFILES_FILE`` = ``config/fastdds_loopback.xml``: shared memory with 64 MiB
-  segments plus UDPv4 limited to 127.0.0.1, builtin transports off.
+- ``FASTDDS_DEFAULT_PROFILES_FILE`` (read by Fast DDS 3.x: Kilted) and
+  ``FASTRTPS_DEFAULT_PROFILES_FILE`` (Fast DDS 2.x: Jazzy, Humble), both =
+  ``config/fastdds_loopback.xml``: shared memory with 64 MiB segments plus UDPv4 limited to
+  127.0.0.1, builtin transports off. Setting only one would silently leave the other distros on
+  the default transports (multicast on every interface, 512 KB shared-memory segments).
 
 Pure Python: this module does not import rclpy. Apply the environment BEFORE ``rclpy.init()`` (Fast
 DDS reads it when the first participant is created) or pass it to a subprocess.
@@ -31,7 +34,9 @@ RANDOM_DOMAIN_RANGE = (100, 200)
 
 DISCOVERY_RANGE_VAR = "ROS_AUTOMATIC_DISCOVERY_RANGE"
 DOMAIN_ID_VAR = "ROS_DOMAIN_ID"
-PROFILES_FILE_VAR = "FASTDDS_DEFAULT_PROFILES_FILE"
+PROFILES_FILE_VAR = "FASTDDS_DEFAULT_PROFILES_FILE"  # Fast DDS 3.x (Kilted and later)
+LEGACY_PROFILES_FILE_VAR = "FASTRTPS_DEFAULT_PROFILES_FILE"  # Fast DDS 2.x (Humble, Jazzy)
+PROFILES_FILE_VARS = (PROFILES_FILE_VAR, LEGACY_PROFILES_FILE_VAR)
 
 
 def config_file_candidates(name: str) -> list[Path]:
@@ -76,10 +81,11 @@ def loopback_env(domain_id: int | None = None) -> dict[str, str]:
         raise ValueError(f"ROS domain id must be an int, got {domain_id!r}")
     if not 0 <= domain_id <= MAX_DOMAIN_ID:
         raise ValueError(f"ROS domain id must be in 0..{MAX_DOMAIN_ID}, got {domain_id}")
+    profile = str(find_config_file(LOOPBACK_PROFILE))
     return {
         DISCOVERY_RANGE_VAR: "LOCALHOST",
         DOMAIN_ID_VAR: str(domain_id),
-        PROFILES_FILE_VAR: str(find_config_file(LOOPBACK_PROFILE)),
+        **{name: profile for name in PROFILES_FILE_VARS},
     }
 
 
@@ -89,10 +95,16 @@ def apply_loopback_env(
     """Set the loopback environment in ``environ`` (default ``os.environ``) and return it.
 
     A domain id or profile file the user already exported is kept (they may run several things
-    together on purpose); the discovery range is always forced to LOCALHOST.
+    together on purpose); a profile exported under only one of the two Fast DDS variable names
+    is copied to the other, so that every Fast DDS version reads the same file. The discovery
+    range is always forced to LOCALHOST.
     """
     target = os.environ if environ is None else environ
     wanted = loopback_env(domain_id)
+    user_profile = next((target[name] for name in PROFILES_FILE_VARS if target.get(name)), "")
+    if user_profile:
+        for name in PROFILES_FILE_VARS:
+            wanted[name] = target.get(name) or user_profile
     for key, value in wanted.items():
         if key == DISCOVERY_RANGE_VAR or not target.get(key):
             target[key] = value

@@ -13,7 +13,7 @@ import collections
 import threading
 from typing import Any
 
-from geometry_msgs.msg import Point, PointStamped, Pose, PoseArray
+from geometry_msgs.msg import PointStamped, PoseArray
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 
@@ -25,6 +25,7 @@ from sam3_agent_ros.geometry3d import (
     resize_depth_to,
     scale_intrinsics,
 )
+from sam3_agent_ros.ros.outputs import target_messages
 
 DEPTH_TOPIC = "depth"
 CAMERA_INFO_TOPIC = "camera_info"
@@ -172,12 +173,18 @@ class DepthTargets:
         """``~/target``: the first selected mask's point (when it has one); ``~/targets``: one
         pose per mask with a position. Both carry the colour frame's ``header``. Never raises."""
         try:
-            points = [_point(e.get("position")) for e in extras]
-            if points and points[0] is not None:
-                self._target_pub.publish(PointStamped(header=header, point=points[0]))
-            poses = PoseArray(header=header)
-            poses.poses = [Pose(position=p) for p in points if p is not None]
-            self._targets_pub.publish(poses)
+            target, targets = target_messages(header, extras)
+        except Exception as exc:  # noqa: BLE001
+            self._warn_once("publish", f"cannot build 3D targets: {type(exc).__name__}: {exc}")
+            return
+        self.publish_messages(target, targets)
+
+    def publish_messages(self, target: PointStamped | None, targets: PoseArray) -> None:
+        """Publish already built targets (``outputs.target_messages``). Never raises."""
+        try:
+            if target is not None:
+                self._target_pub.publish(target)
+            self._targets_pub.publish(targets)
         except Exception as exc:  # noqa: BLE001
             self._warn_once("publish", f"cannot publish 3D targets: {type(exc).__name__}: {exc}")
 
@@ -204,9 +211,3 @@ class DepthTargets:
 
 def _no_position(reason: str | None) -> dict[str, Any]:
     return {"position": None, "position_error": reason or "no position"}
-
-
-def _point(position: dict[str, float] | None) -> Point | None:
-    if not position:
-        return None
-    return Point(x=float(position["x"]), y=float(position["y"]), z=float(position["z"]))

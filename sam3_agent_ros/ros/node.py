@@ -8,6 +8,8 @@ Threads:
   reference to the message (no conversion, no copy), the query callback parses and enqueues.
   (rclpy's ``MultiThreadedExecutor`` cost 2-4x the CPU of a bare subscriber at 30 Hz, with spikes
   to 75 % of a core, for nothing here: see bench/ros_node.py.)
+- one follow thread (``ros/follow_control.py``) keeps a followed answer's masks current on the
+  newest frame (follow mode); it publishes ``~/follow/*``.
 - one worker thread (``QueryRunner``) converts the frame, runs the agent and publishes. Publishers
   are plain (not lifecycle) publishers so a query cancelled by ``deactivate`` still publishes its
   one result.
@@ -26,26 +28,24 @@ import logging
 import threading
 from typing import Any
 
-import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image
-from std_msgs.msg import Header, String
+from std_msgs.msg import String
 
-from sam3_agent_ros import render
 from sam3_agent_ros.config import NODE_NAME, Config, ConfigError
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
-from sam3_agent_ros.ros import params
+from sam3_agent_ros.ros import params, rclpy_compat, segment_action
 from sam3_agent_ros.ros.conversions import (
     ImageConversionError,
     check_image_header,
     compressed_to_rgb,
     image_to_rgb,
-    mono8_image,
-    rgb8_image,
 )
-from sam3_agent_ros.ros.query_message import QueryRejected, parse_query_message
+from sam3_agent_ros.ros.follow_control import FollowControl
+from sam3_agent_ros.ros.outputs import OUTPUT_QOS, AnswerPublisher
+from sam3_agent_ros.ros.query_message import QueryRejected, StopFollow, parse_query_message
 from sam3_agent_ros.ros.query_runner import (
     FrameUnusable,
     LatestFrame,
@@ -53,8 +53,6 @@ from sam3_agent_ros.ros.query_runner import (
     header_only_frame,
 )
 
-OUTPUT_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
-                        depth=10, durability=DurabilityPolicy.VOLATILE)
 QUERY_QOS = OUTPUT_QOS
 IMAGE_QOS = {
     "sensor_data": QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
@@ -79,10 +77,13 @@ class Sam3AgentNode(LifecycleNode):
         self._config: Config | None = None
         self._agent = None
         self._runner: QueryRunner | None = None
-        self._outputs: dict[str, Any] = {}
+        self._answers: AnswerPublisher | None = None  # ~/mask, ~/labels, ~/overlay, ~/result
+        self._status_pub = None
+        self._follow: FollowControl | None = None  # follow mode (ros/follow_control.py)
         self._inputs: list[Any] = []
         self._depth = None
         self._autostart_timer = None
+        self._segment = None  # the action ~/segment, from the first activation on
         if self.get_parameter("autostart").value:
             self._autostart_timer = self.create_timer(0.0, self._start_autostart)
 
@@ -132,21 +133,17 @@ class Sam3AgentNode(LifecycleNode):
             self.get_logger().error(f"cannot build the backends: {type(exc).__name__}: {exc}")
             return TransitionCallbackReturn.FAILURE
         self._config = config
-        self._outputs = {
-            "mask": self.create_publisher(Image, "~/mask", OUTPUT_QOS),
-            "labels": self.create_publisher(Image, "~/labels", OUTPUT_QOS),
-            "result": self.create_publisher(String, "~/result", OUTPUT_QOS),
-            "status": self.create_publisher(String, "~/status", OUTPUT_QOS),
-        }
-        if config.node.publish_overlay:
-            self._outputs["overlay"] = self.create_publisher(Image, "~/overlay", OUTPUT_QOS)
+        self._answers = AnswerPublisher(self, config.node.publish_overlay, OUTPUT_QOS)
+        self._status_pub = self.create_publisher(String, "~/status", OUTPUT_QOS)
         node = config.node
         self._runner = QueryRunner(
-            answer=self._agent.run, to_frame=self._to_frame, publish=self._publish_result,
+            answer=self._answer, to_frame=self._to_frame, publish=self._publish_result,
             status=self._publish_status, frames=self._frames, policy=node.query_policy,
             queue_size=node.queue_size, max_frame_age_s=node.max_frame_age_s,
             frame_wait_s=node.frame_wait_s)
         self._runner.start()
+        self._follow = FollowControl(self, config, self._agent.segmenter, self._to_frame,
+                                     depth=lambda: self._depth, reground=self._reground)
         self.get_logger().info("configured")
         return TransitionCallbackReturn.SUCCESS
 
@@ -172,10 +169,18 @@ class Sam3AgentNode(LifecycleNode):
         self.get_logger().info(
             f"active: listening on {image_sub.topic_name} ({node.image_qos}) and "
             f"{query_sub.topic_name}")
+        if self._segment is None:  # ros/segment_action.py: goals run through the same runner
+            self._segment = segment_action.serve(
+                self, runner=lambda: self._runner, active=lambda: bool(self._inputs),
+                new_query_id=self._new_query_id,
+                max_query_chars=lambda: self._config.node.max_query_chars if self._config else 0,
+                request_follow=self._request_follow)
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._stop_inputs()
+        if self._follow is not None:
+            self._follow.stop("node deactivated")
         if self._runner is not None:
             self._runner.cancel_all("node deactivated")
             if not self._runner.wait_idle(DEACTIVATE_WAIT_S):
@@ -215,6 +220,9 @@ class Sam3AgentNode(LifecycleNode):
         worker_done = True
         if runner is not None:
             worker_done = runner.stop("node shutting down", CLEANUP_WAIT_S)
+        follow, self._follow = self._follow, None
+        if follow is not None:
+            follow.destroy()
         agent, self._agent = self._agent, None
         close = getattr(getattr(agent, "segmenter", None), "close", None)
         if callable(close) and worker_done:
@@ -222,9 +230,12 @@ class Sam3AgentNode(LifecycleNode):
                 close()
             except Exception as exc:
                 self.get_logger().warning(f"segmenter close failed: {exc}")
-        for publisher in self._outputs.values():
-            self.destroy_publisher(publisher)
-        self._outputs = {}
+        answers, self._answers = self._answers, None
+        if answers is not None:
+            answers.destroy()
+        if self._status_pub is not None:
+            self.destroy_publisher(self._status_pub)
+            self._status_pub = None
         self._config = None
         self._frames.clear()
 
@@ -244,6 +255,9 @@ class Sam3AgentNode(LifecycleNode):
     # --- inputs --------------------------------------------------------------------------------
     def _on_image(self, msg: Any) -> None:
         self._frames.put(msg)
+        follow = self._follow
+        if follow is not None:
+            follow.offer(msg)
         try:
             if isinstance(msg, CompressedImage):
                 problem = "compressed image has no data" if len(msg.data) == 0 else None
@@ -273,9 +287,49 @@ class Sam3AgentNode(LifecycleNode):
                                       throttle_duration_sec=1.0)
             runner.reject(query, exc.reason)
             return
+        follow = self._follow
+        if isinstance(parsed, StopFollow):
+            if follow is not None and follow.stop("stop_follow on the query topic") is None:
+                self.get_logger().info("stop_follow: not following")
+            return
         query = Query(parsed.query_id or self._new_query_id(), parsed.text)
+        if self._segment is not None and self._segment.has_goal(query.id):
+            # Its result would end that goal: refuse it alone, past the action's result hook.
+            reason = f"query_id {query.id!r} is already in use by a running goal"
+            self.get_logger().warning(f"query rejected: {reason}")
+            if self._answers is not None:
+                self._answers.publish(Result(query.id, query.text, QueryStatus.FAILED,
+                                             error=reason), None)
+            return
         self.get_logger().info(f"query {query.id}: {query.text!r}")
+        if follow is not None:
+            follow.stop(f"new query {query.id}")  # following must not slow the query
+            follow.request(query.id, query.text, parsed.follow)
         runner.submit(query)
+
+    def _reground(self, query_id: str, text: str) -> None:
+        """follow.reground_on_lost: run the lost query again, followed (follow thread)."""
+        runner, follow = self._runner, self._follow
+        if runner is None or follow is None:
+            return
+        query = Query(f"{query_id}-reground-{next(self._query_ids)}", text)
+        follow.request(query.id, query.text, True)
+        runner.submit(query)
+
+    def _answer(self, frame: Frame, query: Query, cancel: Any, on_status: Any) -> Result:
+        """The agent, once following ended and the follow thread is done with the segmenter
+        (query worker). Topic queries stopped following on arrival; this covers action goals."""
+        follow = self._follow
+        if follow is not None:
+            follow.stop(f"new query {query.id}")
+            follow.before_answer()
+        return self._agent.run(frame, query, cancel, on_status)
+
+    def _request_follow(self, query_id: str, text: str, follow: bool | None) -> None:
+        """An action goal asks (or not) to be followed, like ``"follow"`` in a topic query."""
+        control = self._follow
+        if control is not None:
+            control.request(query_id, text, follow)
 
     def _new_query_id(self) -> str:
         return f"q-{next(self._query_ids)}"
@@ -291,54 +345,33 @@ class Sam3AgentNode(LifecycleNode):
 
     # --- outputs -------------------------------------------------------------------------------
     def _publish_status(self, event: StatusEvent) -> None:
-        publisher = self._outputs.get("status")
+        if not self.context.ok():  # Ctrl-C: rclpy is shut down, nothing can be published
+            return
+        publisher = self._status_pub
         if publisher is not None:
             publisher.publish(String(data=json.dumps(event.to_json())))
+        if self._segment is not None:
+            self._segment.on_status(event)
 
     def _publish_result(self, result: Result) -> None:
-        publishers = self._outputs
-        if not publishers:
+        """Images (lazily), the result JSON and the 3D targets: see ``ros/outputs.py``."""
+        if not self.context.ok():  # Ctrl-C: rclpy is shut down; the process is exiting
+            logging.getLogger(__name__).info(
+                "query %s ended (%s) during shutdown; not published", result.query_id,
+                result.status.value)
             return
-        frame = result.frame
-        header = Header(frame_id=frame.frame_id if frame else "")
-        if frame is not None:
-            header.stamp.sec, header.stamp.nanosec = frame.stamp_sec, frame.stamp_nanosec
-        answered = result.status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK)
-        has_pixels = frame is not None and frame.image.size > 0
-        if answered and has_pixels and self._depth is not None:
-            try:
-                result.mask_extras = self._depth.locate(frame, result.masks)
-            except Exception as exc:
-                self.get_logger().warning(f"depth: locating the masks failed: {exc}")
-        if answered and has_pixels:
-            self._publish_images(frame, result, header)
-        publishers["result"].publish(String(data=json.dumps(result.to_json())))
+        answers = self._answers
+        published = answers.publish(result, self._depth) if answers is not None else None
+        if self._segment is not None:
+            self._segment.on_result(result, published)  # ends the goal of this query, if any
+        if answers is None:
+            return
         self.get_logger().info(
             f"query {result.query_id}: {result.status.value}"
             + (f" ({result.error})" if result.error else f", {len(result.masks)} mask(s)"))
-        if answered and has_pixels and self._depth is not None:
-            try:
-                self._depth.publish(header, result.mask_extras)
-            except Exception as exc:
-                self.get_logger().warning(f"depth: publishing the targets failed: {exc}")
-
-    def _publish_images(self, frame: Frame, result: Result, header: Header) -> None:
-        """Render and publish only the images somebody subscribes to (a 1080p set costs ~10 ms
-        of serialisation alone)."""
-        def wanted(name: str):
-            publisher = self._outputs.get(name)
-            return publisher if publisher is not None and \
-                publisher.get_subscription_count() > 0 else None
-
-        shape = frame.image.shape[:2]
-        masks = [m.mask for m in result.masks]
-        if publisher := wanted("mask"):
-            publisher.publish(mono8_image(render.union_mask(masks, shape), header))
-        if publisher := wanted("labels"):
-            publisher.publish(mono8_image(render.label_image(masks, shape), header))
-        if publisher := wanted("overlay"):
-            labels = [str(k + 1) for k in range(len(masks))]
-            publisher.publish(rgb8_image(render.overlay_masks(frame.image, masks, labels), header))
+        follow = self._follow
+        if follow is not None:
+            follow.after_result(result)
 
     def release(self) -> None:
         """Free everything before the process exits (whatever the lifecycle state)."""
@@ -349,7 +382,7 @@ class Sam3AgentNode(LifecycleNode):
 def main(args: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="[%(levelname)s] [%(name)s]: %(message)s")
     try:
-        with rclpy.init(args=args):
+        with rclpy_compat.initialized(args=args):  # `with rclpy.init()` needs rclpy >= 8
             node = Sam3AgentNode()
             executor = SingleThreadedExecutor()
             executor.add_node(node)

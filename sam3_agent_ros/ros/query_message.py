@@ -1,4 +1,6 @@
-"""Parsing of the ``query`` topic: plain text, or a JSON object ``{"id": str, "query": str}``.
+"""Parsing of the ``query`` topic: plain text, or a JSON object ``{"id": str, "query": str}``
+with an optional ``"follow": bool`` (keep the answer current on new frames, CONTRACTS §5b), or
+``{"stop_follow": true}`` (end following; an ``"id"`` may name the message).
 
 Pure: no ROS. Anything unusable raises ``QueryRejected`` with a reason; the node turns it into a
 ``failed`` result (every query gets exactly one result, even a malformed one).
@@ -24,9 +26,17 @@ class QueryRejected(ValueError):
 class ParsedQuery:
     query_id: str | None  # None: the node assigns one
     text: str
+    follow: bool | None = None  # None: not said (the node applies follow.default)
 
 
-def parse_query_message(raw: str, max_chars: int) -> ParsedQuery:
+@dataclass(frozen=True)
+class StopFollow:
+    """``{"stop_follow": true}``: end following (not a query: it has no result)."""
+
+    query_id: str | None = None
+
+
+def parse_query_message(raw: str, max_chars: int) -> ParsedQuery | StopFollow:
     """Parse one ``std_msgs/String`` query; raise ``QueryRejected`` for empty, oversized or
     malformed input. A message whose first non-blank character is ``{`` must be JSON."""
     if len(raw) > max_chars:
@@ -50,10 +60,26 @@ def parse_query_message(raw: str, max_chars: int) -> ParsedQuery:
         raise QueryRejected(f"invalid JSON query: 'id' must be a string, got {query_id!r}",
                             text=stripped)
     query_id = None if query_id is None or query_id == "" else str(query_id)
+    if "stop_follow" in payload:
+        return _stop_follow(payload, query_id, stripped)
+    follow = payload.get("follow")
+    if follow is not None and not isinstance(follow, bool):
+        raise QueryRejected(f"invalid JSON query: 'follow' must be true or false, got {follow!r}",
+                            query_id, text=stripped)
     text = payload.get("query")
     if not isinstance(text, str):
         raise QueryRejected("invalid JSON query: 'query' must be a string", query_id,
                             text=stripped)
     if not text.strip():
         raise QueryRejected("empty query", query_id)
-    return ParsedQuery(query_id, text.strip())
+    return ParsedQuery(query_id, text.strip(), follow)
+
+
+def _stop_follow(payload: dict, query_id: str | None, raw: str) -> StopFollow:
+    if payload["stop_follow"] is not True:
+        raise QueryRejected("invalid JSON query: 'stop_follow' must be true, got "
+                            f"{payload['stop_follow']!r}", query_id, text=raw)
+    if "query" in payload or "follow" in payload:
+        raise QueryRejected("invalid JSON query: a 'stop_follow' message cannot also carry "
+                            "'query' or 'follow'", query_id, text=raw)
+    return StopFollow(query_id)

@@ -162,9 +162,11 @@ class QueryRunner:
             log.warning("query %s rejected: %s", query.id, overflow)
             self._finish(query, QueryStatus.FAILED, overflow)
 
-    def reject(self, query: Query, reason: str) -> None:
-        """A query that cannot run (malformed message): its one ``failed`` result."""
-        self._finish(query, QueryStatus.FAILED, reason)
+    def reject(self, query: Query, reason: str,
+               status: QueryStatus = QueryStatus.FAILED) -> None:
+        """A query that cannot run (malformed message; a goal cancelled before it started): its
+        one result, ``failed`` unless said otherwise."""
+        self._finish(query, status, reason)
 
     def cancel_all(self, reason: str) -> None:
         """Cancel the running query and every waiting one (each ends ``cancelled``)."""
@@ -198,6 +200,26 @@ class QueryRunner:
             return True
         self._thread.join(timeout_s)
         return not self._thread.is_alive()
+
+    def has_room(self) -> bool:
+        """Whether ``submit`` would take a query now (not stopping; with ``queue``, not full)."""
+        with self._lock:
+            return not self._stopping and not (
+                self.policy == QUEUE and len(self._pending) >= self.queue_size)
+
+    def cancel(self, query_id: str, reason: str) -> bool:
+        """Cancel one query, running or waiting (it ends ``cancelled``); False if unknown."""
+        with self._lock:
+            waiting = [p for p in self._pending if p.query.id == query_id]
+            for item in waiting:
+                self._pending.remove(item)
+            running = self._running is not None and self._running.query.id == query_id
+            if running:
+                self._running.cancel.cancel(reason)
+            self._lock.notify_all()
+        for item in waiting:
+            self._finish(item.query, QueryStatus.CANCELLED, reason)
+        return running or bool(waiting)
 
     @property
     def busy(self) -> bool:

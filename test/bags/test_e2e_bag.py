@@ -41,9 +41,10 @@ def demo_run(tmp_path_factory):
     return out, run_demo_cli(["--out", str(out)], env)
 
 
-def run_demo_cli(args: list[str], env: dict[str, str], timeout_s: float = 180.0):
-    """``sam3-agent demo ARGS`` in a subprocess; on a hang, SIGTERM lets it stop its node."""
-    process = subprocess.Popen([sys.executable, "-m", "sam3_agent_ros.cli", "demo", *args],
+def run_demo_cli(args: list[str], env: dict[str, str], timeout_s: float = 180.0,
+                 command: str = "demo"):
+    """``sam3-agent COMMAND ARGS`` in a subprocess; on a hang, SIGTERM lets it stop its node."""
+    process = subprocess.Popen([sys.executable, "-m", "sam3_agent_ros.cli", command, *args],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         stdout, stderr = process.communicate(timeout=timeout_s)

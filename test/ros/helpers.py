@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +57,23 @@ def deep_merge(base: dict, extra: dict) -> dict:
     return out
 
 
+class NodeDied(AssertionError):
+    """A node process under test exited before the test stopped it."""
+
+
+# Node processes started and not yet stopped: every wait of a Harness checks they still run, so a
+# node that dies at start-up (import error, wrong rclpy API, bad argument) fails the test at once
+# with its log instead of after every timeout of the test.
+_RUNNING: weakref.WeakSet[NodeProcess] = weakref.WeakSet()
+LOG_TAIL_LINES = 40
+
+
+def check_nodes_alive() -> None:
+    """Raise NodeDied for the first started, not yet stopped node process that has exited."""
+    for proc in list(_RUNNING):
+        proc.check_alive()
+
+
 class NodeProcess:
     """``sam3_agent_node`` in a subprocess, with its parameters in a YAML file."""
 
@@ -80,12 +98,24 @@ class NodeProcess:
             node_command() + ["--ros-args", "--params-file", str(self.params_file),
                               "-r", f"__ns:={namespace}"],
             stdout=self._log, stderr=subprocess.STDOUT, env=proc_env, cwd=str(tmp_dir))
+        _RUNNING.add(self)
 
     def log(self) -> str:
         return self.log_file.read_text(errors="replace")
 
+    def check_alive(self) -> None:
+        """Raise NodeDied (with the tail of its stdout/stderr) if the process has exited."""
+        status = self.process.poll()
+        if status is None:
+            return
+        _RUNNING.discard(self)
+        tail = "\n".join(self.log().splitlines()[-LOG_TAIL_LINES:])
+        raise NodeDied(f"node process {self.name} exited with status {status} before the test "
+                       f"stopped it; last lines of {self.log_file}:\n{tail}")
+
     def stop(self, timeout: float = 15.0) -> int:
         """Ctrl-C, like a user; returns the exit status (kills after ``timeout``)."""
+        _RUNNING.discard(self)
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
             try:
@@ -159,6 +189,7 @@ class Harness:
                 value = predicate()
                 if value:
                     return value
+                check_nodes_alive()
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
@@ -212,8 +243,11 @@ class Harness:
     def _call(self, srv_type: Any, name: str, request: Any, timeout: float) -> Any:
         client = self.node.create_client(srv_type, name)
         try:
-            if not client.wait_for_service(timeout_sec=timeout):
-                raise TimeoutError(f"service {name} not available")
+            deadline = time.monotonic() + timeout
+            while not client.wait_for_service(timeout_sec=min(0.5, timeout)):
+                check_nodes_alive()
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"service {name} not available")
             future = client.call_async(request)
             done = threading.Event()
             future.add_done_callback(lambda _: done.set())
@@ -242,6 +276,7 @@ class Harness:
                 state = None
             if state == label:
                 return
+            check_nodes_alive()
             time.sleep(0.1)
         raise TimeoutError(f"{node_name} is {state!r}, not {label!r} after {timeout} s")
 

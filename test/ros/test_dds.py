@@ -2,8 +2,9 @@
 
 The last test sends 640x480 rgb8 frames best-effort between two processes under that environment:
 with Fast DDS's default 512 KB shared-memory segments most of them are lost, with the profile's
-64 MiB segments all arrive (that the traffic stays off the network is checked by
-scripts/check_dds_loopback.sh, which needs root for tcpdump).
+64 MiB segments all arrive, in the Jazzy venv too, where Fast DDS 2.14 reads only
+FASTRTPS_DEFAULT_PROFILES_FILE. That the traffic stays off the network is checked by
+scripts/check_dds_loopback.sh, which needs root for tcpdump.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ def test_loopback_env_with_given_domain():
     profile = Path(env["FASTDDS_DEFAULT_PROFILES_FILE"])
     assert profile.name == "fastdds_loopback.xml"
     assert profile.is_file()
+    # Fast DDS 2.x (Jazzy, Humble) reads the older name only: both name the same file.
+    assert env["FASTRTPS_DEFAULT_PROFILES_FILE"] == str(profile)
 
 
 def test_random_domain_ids_stay_in_the_safe_band():
@@ -76,6 +79,7 @@ def test_apply_keeps_user_choices_but_forces_localhost():
     environ = {
         "ROS_DOMAIN_ID": "7",
         "FASTDDS_DEFAULT_PROFILES_FILE": "/robot/profile.xml",
+        "FASTRTPS_DEFAULT_PROFILES_FILE": "/robot/profile_fastdds2.xml",
         "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET",
     }
     applied = dds.apply_loopback_env(17, environ)
@@ -83,15 +87,27 @@ def test_apply_keeps_user_choices_but_forces_localhost():
         "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
         "ROS_DOMAIN_ID": "7",
         "FASTDDS_DEFAULT_PROFILES_FILE": "/robot/profile.xml",
+        "FASTRTPS_DEFAULT_PROFILES_FILE": "/robot/profile_fastdds2.xml",
     }
     assert environ == applied
 
 
+@pytest.mark.parametrize("exported", ["FASTDDS_DEFAULT_PROFILES_FILE",
+                                      "FASTRTPS_DEFAULT_PROFILES_FILE"])
+def test_a_profile_exported_under_one_name_is_used_under_both(exported):
+    environ = {exported: "/robot/profile.xml"}
+    dds.apply_loopback_env(17, environ)
+    assert environ["FASTDDS_DEFAULT_PROFILES_FILE"] == "/robot/profile.xml"
+    assert environ["FASTRTPS_DEFAULT_PROFILES_FILE"] == "/robot/profile.xml"
+
+
 def test_apply_treats_empty_values_as_unset():
-    environ = {"ROS_DOMAIN_ID": "", "FASTDDS_DEFAULT_PROFILES_FILE": ""}
+    environ = {"ROS_DOMAIN_ID": "", "FASTDDS_DEFAULT_PROFILES_FILE": "",
+               "FASTRTPS_DEFAULT_PROFILES_FILE": ""}
     dds.apply_loopback_env(9, environ)
     assert environ["ROS_DOMAIN_ID"] == "9"
     assert environ["FASTDDS_DEFAULT_PROFILES_FILE"].endswith("fastdds_loopback.xml")
+    assert environ["FASTRTPS_DEFAULT_PROFILES_FILE"] == environ["FASTDDS_DEFAULT_PROFILES_FILE"]
 
 
 def test_session_environment_is_applied(ros_env):

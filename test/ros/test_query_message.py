@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from sam3_agent_ros.ros.query_message import ParsedQuery, QueryRejected, parse_query_message
+from sam3_agent_ros.ros.query_message import (
+    ParsedQuery,
+    QueryRejected,
+    StopFollow,
+    parse_query_message,
+)
 
 
 @pytest.mark.parametrize("raw,expected", [
@@ -44,3 +49,25 @@ def test_oversized_query_is_rejected_before_parsing():
     with pytest.raises(QueryRejected, match="3001 characters long, more than max_query_chars=3000"):
         parse_query_message("{" + "x" * 3000, 3000)
     assert parse_query_message("x" * 3000, 3000).text == "x" * 3000
+
+
+@pytest.mark.parametrize("raw,expected", [
+    ('{"id": "f", "query": "the red cup", "follow": true}', ParsedQuery("f", "the red cup", True)),
+    ('{"query": "the red cup", "follow": false}', ParsedQuery(None, "the red cup", False)),
+    ('{"stop_follow": true}', StopFollow(None)),
+    ('{"id": "s-1", "stop_follow": true}', StopFollow("s-1")),
+])
+def test_follow_and_stop_follow(raw, expected):
+    assert parse_query_message(raw, 2000) == expected
+
+
+@pytest.mark.parametrize("raw,reason", [
+    ('{"query": "x", "follow": "yes"}', "'follow' must be true or false, got 'yes'"),
+    ('{"query": "x", "follow": 1}', "'follow' must be true or false, got 1"),
+    ('{"stop_follow": false}', "'stop_follow' must be true, got False"),
+    ('{"stop_follow": true, "query": "x"}', "cannot also carry 'query' or 'follow'"),
+])
+def test_bad_follow_fields_are_rejected(raw, reason):
+    with pytest.raises(QueryRejected) as caught:
+        parse_query_message(raw, 2000)
+    assert reason in caught.value.reason

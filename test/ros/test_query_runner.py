@@ -328,3 +328,39 @@ def test_unknown_policy_is_refused():
     with pytest.raises(ValueError, match="unknown query policy"):
         QueryRunner(answer=None, to_frame=None, publish=None, status=None,
                     frames=LatestFrame(), policy="lifo")
+
+
+def test_has_room_follows_the_queue_and_stop(stop_runners):
+    runner, agent, outputs, frames = make_runner(QUEUE, queue_size=1)
+    frames.put(Message("f"))
+    runner.submit(Query("a", "x"))
+    agent.wait_started("a")
+    assert runner.has_room()
+    runner.submit(Query("b", "y"))  # waits: the queue is now full
+    assert not runner.has_room()
+    agent.release("a")
+    agent.release("b")
+    outputs.wait_results(2)
+    assert runner.has_room()
+    assert runner.stop("test over", TIMEOUT)
+    assert not runner.has_room()
+
+
+def test_cancel_one_query_running_or_waiting(stop_runners):
+    runner, agent, outputs, frames = make_runner(QUEUE)
+    stop_runners(runner)
+    frames.put(Message("f"))
+    runner.submit(Query("a", "x"))
+    agent.wait_started("a")
+    runner.submit(Query("b", "y"))
+    runner.submit(Query("c", "z"))
+    assert runner.cancel("b", "goal cancelled")  # waiting: ends at once
+    assert runner.cancel("a", "goal cancelled")  # running: the agent sees its token
+    agent.release("c")
+    outputs.wait_results(3)
+    assert outputs.result("b").status == QueryStatus.CANCELLED
+    assert outputs.result("b").error == "goal cancelled"
+    assert outputs.result("a").status == QueryStatus.CANCELLED
+    assert outputs.result("c").status == QueryStatus.SUCCEEDED
+    assert outputs.phases("b") == ["queued", "done"]
+    assert not runner.cancel("a", "again")  # finished: unknown

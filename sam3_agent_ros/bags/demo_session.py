@@ -1,0 +1,248 @@
+"""The demo's rclpy side: a listener/recorder node spinning in the background, the bag replayed
+under its control, results scored as they arrive (``DemoSession``)."""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sam3_agent_ros.bags import sample
+from sam3_agent_ros.bags.demo_scoring import (
+    QueryOutcome,
+    format_outcome,
+    mono8_to_mask,
+    score_outcome,
+)
+from sam3_agent_ros.bags.node_process import NodeProcess
+from sam3_agent_ros.bags.record import NODE_OUTPUT_TOPICS
+
+RESULT_TOPIC = "/sam3_agent/result"
+MASK_TOPIC = "/sam3_agent/mask"
+OVERLAY_TOPIC = "/sam3_agent/overlay"
+IMAGE_WAIT_S = 1.0  # how long a result waits for its mask/overlay images before being scored
+
+
+class DemoSession:
+    """The demo's rclpy side: a listener/recorder node spinning in the background, the replay in
+    the calling thread's control, results scored as they arrive."""
+
+    def __init__(self, truth: sample.GroundTruth, outcomes: list[QueryOutcome], out_dir: Path,
+                 bag_out: Path, out) -> None:
+        import rclpy
+        from rclpy.executors import MultiThreadedExecutor
+        from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+        from rclpy.signals import SignalHandlerOptions
+        from sensor_msgs.msg import Image
+        from std_msgs.msg import String
+
+        from sam3_agent_ros.bags.record import BagRecorder
+
+        self.truth, self.outcomes, self.out_dir, self.out = truth, outcomes, out_dir, out
+        self.events: queue.Queue = queue.Queue()
+        self.query_published: dict[int, float] = {}  # index into truth.queries -> wall time
+        self.stop = threading.Event()
+        self.context = rclpy.context.Context()
+        rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
+        self.node = rclpy.create_node("sam3_agent_demo", context=self.context)
+        qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
+                         depth=50, durability=DurabilityPolicy.VOLATILE)
+        self.node.create_subscription(
+            String, RESULT_TOPIC, lambda m: self.events.put(("result", time.monotonic(), m)), qos)
+        for topic, kind in ((MASK_TOPIC, "mask"), (OVERLAY_TOPIC, "overlay")):
+            self.node.create_subscription(
+                Image, topic, lambda m, k=kind: self.events.put((k, time.monotonic(), m)), qos)
+        self.recorder = BagRecorder(self.node, bag_out, NODE_OUTPUT_TOPICS)
+        self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
+        self.executor.add_node(self.node)
+        self.spinner = threading.Thread(target=self._spin, daemon=True)
+        self.spinner.start()
+        self.replay_error: BaseException | None = None
+
+    def _spin(self) -> None:
+        while not self.stop.is_set() and self.context.ok():
+            try:
+                self.executor.spin_once(timeout_sec=0.1)
+            except Exception:  # shutting down
+                if self.stop.is_set():
+                    return
+                raise
+
+    def run(self, bag_dir: Path, process: NodeProcess, rate: float, startup_timeout_s: float,
+            result_timeout_s: float) -> None:
+        self._wait_for_node(process, startup_timeout_s)
+        replay_done = threading.Event()
+        replay = threading.Thread(target=self._replay, args=(bag_dir, rate, replay_done),
+                                  daemon=True)
+        print(f"[demo] node active; replaying {len(self.truth.stamps_ns)} frames and "
+              f"{len(self.truth.queries)} queries", file=self.out)
+        replay.start()
+        pending: list[tuple[float, dict]] = []  # (received, result) waiting for their images
+        masks: dict[int, list[np.ndarray]] = {}
+        overlays: dict[int, list] = {}
+        deadline = None
+        while True:
+            if replay_done.is_set() and deadline is None:
+                if self.replay_error is not None:
+                    raise RuntimeError(f"replay failed: {self.replay_error}")
+                deadline = time.monotonic() + result_timeout_s
+            if not process.running():
+                raise RuntimeError(f"the node exited (status {process.process.returncode})")
+            try:
+                kind, received, msg = self.events.get(timeout=0.05)
+            except queue.Empty:
+                kind = None
+            if kind == "result":
+                pending.append((received, json.loads(msg.data)))
+            elif kind in ("mask", "overlay"):
+                stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+                store = masks if kind == "mask" else overlays
+                store.setdefault(stamp, []).append(msg)
+            pending = self._score_ready(pending, masks, overlays)
+            answered_all = all(o.result_count > 0 for o in self.outcomes)
+            if replay_done.is_set() and answered_all and not pending:
+                # a short grace period shows a duplicate result, should the node send one
+                grace_end = time.monotonic() + 0.5
+                while time.monotonic() < grace_end:
+                    try:
+                        kind, received, msg = self.events.get(timeout=0.05)
+                    except queue.Empty:
+                        continue
+                    if kind == "result":
+                        self._count_extra(json.loads(msg.data))
+                return
+            if deadline is not None and time.monotonic() > deadline:
+                self._score_ready(pending, masks, overlays, force=True)
+                return
+
+    def _wait_for_node(self, process: NodeProcess, timeout_s: float) -> None:
+        """Until the node subscribes to the camera and query topics (it is active) and the
+        recorder is subscribed to its outputs."""
+        deadline = time.monotonic() + timeout_s
+        needed = (sample.COLOR_TOPIC, sample.QUERY_TOPIC)
+        while True:
+            if not process.running():
+                raise RuntimeError(f"the node exited during start-up "
+                                   f"(status {process.process.returncode})")
+            failure = process.startup_failure()
+            if failure:
+                raise RuntimeError(f"the node did not start: {failure}")
+            active = all(self.node.count_subscribers(t) > 0 for t in needed)
+            outputs = self.node.count_publishers(RESULT_TOPIC) > 0
+            recording = RESULT_TOPIC in self.recorder.subscribed_topics
+            if active and outputs and recording:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the node did not become active within {timeout_s:.0f} s")
+            time.sleep(0.1)
+        # depth subscriptions are created right after image/query: give them a moment
+        depth_deadline = time.monotonic() + 2.0
+        while time.monotonic() < depth_deadline and not all(
+                self.node.count_subscribers(t) > 0
+                for t in (sample.DEPTH_TOPIC, sample.CAMERA_INFO_TOPIC)):
+            time.sleep(0.05)
+        time.sleep(0.5)  # let the recorder's and our subscriptions match the node's publishers
+
+    def _replay(self, bag_dir: Path, rate: float, done: threading.Event) -> None:
+        from sam3_agent_ros.bags.replay import replay_bag
+
+        query_index = {q["data"]: i for i, q in enumerate(self.truth.queries)}
+
+        def on_publish(message, topic, wall):
+            if message.topic == sample.QUERY_TOPIC:
+                from rclpy.serialization import deserialize_message
+                from std_msgs.msg import String
+
+                data = deserialize_message(message.data, String).data
+                if data in query_index:
+                    self.query_published[query_index[data]] = wall
+
+        try:
+            replay_bag(bag_dir, self.node, rate=rate, stop=self.stop, on_publish=on_publish,
+                       wait_for_topics=(sample.COLOR_TOPIC, sample.QUERY_TOPIC),
+                       wait_timeout_s=10.0)
+        except BaseException as exc:  # reported by the main thread
+            self.replay_error = exc
+        finally:
+            done.set()
+
+    def _score_ready(self, pending, masks, overlays, force: bool = False):
+        still = []
+        for received, result in pending:
+            stamp = result.get("stamp") or {}
+            stamp_ns = int(stamp.get("sec", 0)) * 1_000_000_000 + int(stamp.get("nanosec", 0))
+            has_images = stamp_ns in masks and stamp_ns in overlays
+            if not has_images and not force and time.monotonic() - received < IMAGE_WAIT_S:
+                still.append((received, result))
+                continue
+            mask_msg = masks[stamp_ns].pop(0) if masks.get(stamp_ns) else None
+            overlay_msg = overlays[stamp_ns].pop(0) if overlays.get(stamp_ns) else None
+            self._score(received, result, mask_msg, overlay_msg)
+        return still
+
+    def _find_outcome(self, result: dict) -> tuple[int, QueryOutcome] | None:
+        query = self.truth.query_for(result.get("query_id"), result.get("query", ""))
+        if query is None:
+            return None
+        index = self.truth.queries.index(query)
+        return index, self.outcomes[index]
+
+    def _count_extra(self, result: dict) -> None:
+        found = self._find_outcome(result)
+        if found is not None:
+            found[1].result_count += 1
+            found[1].correct = False
+            found[1].problem = "more than one result for this query"
+
+    def _score(self, received: float, result: dict, mask_msg, overlay_msg) -> None:
+        found = self._find_outcome(result)
+        if found is None:
+            print(f"[demo] result for a query not in the bag: {result.get('query')!r}",
+                  file=self.out)
+            return
+        index, outcome = found
+        outcome.result_count += 1
+        if outcome.result_count > 1:
+            outcome.correct = False
+            outcome.problem = "more than one result for this query"
+            return
+        mask = None
+        if mask_msg is not None:
+            mask = mono8_to_mask(mask_msg.height, mask_msg.width, mask_msg.step,
+                                 bytes(mask_msg.data))
+        score_outcome(outcome, result, self.truth, mask)
+        if index in self.query_published:
+            outcome.latency_s = received - self.query_published[index]
+        label = str(result.get("query_id") or outcome.query_id or index + 1)
+        if overlay_msg is not None:
+            outcome.overlay_png = str(self._write_overlay(index, label, overlay_msg))
+        print(format_outcome(outcome, label), file=self.out)
+        self.out.flush()
+
+    def _write_overlay(self, index: int, label: str, msg) -> Path:
+        import cv2
+
+        rows = np.frombuffer(bytes(msg.data), np.uint8)[:msg.height * msg.step]
+        rgb = rows.reshape(msg.height, msg.step)[:, :msg.width * 3].reshape(msg.height,
+                                                                            msg.width, 3)
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in label)
+        path = self.out_dir / f"{index + 1:02d}_{safe}_overlay.png"
+        cv2.imwrite(str(path), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+        return path
+
+    def close(self) -> None:
+        """Stop the replay, finish the output bag, shut rclpy down (idempotent)."""
+        self.stop.set()
+        try:
+            self.recorder.close()
+        finally:
+            self.spinner.join(timeout=2.0)
+            self.executor.shutdown(timeout_sec=1.0)
+            self.node.destroy_node()
+            import rclpy
+
+            rclpy.try_shutdown(context=self.context)

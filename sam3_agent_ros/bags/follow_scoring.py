@@ -1,0 +1,148 @@
+"""Follow mode scored against the moving sample's ground truth (pure: no ROS).
+
+For each followed query of the bag: the IoU of ``~/follow/mask`` with the true mask on every
+``tracking`` frame where the object is in view (a tracking frame without the object counts 0),
+the 3D error of ``~/follow/target`` on frames where the object is wholly in view (its true
+point is the centre of its top face, which a partly visible object does not show), and how
+following ended (``lost`` within ``follow.lost_timeout_s`` of the object leaving the view, or
+``stopped``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from sam3_agent_ros.bags import sample
+
+MIN_MEAN_IOU = 0.85
+MAX_MEAN_ERROR_CM = 2.0
+
+
+def stamp_of(status: dict) -> int:
+    frame = status.get("frame") or {}
+    return int(frame.get("sec", 0)) * 1_000_000_000 + int(frame.get("nanosec", 0))
+
+
+def touches_border(mask: np.ndarray) -> bool:
+    return bool(mask[0].any() or mask[-1].any() or mask[:, 0].any() or mask[:, -1].any())
+
+
+@dataclass
+class FollowOutcome:
+    """One followed query of the bag and what the node made of it."""
+
+    query_id: str
+    query: str
+    expected: str
+    ends: str  # the expected final state
+    answer: str | None = None  # the query's result status
+    frames: int = 0  # tracking updates
+    ious: list[float] = field(default_factory=list)
+    errors_cm: list[float] = field(default_factory=list)
+    latencies_ms: list[float] = field(default_factory=list)
+    final_state: str | None = None
+    final_reason: str | None = None
+    lost_delay_s: float | None = None  # object left the view -> lost
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def mean_iou(self) -> float | None:
+        return float(np.mean(self.ious)) if self.ious else None
+
+    @property
+    def mean_error_cm(self) -> float | None:
+        return float(np.mean(self.errors_cm)) if self.errors_cm else None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict:
+        out = asdict(self)
+        out.update(mean_iou=self.mean_iou, mean_error_cm=self.mean_error_cm, ok=self.ok)
+        return out
+
+
+def score_follow(outcome: FollowOutcome, statuses: list[dict], masks: dict[int, np.ndarray],
+                 targets: dict[int, np.ndarray], truth: sample.GroundTruth,
+                 leaves_ns: int | None, lost_timeout_s: float) -> None:
+    """Fill ``outcome`` from its ``~/follow/status`` messages (in arrival order), the received
+    masks and targets by frame stamp (ns), and the ground truth."""
+    name = outcome.expected
+    for status in statuses:
+        stamp = stamp_of(status)
+        if status.get("state") != "tracking":
+            continue
+        outcome.frames += 1
+        if status.get("latency_ms") is not None:
+            outcome.latencies_ms.append(float(status["latency_ms"]))
+        index = truth.frame_index(stamp)
+        if index is None:
+            outcome.problems.append(f"a follow status has stamp {stamp}, not a frame of the bag")
+            continue
+        true_mask = truth.mask(index, name)
+        if not true_mask.any():
+            continue
+        got = masks.get(stamp)
+        if got is None and status.get("objects"):
+            continue  # the image was lost in transit: nothing to score
+        outcome.ious.append(0.0 if got is None else sample.mask_iou(got, true_mask))
+        point = targets.get(stamp)
+        if point is not None and not touches_border(true_mask):
+            error = np.asarray(point, float) - truth.position(index, name)
+            outcome.errors_cm.append(float(np.linalg.norm(error) * 100.0))
+    finals = [s for s in statuses if s.get("state") in ("lost", "stopped")]
+    if finals:
+        outcome.final_state = finals[0].get("state")
+        outcome.final_reason = finals[0].get("reason")
+        if outcome.final_state == "lost" and leaves_ns is not None:
+            outcome.lost_delay_s = (stamp_of(finals[0]) - leaves_ns) / 1e9
+    _judge(outcome, len(finals), lost_timeout_s)
+
+
+def _judge(outcome: FollowOutcome, final_count: int, lost_timeout_s: float) -> None:
+    problems = outcome.problems
+    if outcome.answer != "succeeded":
+        problems.append(f"the query ended {outcome.answer or 'unanswered'}")
+        return
+    if outcome.frames == 0:
+        problems.append("no frame was followed")
+    if outcome.mean_iou is not None and outcome.mean_iou < MIN_MEAN_IOU:
+        problems.append(f"mean IoU {outcome.mean_iou:.3f} < {MIN_MEAN_IOU}")
+    if outcome.mean_error_cm is not None and outcome.mean_error_cm > MAX_MEAN_ERROR_CM:
+        problems.append(f"mean 3D error {outcome.mean_error_cm:.2f} cm > {MAX_MEAN_ERROR_CM} cm")
+    if final_count != 1:
+        problems.append(f"{final_count} final statuses (lost/stopped), expected exactly 1")
+    if outcome.final_state != outcome.ends:
+        problems.append(f"ended {outcome.final_state}, expected {outcome.ends}")
+    elif outcome.ends == "lost":
+        delay = outcome.lost_delay_s
+        if delay is None or not 0.0 <= delay <= lost_timeout_s:
+            problems.append(f"lost {delay} s after the object left the view (expected within "
+                            f"follow.lost_timeout_s = {lost_timeout_s:g} s)")
+
+
+def format_outcome(outcome: FollowOutcome) -> list[str]:
+    """The lines printed for one followed query: summary, per-frame IoU, how it ended."""
+    head = f"[{outcome.query_id}] {outcome.query!r} -> {outcome.expected}: answer " \
+           f"{outcome.answer}, {outcome.frames} frames followed"
+    if outcome.mean_iou is not None:
+        head += f", IoU mean {outcome.mean_iou:.3f} (min {min(outcome.ious):.3f})"
+    if outcome.mean_error_cm is not None:
+        head += (f", 3D error mean {outcome.mean_error_cm:.2f} cm "
+                 f"(max {max(outcome.errors_cm):.2f} cm)")
+    if outcome.latencies_ms:
+        head += f", latency median {float(np.median(outcome.latencies_ms)):.1f} ms"
+    lines = [head]
+    for start in range(0, len(outcome.ious), 15):
+        chunk = outcome.ious[start:start + 15]
+        lines.append(f"    IoU per frame [{start + 1}-{start + len(chunk)}]: "
+                     + " ".join(f"{v:.2f}" for v in chunk))
+    end = f"    ended: {outcome.final_state} ({outcome.final_reason})"
+    if outcome.lost_delay_s is not None:
+        end += f", {outcome.lost_delay_s:.2f} s after the object left the view"
+    lines.append(end)
+    lines.append("    " + ("OK" if outcome.ok else "WRONG: " + "; ".join(outcome.problems)))
+    return lines

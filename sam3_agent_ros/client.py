@@ -1,0 +1,198 @@
+"""A client for the node's action ``~/segment``, and ``sam3-agent ask --ros "query"``.
+
+``SegmentClient(node).ask("the leftmost blue object", timeout_s=30.0)`` sends one goal and
+returns the ``Segment.Result`` message (``status``, ``error``, ``header``, ``masks``, ``mask``,
+``labels``, ``target_valid``, ``target``, ``result_json``; CONTRACTS §5a). The caller's node may
+be spun by an executor in another thread (the client then waits on the futures) or not spun at
+all (the client spins it while waiting). Do not call ``ask`` from a callback of the node's own
+single-threaded executor: it would wait for itself.
+
+Nothing ROS is imported at module import (the core stays ROS-free): rclpy and the generated
+interfaces are imported when a client is made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_ACTION = "/sam3_agent/segment"
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+CANCEL_WAIT_S = 5.0  # after a timeout: how long to wait for the cancelled goal's result
+
+
+class SegmentError(RuntimeError):
+    """The goal got no result: no server, goal rejected, or timed out (then it was cancelled)."""
+
+
+@dataclass(frozen=True)
+class GoalOutcome:
+    goal_status: str  # SUCCEEDED | ABORTED | CANCELED
+    result: Any  # Segment.Result
+
+
+class SegmentClient:
+    def __init__(self, node: Any, action_name: str = DEFAULT_ACTION):
+        from rclpy.action import ActionClient
+
+        from sam3_agent_ros.action import Segment
+
+        self._node = node
+        self._segment = Segment
+        self.action_name = action_name
+        self._client = ActionClient(node, Segment, action_name)
+        self._own_executor: Any = None  # spins the node while waiting when nobody else does
+
+    def ask(self, query: str, timeout_s: float = 60.0, query_id: str = "",
+            on_feedback: Callable[[Any], None] | None = None,
+            server_timeout_s: float = 10.0, follow: bool = False) -> Any:
+        """Send one goal and return its ``Segment.Result``; raises ``SegmentError`` when there is
+        no server within ``server_timeout_s``, the goal is rejected, or no result came within
+        ``timeout_s`` (the goal is cancelled first). ``follow``: keep the answer current on new
+        frames afterwards (``~/follow/*``)."""
+        return self.send(query, timeout_s, query_id, on_feedback, server_timeout_s,
+                         follow).result
+
+    def send(self, query: str, timeout_s: float = 60.0, query_id: str = "",
+             on_feedback: Callable[[Any], None] | None = None,
+             server_timeout_s: float = 10.0, follow: bool = False) -> GoalOutcome:
+        """``ask``, also returning the goal's final status (``GoalOutcome``)."""
+        from action_msgs.msg import GoalStatus
+
+        deadline = time.monotonic() + timeout_s
+        server_timeout_s = min(server_timeout_s, timeout_s)
+        if not self._wait_for_server(server_timeout_s):
+            raise SegmentError(f"no action server {self.action_name} after {server_timeout_s:g} s")
+        goal = self._segment.Goal(query=query, query_id=query_id, follow=bool(follow))
+
+        def feedback(message: Any) -> None:
+            if on_feedback is not None:
+                on_feedback(message.feedback)
+
+        sent = self._client.send_goal_async(goal, feedback_callback=feedback)
+        if not self._wait(sent, deadline):
+            raise SegmentError(f"no answer to the goal within {timeout_s:g} s")
+        goal_handle = sent.result()
+        if not goal_handle.accepted:
+            raise SegmentError("goal rejected by the node (not active, or its queue is full; "
+                               "see the node's log)")
+        result = goal_handle.get_result_async()
+        if self._wait(result, deadline):
+            response = result.result()
+            names = {GoalStatus.STATUS_SUCCEEDED: "SUCCEEDED", GoalStatus.STATUS_ABORTED:
+                     "ABORTED", GoalStatus.STATUS_CANCELED: "CANCELED"}
+            return GoalOutcome(names.get(response.status, str(response.status)), response.result)
+        goal_handle.cancel_goal_async()
+        self._wait(result, time.monotonic() + CANCEL_WAIT_S)
+        raise SegmentError(f"no result within {timeout_s:g} s (goal cancelled)")
+
+    def destroy(self) -> None:
+        self._client.destroy()
+        if self._own_executor is not None:
+            self._own_executor.remove_node(self._node)
+            self._own_executor.shutdown(timeout_sec=1.0)
+            self._own_executor = None
+
+    def _wait_for_server(self, timeout_s: float) -> bool:
+        return self._client.wait_for_server(timeout_sec=timeout_s)  # discovery needs no spinning
+
+    def _wait(self, future: Any, deadline: float) -> bool:
+        """Wait for an rclpy future until ``deadline`` (monotonic); True when done. Spins the
+        node on a private executor when no other executor does."""
+        left = deadline - time.monotonic()
+        if future.done() or left <= 0:
+            return future.done()
+        if self._node.executor is None:
+            from rclpy.executors import SingleThreadedExecutor
+
+            self._own_executor = SingleThreadedExecutor(context=self._node.context)
+            self._own_executor.add_node(self._node)
+        if self._node.executor is self._own_executor:
+            self._own_executor.spin_until_future_complete(future, timeout_sec=left)
+        else:
+            done = threading.Event()
+            future.add_done_callback(lambda _: done.set())
+            done.wait(left)
+        return future.done()
+
+
+# --- `sam3-agent ask --ros` ----------------------------------------------------------------------
+
+
+def register(subparsers: Any) -> None:
+    """Add ``ask`` to the ``sam3-agent`` sub-command parsers."""
+    ask = subparsers.add_parser(
+        "ask", help="send one query to a running node over ROS (action ~/segment)",
+        description="Send one goal to the action of a running sam3_agent_node and print the "
+                    "result JSON (as on ~/result). Exit status: 0 succeeded/no_mask, "
+                    "1 failed/cancelled/no answer, 2 bad usage.")
+    ask.add_argument("query", help='e.g. "the leftmost blue object"')
+    ask.add_argument("--ros", action="store_true", required=True,
+                     help="ask the node over ROS (the only way for now; required)")
+    ask.add_argument("--action", default=DEFAULT_ACTION,
+                     help=f"the node's action (default {DEFAULT_ACTION})")
+    ask.add_argument("--query-id", default="", help="query_id (default: the node assigns one)")
+    ask.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                     help="give up (and cancel the goal) after this long (default 60)")
+    ask.add_argument("--follow", action="store_true",
+                     help="keep the answer current on new frames afterwards (~/follow/*)")
+    ask.add_argument("--feedback", action="store_true",
+                     help="print each feedback message as JSON on stderr")
+    ask.add_argument("--loopback", action="store_true",
+                     help="keep DDS on this machine (127.0.0.1 only)")
+    ask.set_defaults(handler=cmd_ask)
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    if not args.query.strip():
+        print("sam3-agent ask: the query is empty", file=sys.stderr)
+        return EXIT_USAGE
+    if args.timeout <= 0:
+        print("sam3-agent ask: --timeout must be > 0", file=sys.stderr)
+        return EXIT_USAGE
+    if args.loopback:
+        from sam3_agent_ros.ros.dds import apply_loopback_env
+
+        apply_loopback_env()
+    import rclpy
+
+    try:
+        from sam3_agent_ros.action import Segment  # noqa: F401 (fail early, clearly)
+    except ImportError as exc:
+        print(f"sam3-agent ask: the interfaces are not installed ({exc}); run "
+              "scripts/build_interfaces.sh .venv or source a colcon workspace", file=sys.stderr)
+        return EXIT_FAILED
+
+    def print_feedback(feedback: Any) -> None:
+        fields = ("phase", "round", "tool", "text_prompt", "num_masks", "reasoning", "elapsed_s")
+        print(json.dumps({name: getattr(feedback, name) for name in fields}), file=sys.stderr)
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("sam3_agent_ask", context=context)
+    client = None
+    try:
+        client = SegmentClient(node, args.action)
+        try:
+            result = client.ask(args.query, timeout_s=args.timeout, query_id=args.query_id,
+                                on_feedback=print_feedback if args.feedback else None,
+                                follow=args.follow)
+        except SegmentError as exc:
+            print(f"sam3-agent ask: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        except KeyboardInterrupt:
+            print("sam3-agent ask: interrupted", file=sys.stderr)
+            return EXIT_FAILED
+        print(result.result_json)
+        return EXIT_OK if result.status in ("succeeded", "no_mask") else EXIT_FAILED
+    finally:
+        if client is not None:
+            client.destroy()
+        node.destroy_node()
+        rclpy.shutdown(context=context)

@@ -1,0 +1,109 @@
+"""``flow`` tracker: move each mask to the next frame with dense optical flow (OpenCV DIS).
+
+Per frame: the frame is converted to grayscale at a reduced size (longest side
+``follow.flow_max_side``), DIS computes the backward flow (new frame -> previous frame), and each
+mask is pulled through it with ``cv2.remap`` inside a window around its previous box only, so the
+cost grows with the objects' size, not the frame's. The flow is upsampled to full resolution
+inside that window; the warped mask is the 0.5 level of the linearly interpolated previous mask,
+so edges stay sub-pixel and do not erode step by step.
+
+Confidence of a warped mask: the previous confidence times the ratio of the smaller to the larger
+of its new and previous areas (an object leaving the view, or flow tearing a mask apart or
+collapsing it, loses confidence; a rigid motion keeps it).
+Drift is corrected outside this module: the session re-detects every ``follow.redetect_every``
+frames and when confidence drops (see ``session.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import cv2
+import numpy as np
+
+from sam3_agent_ros.follow.tracker import MISSING, Estimate, mask_area, pixel_box
+
+SOURCE = "flow"
+# Pixels added around a mask's box before warping, beyond the largest flow vector.
+_WINDOW_MARGIN_PX = 4
+
+
+def flow_scale(height: int, width: int, max_side: int) -> float:
+    """Factor from full resolution to the flow resolution (<= 1)."""
+    return min(1.0, max_side / float(max(height, width)))
+
+
+class FlowTracker:
+    """Dense-flow propagation. Call ``reset(frame)`` with the frame the masks were made on, then
+    ``track(frame, previous)`` on each new frame (it also remembers that frame)."""
+
+    source = SOURCE
+
+    def __init__(self, max_side: int = 320):
+        self._max_side = int(max_side)
+        self._dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST)
+        self._previous_gray: np.ndarray | None = None
+        self._scale = 1.0
+
+    def reset(self, frame_rgb: np.ndarray) -> None:
+        self._previous_gray = self._gray(frame_rgb)
+
+    def _gray(self, frame_rgb: np.ndarray) -> np.ndarray:
+        height, width = frame_rgb.shape[:2]
+        self._scale = flow_scale(height, width, self._max_side)
+        gray = cv2.cvtColor(frame_rgb, cv2.COLOR_RGB2GRAY)
+        if self._scale < 1.0:
+            size = (max(1, round(width * self._scale)), max(1, round(height * self._scale)))
+            gray = cv2.resize(gray, size, interpolation=cv2.INTER_AREA)
+        return gray
+
+    def track(self, frame_rgb: np.ndarray, previous: Sequence[Estimate]) -> list[Estimate]:
+        if self._previous_gray is None:
+            raise RuntimeError("FlowTracker.track before reset(first frame)")
+        gray = self._gray(frame_rgb)
+        if gray.shape != self._previous_gray.shape:
+            raise ValueError("frame size changed; reset the tracker")
+        backward = self._dis.calc(gray, self._previous_gray, None)  # new(x) ~ old(x + flow(x))
+        self._previous_gray = gray
+        reach = float(np.abs(backward).max()) / self._scale if backward.size else 0.0
+        return [self._warp(estimate, backward, reach, frame_rgb.shape[:2])
+                for estimate in previous]
+
+    def _warp(self, estimate: Estimate, backward: np.ndarray, reach: float,
+              shape: tuple[int, int]) -> Estimate:
+        if estimate.mask is None:
+            return MISSING
+        box = pixel_box(estimate.mask)
+        if box is None:
+            return MISSING
+        height, width = shape
+        margin = int(np.ceil(reach)) + _WINDOW_MARGIN_PX
+        x0, y0 = max(0, box[0] - margin), max(0, box[1] - margin)
+        x1, y1 = min(width, box[2] + margin), min(height, box[3] + margin)
+        scale = self._scale
+        # The low-resolution flow under the window, upsampled to the window's full-res pixels.
+        fx0, fy0 = int(np.floor(x0 * scale)), int(np.floor(y0 * scale))
+        fx1 = min(backward.shape[1], int(np.ceil(x1 * scale)) + 1)
+        fy1 = min(backward.shape[0], int(np.ceil(y1 * scale)) + 1)
+        # Map of full-res pixel x to low-res coordinate: (x + 0.5) * scale - 0.5.
+        xs = (np.arange(x0, x1, dtype=np.float32) + 0.5) * scale - 0.5 - fx0
+        ys = (np.arange(y0, y1, dtype=np.float32) + 0.5) * scale - 0.5 - fy0
+        map_x, map_y = np.meshgrid(xs, ys)
+        window_flow = cv2.remap(backward[fy0:fy1, fx0:fx1], map_x, map_y, cv2.INTER_LINEAR,
+                                borderMode=cv2.BORDER_REPLICATE)
+        grid_x, grid_y = np.meshgrid(np.arange(x0, x1, dtype=np.float32),
+                                     np.arange(y0, y1, dtype=np.float32))
+        source_x = grid_x + window_flow[..., 0] / scale
+        source_y = grid_y + window_flow[..., 1] / scale
+        warped = cv2.remap(estimate.mask.astype(np.float32), source_x, source_y, cv2.INTER_LINEAR,
+                           borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
+        inside = warped >= 0.5
+        mask = np.zeros(shape, bool)
+        mask[y0:y1, x0:x1] = inside
+        area = mask_area(mask)
+        if area == 0:
+            return MISSING
+        previous_area = mask_area(estimate.mask)
+        area_ratio = min(area, previous_area) / max(area, previous_area)
+        return Estimate(mask=mask, confidence=estimate.confidence * area_ratio,
+                        trust=estimate.trust * area_ratio)

@@ -1,0 +1,148 @@
+"""The node's follow mode (CONTRACTS §5b): which queries are followed, the follow thread, the
+``~/follow/*`` outputs and the ``~/stop_follow`` service (std_srvs/Trigger).
+
+The node calls, in order of a query's life:
+- ``request(query_id, follow)`` from the query callback (``follow`` None: ``follow.default``),
+  after ``stop("new query ...")``: a new query ends following first;
+- ``before_answer()`` on the query worker, before the agent runs (waits, bounded, for the follow
+  thread to finish its frame: the segmenter is shared);
+- ``after_result(result)`` on the query worker, after the result is published: a succeeded
+  query that asked to be followed starts a ``FollowSession`` on the answer's frame and masks;
+- ``offer(message)`` from the image callback (O(1)).
+The follow thread (``FollowRunner``) publishes through ``outputs.FollowPublisher``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from sam3_agent_ros.config import Config
+from sam3_agent_ros.core.types import Frame, QueryStatus, Result
+from sam3_agent_ros.ros.follow_runner import STOPPED, FollowRunner, session_source, status_json
+from sam3_agent_ros.ros.outputs import OUTPUT_QOS, FollowPublisher
+
+STOP_FOLLOW_SERVICE = "~/stop_follow"
+BEFORE_ANSWER_WAIT_S = 5.0  # a follow frame (e.g. a SAM 3 re-detection) finishing first
+SHUTDOWN_WAIT_S = 5.0
+
+
+class FollowControl:
+    def __init__(self, node: Any, config: Config, segmenter: Any,
+                 to_frame: Callable[[Any], Frame], depth: Callable[[], Any],
+                 reground: Callable[[str, str], None]):
+        self._node = node
+        self._config = config.follow
+        self._segmenter = segmenter
+        self._depth = depth  # the node's current DepthTargets (None without depth)
+        self._lock = threading.Lock()
+        self._requests: dict[str, tuple[bool, str]] = {}  # query id -> (follow?, query text)
+        self._publisher = FollowPublisher(node, OUTPUT_QOS)
+        self._runner = FollowRunner(to_frame=to_frame, publish=self._publish,
+                                    on_reground=self._on_reground)
+        self._reground = reground
+        self._runner.start()
+        self._service = None
+        try:
+            from std_srvs.srv import Trigger
+        except ImportError:  # e.g. a ROS install without std_srvs: the topic still stops
+            node.get_logger().warning(
+                "std_srvs is not installed: no ~/stop_follow service (publish "
+                '{"stop_follow": true} on the query topic instead)')
+        else:
+            self._service = node.create_service(Trigger, STOP_FOLLOW_SERVICE,
+                                                self._on_stop_service)
+
+    @property
+    def runner(self) -> FollowRunner:
+        return self._runner
+
+    # --- executor thread -------------------------------------------------------------------------
+    def offer(self, message: Any) -> None:
+        self._runner.offer(message)
+
+    def request(self, query_id: str, text: str, follow: bool | None) -> None:
+        wanted = self._config.default if follow is None else bool(follow)
+        with self._lock:
+            self._requests[query_id] = (wanted, text)
+            while len(self._requests) > 1000:  # ids of queries that never finished (bounded)
+                self._requests.pop(next(iter(self._requests)))
+
+    def stop(self, reason: str) -> str | None:
+        """End following (``stopped`` follows from the follow thread); the id, or None."""
+        query_id = self._runner.end(reason)
+        if query_id is not None:
+            self._node.get_logger().info(f"follow of {query_id} ends: {reason}")
+        return query_id
+
+    def _on_stop_service(self, request: Any, response: Any) -> Any:
+        try:
+            query_id = self.stop("~/stop_follow service called")
+            response.success = query_id is not None
+            response.message = (f"stopped following {query_id}" if query_id is not None
+                                else "not following")
+        except Exception as exc:  # a callback that raises would stop the executor
+            response.success, response.message = False, f"{type(exc).__name__}: {exc}"
+        return response
+
+    # --- query worker ----------------------------------------------------------------------------
+    def before_answer(self) -> None:
+        if not self._runner.wait_idle(BEFORE_ANSWER_WAIT_S):
+            self._node.get_logger().warning("follow: the follow thread is still busy with a "
+                                            "frame; the query runs anyway")
+
+    def after_result(self, result: Result) -> None:
+        with self._lock:
+            asked = self._requests.pop(result.query_id, None)
+        if asked is None:  # not through request() (an action goal, a rejected message)
+            asked = (self._config.default and result.status == QueryStatus.SUCCEEDED,
+                     result.query)
+        wanted, text = asked
+        if not wanted:
+            return
+        frame = result.frame
+        if result.status != QueryStatus.SUCCEEDED or frame is None or frame.image.size == 0:
+            self._publish_refusal(result, f"not followed: the query ended {result.status.value}"
+                                  + (f" ({result.error})" if result.error else ""))
+            return
+        from sam3_agent_ros.follow import FollowError, FollowSession
+
+        prompt = result.text_prompts[-1] if result.text_prompts else None
+        try:
+            session = FollowSession(self._config, self._segmenter, frame.image,
+                                    [m.mask for m in result.masks], prompt,
+                                    now_s=frame.stamp_sec + frame.stamp_nanosec / 1e9)
+        except FollowError as exc:
+            self._publish_refusal(result, f"not followed: {exc}")
+            return
+        except Exception as exc:  # noqa: BLE001 (a tracker that cannot start ends following)
+            self._publish_refusal(result, f"not followed: {type(exc).__name__}: {exc}")
+            return
+        self._runner.follow(result.query_id, session, len(result.masks), frame, text)
+        self._node.get_logger().info(
+            f"following {result.query_id} ({len(result.masks)} object(s), "
+            f"follow.mode={self._config.mode})")
+
+    def _publish_refusal(self, result: Result, reason: str) -> None:
+        self._node.get_logger().warning(f"query {result.query_id}: {reason}")
+        self._publish(result.frame, [], status_json(
+            result.query_id, self._config.mode, STOPPED, session_source(self._config), result.frame,
+            None, [], reason))
+
+    # --- follow thread ---------------------------------------------------------------------------
+    def _publish(self, frame: Frame | None, masks: list, status: dict) -> None:
+        self._publisher.publish(frame, masks, status, self._depth())
+
+    def _on_reground(self, query_id: str, text: str) -> None:
+        self._node.get_logger().info(f"follow of {query_id} lost: re-running the query "
+                                     "(follow.reground_on_lost)")
+        self._reground(query_id, text)
+
+    # --- lifecycle -------------------------------------------------------------------------------
+    def destroy(self) -> None:
+        if not self._runner.shutdown(SHUTDOWN_WAIT_S):
+            self._node.get_logger().warning("follow: the follow thread did not stop in time")
+        if self._service is not None:
+            self._node.destroy_service(self._service)
+        self._publisher.destroy()

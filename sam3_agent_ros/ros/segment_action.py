@@ -1,0 +1,271 @@
+"""The action ``~/segment`` (``sam3_agent_ros/action/Segment``): goals are queries.
+
+ROS-thin glue between rclpy's ``ActionServer`` and the node's ``QueryRunner`` (CONTRACTS §5a):
+
+- ``goal_callback`` (executor): reject when the node is not active or the queue is full
+  (``query_policy: queue``); otherwise accept.
+- ``execute`` (executor, a coroutine): submit the goal as a query to the same runner as topic
+  queries (so ``query_policy``, ``~/status``, ``~/result`` and the output images apply), then
+  ``await`` an rclpy ``Future`` that the worker completes. The executor is never blocked: rclpy
+  resumes the coroutine when the future is done (its done callback wakes the executor).
+- ``on_status`` (worker): each status event of a goal's query becomes one feedback message.
+- ``on_result`` (worker, after the node published the answer): the result message is built from
+  the published messages and handed to the goal; ``execute`` then ends the goal SUCCEEDED
+  (succeeded, no_mask), ABORTED (failed) or CANCELED (cancelled).
+- ``cancel_callback`` (executor): accept and cancel the goal's query; the agent stops within one
+  step and the goal ends CANCELED with its ``cancelled`` result.
+
+The interfaces are generated (CMakeLists.txt, scripts/build_interfaces.sh). When they cannot be
+imported, ``serve`` logs it once and returns None: the node runs with topics only.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sensor_msgs.msg import Image
+
+from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.ros.outputs import frame_header, image_messages
+
+ACTION_NAME = "~/segment"
+RESULT_IMAGE_KINDS = ("mask", "labels")
+
+
+class GoalRejected(ValueError):
+    """A goal whose query cannot run (the reason goes into its ``failed`` result)."""
+
+
+def goal_query(text: str, query_id: str, max_chars: int, new_query_id: Callable[[], str]
+               ) -> Query:
+    """The query of a goal: ids as for topic queries (generated when empty); raises
+    ``GoalRejected`` (carrying the query) for an empty or oversized query."""
+    query = Query(query_id.strip() or new_query_id(), text.strip())
+    if len(text) > max_chars:
+        raise GoalRejected(f"query is {len(text)} characters long, more than "
+                           f"max_query_chars={max_chars}", query)
+    if not query.text:
+        raise GoalRejected("empty query", query)
+    return query
+
+
+def feedback_fields(event: StatusEvent) -> dict[str, Any]:
+    """The feedback message's fields for one status event (None becomes "")."""
+    return {"phase": event.phase.value, "round": int(event.round), "tool": event.tool or "",
+            "text_prompt": event.text_prompt or "", "num_masks": int(event.num_masks),
+            "reasoning": event.reasoning or "", "elapsed_s": float(event.elapsed_s)}
+
+
+def result_message(action_type: Any, mask_info_type: Any, result: Result,
+                   published: Any = None) -> Any:
+    """The ``Segment.Result`` of a query. ``published`` is what the node published for it
+    (``outputs.AnswerMessages``: header, result JSON, the images somebody subscribed to, the
+    3D target); the images nobody subscribed to are rendered here. Without ``published`` (the
+    node was releasing its publishers) the message is built from ``result`` alone."""
+    frame: Frame | None = result.frame
+    header = published.header if published is not None else frame_header(frame)
+    images = dict(published.images) if published is not None else {}
+    answered = result.status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK)
+    if answered and frame is not None and frame.image.size > 0:
+        missing = [kind for kind in RESULT_IMAGE_KINDS if kind not in images]
+        if missing:
+            images.update(image_messages(frame.image, [m.mask for m in result.masks], header,
+                                         missing))
+    message = action_type.Result()
+    message.status = result.status.value
+    message.error = result.error or ""
+    message.header = header
+    message.masks = [
+        mask_info_type(id=index + 1, score=float(mask.score),
+                       bbox=[float(v) for v in mask.bbox], area=int(mask.area),
+                       centroid=[float(v) for v in mask.centroid])
+        for index, mask in enumerate(result.masks)]
+    message.mask = images.get("mask") or Image(header=header)
+    message.labels = images.get("labels") or Image(header=header)
+    target = published.target if published is not None else None
+    message.target_valid = target is not None
+    if target is not None:
+        message.target = target
+    else:
+        message.target.header = header
+    message.result_json = (published.result.data if published is not None
+                           else json.dumps(result.to_json()))
+    return message
+
+
+@dataclass
+class _Goal:
+    handle: Any  # rclpy ServerGoalHandle
+    query: Query
+    done: Any  # rclpy Future: (status, result message)
+
+
+class SegmentActionServer:
+    """``~/segment`` on ``node``. ``runner()`` is the node's current QueryRunner (None while
+    unconfigured), ``active()`` whether the node is active, ``max_query_chars()`` the limit."""
+
+    def __init__(self, node: Any, interfaces: tuple[Any, Any], *,
+                 runner: Callable[[], Any], active: Callable[[], bool],
+                 new_query_id: Callable[[], str], max_query_chars: Callable[[], int],
+                 request_follow: Callable[[str, str, bool | None], None] | None = None):
+        from rclpy.action import ActionServer
+
+        self._node = node
+        self._action, self._mask_info = interfaces
+        self._runner, self._active = runner, active
+        self._new_query_id, self._max_query_chars = new_query_id, max_query_chars
+        self._request_follow = request_follow
+        self._lock = threading.Lock()
+        self._goals: dict[str, _Goal] = {}  # query id -> goal, while its query has no result
+        self._server = ActionServer(
+            node, self._action, ACTION_NAME, execute_callback=self._execute,
+            goal_callback=self._on_goal, cancel_callback=self._on_cancel)
+
+    # --- executor side -------------------------------------------------------------------------
+    def _on_goal(self, goal: Any) -> Any:
+        from rclpy.action import GoalResponse
+
+        runner = self._runner()
+        reason = None
+        if runner is None or not self._active():
+            reason = "the node is not active"
+        elif not runner.has_room():
+            reason = (f"queue full (queue_size={runner.queue_size})" if runner.policy == "queue"
+                      else "the node is shutting down")
+        if reason is not None:
+            self._node.get_logger().warning(f"segment goal {goal.query!r} rejected: {reason}")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _on_cancel(self, goal_handle: Any) -> Any:
+        from rclpy.action import CancelResponse
+
+        runner = self._runner()
+        with self._lock:
+            query_ids = [qid for qid, goal in self._goals.items() if goal.handle is goal_handle]
+        for query_id in query_ids:
+            if runner is not None:
+                runner.cancel(query_id, "goal cancelled by the client")
+        return CancelResponse.ACCEPT
+
+    async def _execute(self, goal_handle: Any) -> Any:
+        from rclpy.task import Future
+
+        done = Future(executor=self._node.executor)
+        done.add_done_callback(lambda _: None)  # a done callback makes set_result wake the executor
+        request = goal_handle.request
+        runner = self._runner()
+        try:
+            query = goal_query(request.query, request.query_id, self._max_query_chars(),
+                               self._new_query_id)
+            rejected = None
+        except GoalRejected as exc:
+            query, rejected = exc.args[1], exc.args[0]
+        with self._lock:
+            duplicate = query.id in self._goals
+            if not duplicate:
+                self._goals[query.id] = _Goal(goal_handle, query, done)
+        self._node.get_logger().info(f"segment goal, query {query.id}: {query.text!r}")
+        if duplicate:  # its result would end the other goal: refuse it alone
+            failed = Result(query.id, query.text, QueryStatus.FAILED,
+                            error=f"query_id {query.id!r} is already in use by a running goal")
+            done.set_result((failed.status, result_message(self._action, self._mask_info,
+                                                           failed)))
+        elif runner is None:
+            self.on_result(Result(query.id, query.text, QueryStatus.FAILED,
+                                  error="the node is not configured"))
+        elif rejected is not None:
+            runner.reject(query, rejected)  # publishes its failed result, like a topic query
+        elif goal_handle.is_cancel_requested:  # cancelled before it started
+            runner.reject(query, "goal cancelled by the client", QueryStatus.CANCELLED)
+        else:
+            if self._request_follow is not None:  # goal.follow true, else follow.default
+                self._request_follow(query.id, query.text,
+                                     True if getattr(request, "follow", False) else None)
+            runner.submit(query)
+        status, message = await done
+        self._end(goal_handle, status)
+        return message
+
+    def _end(self, goal_handle: Any, status: QueryStatus) -> None:
+        if status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK):
+            goal_handle.succeed()
+        elif status == QueryStatus.CANCELLED:
+            if not goal_handle.is_cancel_requested:
+                # Preempted or deactivated: rclpy has no public "cancel from the server side"
+                # and CANCELED is only reachable from CANCELING.
+                from rclpy.impl.implementation_singleton import rclpy_implementation
+
+                try:
+                    goal_handle._update_state(rclpy_implementation.GoalEvent.CANCEL_GOAL)
+                except Exception:  # noqa: BLE001 (no such transition in this rclpy)
+                    goal_handle.abort()
+                    return
+            goal_handle.canceled()
+        else:
+            goal_handle.abort()
+
+    # --- worker side ---------------------------------------------------------------------------
+    def on_status(self, event: StatusEvent) -> None:
+        with self._lock:
+            goal = self._goals.get(event.query_id)
+        if goal is None:
+            return
+        try:
+            goal.handle.publish_feedback(self._action.Feedback(**feedback_fields(event)))
+        except Exception as exc:  # noqa: BLE001 (a lost feedback must not stop the query)
+            self._node.get_logger().warning(f"segment feedback of {event.query_id} failed: {exc}")
+
+    def has_goal(self, query_id: str) -> bool:
+        """Whether a goal runs (or waits) under this query id."""
+        with self._lock:
+            return query_id in self._goals
+
+    def on_result(self, result: Result, published: Any = None) -> None:
+        with self._lock:
+            goal = self._goals.pop(result.query_id, None)
+        if goal is None:
+            return
+        try:
+            message = result_message(self._action, self._mask_info, result, published)
+        except Exception as exc:  # noqa: BLE001 (the goal must still end)
+            self._node.get_logger().error(f"segment result of {result.query_id}: {exc}")
+            message = self._action.Result(status=QueryStatus.FAILED.value,
+                                          error=f"internal error building the result: {exc}")
+            result = Result(result.query_id, result.query, QueryStatus.FAILED)
+        goal.done.set_result((result.status, message))
+
+
+def load_interfaces() -> tuple[Any, Any] | None:
+    """``(Segment, MaskInfo)``, or None when the generated interfaces are not installed."""
+    try:
+        from sam3_agent_ros.action import Segment
+        from sam3_agent_ros.msg import MaskInfo
+    except Exception:  # noqa: BLE001 (ImportError, or a typesupport library that fails to load)
+        return None
+    return Segment, MaskInfo
+
+
+_said_off = False  # the "interfaces missing" warning goes out once per process
+
+
+def serve(node: Any, **kwargs: Any) -> SegmentActionServer | None:
+    """The action server on ``node`` (see ``SegmentActionServer``), or None, said once in the
+    log, when the interfaces are missing (the node then runs with topics only). The node calls
+    it at activation until it has a server (discoverable means ready), and keeps the server."""
+    global _said_off
+    interfaces = load_interfaces()
+    if interfaces is None:
+        if _said_off:
+            return None
+        _said_off = True
+        node.get_logger().warning(
+            "the action ~/segment is off: the generated interfaces (sam3_agent_ros.action) "
+            "cannot be imported; run scripts/build_interfaces.sh .venv or build with colcon. "
+            "Topics work as usual.")
+        return None
+    return SegmentActionServer(node, interfaces, **kwargs)

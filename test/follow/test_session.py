@@ -1,0 +1,245 @@
+"""FollowSession on the moving tabletop sequence (color segmenter) and on bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sam3_agent_ros.config import Config
+from sam3_agent_ros.follow import (
+    LOST,
+    STOPPED,
+    TRACKING,
+    FollowError,
+    FollowSession,
+)
+from sam3_agent_ros.moving_scene import LEAVING_OBJECT, MovingSequence
+from sam3_agent_ros.segmenters.color import ColorSegmenter
+from test.fakes.segmenters import BoxSegmenter, RaisingSegmenter
+
+
+class CountingSegmenter:
+    """Delegates to a real segmenter and counts the calls."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.calls = 0
+
+    def segment(self, image, text_prompt):
+        self.calls += 1
+        return self.inner.segment(image, text_prompt)
+
+
+def follow_config(**overrides):
+    return Config.from_params({f"follow.{k}": v for k, v in overrides.items()}).follow
+
+
+@pytest.fixture(scope="module")
+def frames():
+    return list(MovingSequence())
+
+
+def iou(a: np.ndarray, b: np.ndarray) -> float:
+    return float((a & b).sum() / max(1, (a | b).sum()))
+
+
+def run(frames, config, prompt, names, segmenter=None):
+    """Follow ``names`` from frame 0; per-frame updates and IoUs (frames where the truth is
+    visible)."""
+    session = FollowSession(config, segmenter or ColorSegmenter(), frames[0].rgb,
+                            [frames[0].masks[n] for n in names], prompt, frames[0].t_s)
+    updates, ious = [], {n: [] for n in names}
+    for frame in frames[1:]:
+        update = session.update(frame.rgb, frame.t_s)
+        updates.append(update)
+        by_index = {obj.index: obj.mask for obj in update.objects}
+        for index, name in enumerate(names):
+            truth = frame.masks[name]
+            if truth.any():
+                ious[name].append(iou(by_index.get(index, np.zeros_like(truth)), truth))
+    return session, updates, ious
+
+
+@pytest.mark.parametrize("mode", ["flow", "redetect"])
+@pytest.mark.parametrize(("prompt", "names"), [
+    ("blue", ["blue_box", "blue_cylinder"]),
+    ("red", ["red_box"]),
+    ("green", ["green_prism"]),
+])
+def test_mean_iou_on_the_moving_sequence(frames, mode, prompt, names):
+    _, updates, ious = run(frames, follow_config(mode=mode), prompt, names)
+    for name in names:
+        assert np.mean(ious[name]) >= 0.85, (mode, name, np.mean(ious[name]))
+    assert all(update.state in (TRACKING, LOST) for update in updates)
+
+
+def test_followed_objects_describe_their_masks(frames):
+    _, updates, _ = run(frames[:12], follow_config(), "blue", ["blue_box", "blue_cylinder"])
+    for update in updates:
+        assert [obj.index for obj in update.objects] == [0, 1]
+        for obj in update.objects:
+            ys, xs = np.nonzero(obj.mask)
+            assert obj.bbox == (xs.min(), ys.min(), xs.max() + 1, ys.max() + 1)
+            assert obj.centroid == pytest.approx((xs.mean(), ys.mean()))
+            assert 0.0 < obj.confidence <= 1.0
+    assert {update.source for update in updates} == {"flow", "redetect"}
+
+
+@pytest.mark.parametrize("mode", ["flow", "redetect"])
+def test_lost_within_timeout_after_the_object_leaves(frames, mode):
+    timeout = 0.5
+    _, updates, _ = run(frames, follow_config(mode=mode, lost_timeout_s=timeout), "blue",
+                        [LEAVING_OBJECT])
+    gone = MovingSequence().first_index_without(LEAVING_OBJECT)
+    last_visible_s = frames[gone - 1].t_s
+    states = {frame.index: update.state for frame, update in zip(frames[1:], updates)}
+    assert all(states[i] == TRACKING for i in range(1, gone))
+    lost_at = min(i for i, state in states.items() if state == LOST)
+    assert frames[lost_at].t_s <= last_visible_s + timeout + 1e-9
+    assert all(states[i] == LOST for i in range(lost_at, len(frames)))
+    assert all(not update.objects for update in updates[lost_at - 1:])
+
+
+def test_following_other_objects_is_not_lost_when_one_leaves(frames):
+    _, updates, _ = run(frames, follow_config(lost_timeout_s=0.3), "blue",
+                        [LEAVING_OBJECT, "blue_cylinder"])
+    assert all(update.state == TRACKING for update in updates)
+    assert [obj.index for obj in updates[-1].objects] == [1]
+
+
+@pytest.mark.parametrize("reground", [True, False])
+def test_reground_flag_at_most_once_per_timeout(frames, reground):
+    timeout = 0.5
+    config = follow_config(lost_timeout_s=timeout, reground_on_lost=reground)
+    _, updates, _ = run(frames, config, "blue", [LEAVING_OBJECT])
+    times = [frame.t_s for frame, update in zip(frames[1:], updates) if update.reground]
+    if not reground:
+        assert times == []
+        return
+    lost_times = [frame.t_s for frame, update in zip(frames[1:], updates) if update.state == LOST]
+    assert times[0] == lost_times[0]
+    assert len(times) >= 2
+    assert all(later - earlier >= timeout - 1e-9 for earlier, later in zip(times, times[1:]))
+    assert all(update.state == LOST for update in updates if update.reground)
+
+
+def test_stop_ends_following_for_good(frames):
+    segmenter = CountingSegmenter(ColorSegmenter())
+    session = FollowSession(follow_config(mode="redetect"), segmenter, frames[0].rgb,
+                            [frames[0].masks["red_box"]], "red", 0.0)
+    assert session.update(frames[1].rgb, 0.1).state == TRACKING
+    stopped = session.stop()
+    assert stopped.state == STOPPED and stopped.objects == [] and stopped.error is None
+    calls = segmenter.calls
+    again = session.update(frames[2].rgb, 0.2)
+    assert again.state == STOPPED and session.state == STOPPED and segmenter.calls == calls
+    assert session.stop().state == STOPPED
+
+
+def test_redetect_every_n_frames_in_flow_mode(frames):
+    segmenter = CountingSegmenter(ColorSegmenter())
+    session = FollowSession(follow_config(redetect_every=4), segmenter, frames[0].rgb,
+                            [frames[0].masks["red_box"]], "red", 0.0)
+    sources = [session.update(frames[0].rgb, 0.1 * i).source for i in range(1, 13)]
+    assert sources == ["flow", "flow", "flow", "redetect"] * 3
+    assert segmenter.calls == 3
+
+
+def test_a_low_scoring_detection_does_not_make_flow_redetect_every_frame(frames):
+    # Re-detection on a drop is relative to the confidence at the last detection, so a detector
+    # that scores its masks 0.45 still re-detects only every redetect_every frames.
+    image = frames[0].rgb
+    box = (300, 200, 360, 260, 0.45)
+    segmenter = BoxSegmenter({"cup": [box]})
+    mask = np.zeros(image.shape[:2], bool)
+    mask[200:260, 300:360] = True
+    session = FollowSession(follow_config(redetect_every=4), segmenter, image, [mask], "cup", 0.0)
+    updates = [session.update(image, 0.1 * i) for i in range(1, 13)]
+    assert len(segmenter.calls) == 3
+    assert updates[-1].objects[0].confidence == pytest.approx(0.45)
+
+
+def test_flow_without_a_segmenter_or_prompt_runs_flow_only(frames):
+    for segmenter, prompt in ((None, "red"), (ColorSegmenter(), None), (ColorSegmenter(), "  ")):
+        session = FollowSession(follow_config(redetect_every=2), segmenter, frames[0].rgb,
+                                [frames[0].masks["red_box"]], prompt, 0.0)
+        updates = [session.update(frame.rgb, frame.t_s) for frame in frames[1:6]]
+        assert {u.source for u in updates} == {"flow"}
+        assert iou(updates[-1].objects[0].mask, frames[5].masks["red_box"]) >= 0.85
+
+
+def test_back_to_tracking_when_the_object_reappears():
+    image = np.zeros((100, 120, 3), np.uint8)
+    segmenter = BoxSegmenter({"cup": [(20, 20, 40, 40, 0.9)]})
+    first = np.zeros((100, 120), bool)
+    first[20:40, 20:40] = True
+    session = FollowSession(follow_config(mode="redetect", lost_timeout_s=0.2), segmenter,
+                            image, [first], "cup", 0.0)
+    assert session.update(image, 0.1).state == TRACKING
+    segmenter.boxes_by_phrase["cup"] = []
+    assert session.update(image, 0.2).state == TRACKING  # unseen for 0.1 s only
+    assert session.update(image, 0.35).state == LOST
+    segmenter.boxes_by_phrase["cup"] = [(22, 21, 42, 41, 0.9)]
+    update = session.update(image, 0.4)
+    assert update.state == TRACKING and update.objects[0].bbox == (22.0, 21.0, 42.0, 41.0)
+
+
+# --- bad input ---------------------------------------------------------------------------------
+
+def test_bad_input_at_start_raises_a_clear_follow_error(frames):
+    rgb, mask = frames[0].rgb, frames[0].masks["red_box"]
+    config = follow_config()
+    cases = [
+        ([], rgb, "red", config, "no masks"),
+        ([np.zeros_like(mask)], rgb, "red", config, "mask 0 is empty"),
+        ([mask[:100]], rgb, "red", config, "mask 0 has shape"),
+        ([mask], rgb[..., 0], "red", config, "RGB"),
+        ([mask], rgb.astype(np.float32), "red", config, "RGB"),
+        ([mask], "not an image", "red", config, "not a numpy array"),
+        ([mask], rgb, None, follow_config(mode="redetect"), "text prompt"),
+    ]
+    with pytest.raises(FollowError, match="finite"):
+        FollowSession(config, ColorSegmenter(), rgb, [mask], "red", float("inf"))
+    for masks, frame, prompt, cfg, message in cases:
+        with pytest.raises(FollowError, match=message):
+            FollowSession(cfg, ColorSegmenter(), frame, masks, prompt, 0.0)
+    with pytest.raises(FollowError, match="text"):
+        FollowSession(follow_config(mode="redetect"), None, rgb, [mask], "red", 0.0)
+
+
+@pytest.mark.parametrize("mode", ["flow", "redetect"])
+def test_frame_size_change_mid_follow_stops_with_an_error(frames, mode):
+    session = FollowSession(follow_config(mode=mode), ColorSegmenter(), frames[0].rgb,
+                            [frames[0].masks["red_box"]], "red", 0.0)
+    assert session.update(frames[1].rgb, 0.1).state == TRACKING
+    smaller = np.ascontiguousarray(frames[2].rgb[:240, :320])
+    update = session.update(smaller, 0.2)
+    assert update.state == STOPPED and update.objects == []
+    assert "frame size changed from 640x480 to 320x240" in update.error
+    later = session.update(frames[3].rgb, 0.3)
+    assert later.state == STOPPED and later.error == update.error
+
+
+def test_a_bad_frame_or_a_failing_segmenter_stops_without_raising(frames):
+    session = FollowSession(follow_config(), ColorSegmenter(), frames[0].rgb,
+                            [frames[0].masks["red_box"]], "red", 0.0)
+    update = session.update(frames[1].rgb[..., :2], 0.1)
+    assert update.state == STOPPED and "RGB" in update.error
+
+    session = FollowSession(follow_config(), ColorSegmenter(), frames[0].rgb,
+                            [frames[0].masks["red_box"]], "red", 0.0)
+    update = session.update(frames[1].rgb, float("nan"))
+    assert update.state == STOPPED and "finite" in update.error
+
+    session = FollowSession(follow_config(mode="redetect"), RaisingSegmenter(), frames[0].rgb,
+                            [frames[0].masks["red_box"]], "red", 0.0)
+    update = session.update(frames[1].rgb, 0.1)
+    assert update.state == STOPPED and "out of memory" in update.error
+
+
+def test_followed_masks_are_not_the_callers_arrays(frames):
+    mask = frames[0].masks["red_box"].copy()
+    session = FollowSession(follow_config(), None, frames[0].rgb, [mask], None, 0.0)
+    mask[:] = False  # the caller reuses its buffer
+    assert session.update(frames[1].rgb, 0.1).objects
+

@@ -1,0 +1,215 @@
+"""FollowRunner without ROS: newest-only frames, one final status per follow, stops."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from sam3_agent_ros.core.types import Frame
+from sam3_agent_ros.follow import FollowedObject, FollowUpdate
+from sam3_agent_ros.ros.follow_runner import FollowRunner, status_json
+from sam3_agent_ros.ros.query_runner import FrameUnusable
+
+TIMEOUT = 10.0
+
+
+def wait_until(predicate, what: str) -> None:
+    done = threading.Event()
+    for _ in range(int(TIMEOUT / 0.01)):
+        if predicate():
+            return
+        done.wait(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@dataclass
+class Msg:
+    sec: int
+    bad: bool = False
+
+
+def to_frame(msg: Msg) -> Frame:
+    if msg.bad:
+        raise FrameUnusable("bad encoding")
+    return Frame(np.zeros((4, 6, 3), np.uint8), msg.sec, 0, "cam")
+
+
+def visible(index: int = 0) -> FollowedObject:
+    mask = np.zeros((4, 6), bool)
+    mask[1:3, 2:4] = True
+    return FollowedObject(mask=mask, bbox=(2, 1, 4, 3), centroid=(2.5, 1.5), confidence=0.9,
+                          index=index)
+
+
+class FakeSession:
+    """Answers ``tracking`` unless told otherwise; ``gate`` (when given) holds each update until
+    the test releases it. Fails loudly on an update after stop()."""
+
+    mode = "flow"
+
+    def __init__(self, states: dict[int, str] | None = None, gate: threading.Event | None = None):
+        self.states = states or {}
+        self.gate = gate
+        self.seen: list[float] = []
+        self.stopped = False
+        self.entered = threading.Event()
+
+    def update(self, rgb, now_s):
+        assert not self.stopped, "update after stop()"
+        self.entered.set()
+        if self.gate is not None:
+            assert self.gate.wait(TIMEOUT), "the test never released the update"
+        self.seen.append(now_s)
+        state = self.states.get(int(now_s), "tracking")
+        objects = [visible(1)] if state == "tracking" else []
+        return FollowUpdate(state=state, source="flow", objects=objects,
+                            reground=state == "lost")
+
+    def stop(self):
+        self.stopped = True
+        return FollowUpdate(state="stopped", source="flow")
+
+
+class Recorder:
+    def __init__(self):
+        self.calls: list[tuple] = []
+        self.changed = threading.Condition()
+
+    def __call__(self, frame, masks, status):
+        with self.changed:
+            self.calls.append((frame, masks, status))
+            self.changed.notify_all()
+
+    def wait(self, predicate, what):
+        with self.changed:
+            assert self.changed.wait_for(lambda: predicate(self.statuses()), TIMEOUT), (
+                f"timed out waiting for {what}; got {self.statuses()}")
+
+    def statuses(self):
+        return [c[2] for c in self.calls]
+
+
+@pytest.fixture
+def runner():
+    published = Recorder()
+    regrounds: list[tuple] = []
+    made = FollowRunner(to_frame=to_frame, publish=published,
+                        on_reground=lambda qid, text: regrounds.append((qid, text)))
+    made.start()
+    made.published, made.regrounds = published, regrounds
+    yield made
+    assert made.shutdown(TIMEOUT)
+
+
+def test_frames_are_followed_after_the_answer_frame_with_labels_kept(runner):
+    session = FakeSession()
+    runner.follow("q-1", session, 2, Frame(np.zeros((4, 6, 3), np.uint8), 10, 0, "cam"), "x")
+    runner.offer(Msg(10))  # the answer's own frame: skipped
+    wait_until(lambda: runner.stats.skipped == 1, "the answer's frame to be skipped")
+    runner.offer(Msg(11))
+    runner.published.wait(lambda s: len(s) == 1, "one update")
+    frame, masks, status = runner.published.calls[0]
+    assert frame.stamp_sec == 11 and masks[0] is None and masks[1] is not None
+    assert status["state"] == "tracking" and status["query_id"] == "q-1"
+    assert status["objects"][0]["id"] == 2 and status["frame"] == {"sec": 11, "nanosec": 0}
+    assert status["latency_ms"] >= 0 and status["mode"] == "flow"
+    assert runner.following == "q-1"
+
+
+def test_a_busy_tracker_sees_only_the_newest_frame(runner):
+    gate = threading.Event()
+    session = FakeSession(gate=gate)
+    runner.follow("q-1", session, 1, None)
+    runner.offer(Msg(1))
+    assert session.entered.wait(TIMEOUT)
+    for sec in range(2, 7):  # arrive while frame 1 is processed
+        runner.offer(Msg(sec))
+    gate.set()
+    runner.published.wait(lambda s: len(s) == 2, "two updates")
+    assert session.seen == [1.0, 6.0]
+    assert runner.stats.dropped == 4
+
+
+def test_end_publishes_one_stopped_and_ignores_later_frames(runner):
+    session = FakeSession()
+    runner.follow("q-1", session, 1, None)
+    assert runner.end("stop_follow") == "q-1"
+    assert runner.end("again") is None
+    runner.offer(Msg(3))
+    runner.published.wait(lambda s: len(s) == 1, "the stopped status")
+    assert runner.wait_idle(TIMEOUT)
+    status = runner.published.statuses()[0]
+    assert status["state"] == "stopped" and status["reason"] == "stop_follow"
+    assert session.stopped and session.seen == [] and runner.following is None
+
+
+def test_an_end_during_a_frame_drops_that_frames_update(runner):
+    gate = threading.Event()
+    session = FakeSession(gate=gate)
+    runner.follow("q-1", session, 1, None)
+    runner.offer(Msg(1))
+    assert session.entered.wait(TIMEOUT)
+    runner.end("new query q-2")
+    gate.set()
+    assert runner.wait_idle(TIMEOUT)
+    runner.published.wait(lambda s: [x["state"] for x in s] == ["stopped"], "only stopped")
+
+
+def test_lost_is_final_and_asks_for_a_reground(runner):
+    session = FakeSession(states={2: "lost"})
+    runner.follow("q-1", session, 1, None, text="the blue box")
+    runner.offer(Msg(1))
+    runner.published.wait(lambda s: len(s) == 1, "tracking")
+    runner.offer(Msg(2))
+    runner.published.wait(lambda s: len(s) == 2, "lost")
+    assert runner.published.statuses()[1]["state"] == "lost"
+    assert runner.regrounds == [("q-1", "the blue box")]
+    assert runner.following is None
+    runner.offer(Msg(3))
+    assert runner.end("late") is None and runner.wait_idle(TIMEOUT)
+    assert len(runner.published.calls) == 2  # nothing after lost
+
+
+def test_a_new_follow_stops_the_previous_one_and_bad_frames_are_skipped(runner):
+    first, second = FakeSession(), FakeSession()
+    runner.follow("q-1", first, 1, None)
+    runner.follow("q-2", second, 1, None)
+    runner.offer(Msg(5, bad=True))
+    runner.published.wait(lambda s: len(s) == 1, "the first follow's stopped")
+    wait_until(lambda: runner.stats.unusable == 1, "the bad frame to be refused")
+    assert second.seen == []
+    runner.offer(Msg(6))
+    runner.published.wait(lambda s: len(s) == 2, "the second follow's update")
+    states = [(s["query_id"], s["state"]) for s in runner.published.statuses()]
+    assert states == [("q-1", "stopped"), ("q-2", "tracking")]
+    assert "replaced by the follow of q-2" in runner.published.statuses()[0]["reason"]
+
+
+def test_shutdown_stops_the_follow_and_a_publisher_failure_does_not_kill_the_thread():
+    calls = []
+
+    def failing(frame, masks, status):
+        calls.append(status["state"])
+        raise RuntimeError("publisher gone")
+
+    runner = FollowRunner(to_frame=to_frame, publish=failing)
+    runner.start()
+    runner.follow("q-1", FakeSession(), 1, None)
+    runner.offer(Msg(1))
+    wait_until(lambda: calls == ["tracking"], "the first update")
+    runner.offer(Msg(2))
+    wait_until(lambda: len(calls) == 2, "the second update: the thread survived")
+    assert runner.shutdown(TIMEOUT)
+    assert calls == ["tracking", "tracking", "stopped"]
+
+
+def test_status_json_rounds_and_numbers_objects():
+    status = status_json("q", "redetect", "tracking", "redetect",
+                         Frame(np.zeros((2, 2, 3), np.uint8), 3, 4, "cam"), 1.23456,
+                         [visible(0)], None)
+    assert status["objects"] == [{"id": 1, "bbox": [2.0, 1.0, 4.0, 3.0], "centroid": [2.5, 1.5],
+                                  "confidence": 0.9}]
+    assert status["latency_ms"] == 1.23 and status["frame_id"] == "cam"

@@ -1,0 +1,232 @@
+"""ros/outputs.py: the messages of an answer (built without a graph) and their lazy publishing
+over real rclpy (DDS on loopback, by test/conftest.py)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+import rclpy
+from geometry_msgs.msg import PointStamped
+from rclpy.executors import SingleThreadedExecutor
+from sensor_msgs.msg import Image
+from std_msgs.msg import String
+
+from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
+from sam3_agent_ros.ros import outputs
+from test.ros.helpers import RELIABLE
+
+STAMP = (1234, 5678)
+POSITIONS = [{"position": {"x": 0.1, "y": -0.2, "z": 0.9}, "position_error": None},
+             {"position": None, "position_error": "too few valid depth pixels (3 < 20)"}]
+_namespaces = itertools.count()
+
+
+class FakeDepth:
+    """Returns the given extras for exactly the number of masks it expects; fails otherwise."""
+
+    def __init__(self, extras, fail: bool = False):
+        self.extras = extras
+        self.fail = fail
+        self.calls: list[tuple] = []
+        self.published: list[tuple] = []
+
+    def locate(self, frame, masks):
+        self.calls.append((frame, masks))
+        if self.fail:
+            raise RuntimeError("depth exploded")
+        assert len(masks) == len(self.extras), "locate called with an unexpected mask count"
+        return [dict(e) for e in self.extras]
+
+    def publish_messages(self, target, targets):
+        self.published.append((target, targets))
+
+
+def two_masks(height=48, width=64):
+    first = np.zeros((height, width), bool)
+    first[5:15, 5:20] = True
+    second = np.zeros((height, width), bool)
+    second[30:40, 40:60] = True
+    return first, second
+
+
+def make_result(status=QueryStatus.SUCCEEDED, image=None):
+    first, second = two_masks()
+    frame = Frame(np.full((48, 64, 3), 90, np.uint8) if image is None else image, *STAMP, "cam")
+    masks = [Mask.from_array(first, 0.9, (5, 5, 20, 15)), Mask.from_array(second, 0.8,
+                                                                           (40, 30, 60, 40))]
+    return Result("q-7", "the boxes", status, masks=masks if status == QueryStatus.SUCCEEDED
+                  else [], frame=frame)
+
+
+def pixels(msg: Image) -> np.ndarray:
+    return np.frombuffer(bytes(msg.data), np.uint8).reshape(msg.height, msg.step)[:, :msg.width]
+
+
+def test_answer_messages_carry_images_targets_and_json_with_the_frame_header():
+    result = make_result()
+    depth = FakeDepth(POSITIONS)
+    built = outputs.answer_messages(result, depth)
+    assert (built.header.stamp.sec, built.header.stamp.nanosec) == STAMP
+    assert built.header.frame_id == "cam"
+    assert set(built.images) == {"mask", "labels", "overlay"}
+    for image in built.images.values():
+        assert (image.header.stamp.sec, image.header.frame_id) == (STAMP[0], "cam")
+    first, second = two_masks()
+    assert np.array_equal(pixels(built.images["mask"]) == 255, first | second)
+    labels = pixels(built.images["labels"])
+    assert set(np.unique(labels[first])) == {1} and set(np.unique(labels[second])) == {2}
+    assert built.images["overlay"].encoding == "rgb8"
+    assert built.target.point.x == pytest.approx(0.1) and built.target.header.frame_id == "cam"
+    assert len(built.targets.poses) == 1  # the second mask has no position
+    payload = json.loads(built.result.data)
+    assert payload["masks"][0]["position"] == POSITIONS[0]["position"]
+    assert payload["masks"][1]["position_error"].startswith("too few valid")
+
+
+def test_answer_messages_build_only_the_kinds_asked_and_nothing_for_a_failure():
+    only_mask = outputs.answer_messages(make_result(), kinds=("mask",))
+    assert set(only_mask.images) == {"mask"} and only_mask.target is None
+    assert only_mask.targets is None
+    depth = FakeDepth([])
+    failed = outputs.answer_messages(make_result(QueryStatus.FAILED), depth)
+    assert failed.images == {} and failed.targets is None and depth.calls == []
+    assert json.loads(failed.result.data)["status"] == "failed"
+    no_pixels = make_result(image=np.zeros((0, 0, 3), np.uint8))
+    assert outputs.answer_messages(no_pixels, depth).images == {} and depth.calls == []
+    with pytest.raises(ValueError, match="unknown image kind"):
+        outputs.answer_messages(make_result(), kinds=("depth",))
+
+
+def test_no_mask_answer_publishes_empty_images_and_an_empty_pose_array():
+    result = make_result(QueryStatus.NO_MASK)
+    built = outputs.answer_messages(result, FakeDepth([]))
+    assert not pixels(built.images["mask"]).any()
+    assert built.target is None and built.targets.poses == []
+
+
+def test_a_failing_depth_step_becomes_a_reason_per_mask():
+    result = make_result()
+    built = outputs.answer_messages(result, FakeDepth(POSITIONS, fail=True))
+    masks = json.loads(built.result.data)["masks"]
+    assert [m["position"] for m in masks] == [None, None]
+    assert all("depth exploded" in m["position_error"] for m in masks)
+    assert built.target is None and built.targets.poses == []
+
+
+def test_follow_messages_keep_each_objects_label_and_add_positions():
+    first, second = two_masks()
+    frame = Frame(np.zeros((48, 64, 3), np.uint8), *STAMP, "cam")
+    status = {"query_id": "q-1", "state": "tracking",
+              "objects": [{"id": 1, "bbox": [5, 5, 20, 15]}, {"id": 2, "bbox": [40, 30, 60, 40]}]}
+    depth = FakeDepth(POSITIONS)
+    built = outputs.follow_messages(frame, [first, second], status, depth)
+    assert set(built.images) == {"mask", "labels"}
+    assert depth.calls[0][1][0].mask is first  # depth measures the followed arrays themselves
+    assert built.target.point.z == pytest.approx(0.9)
+    payload = json.loads(built.status.data)
+    assert payload["objects"][0]["position"] == POSITIONS[0]["position"]
+    assert payload["objects"][0]["bbox"] == [5, 5, 20, 15]
+    assert "position" not in status["objects"][0]  # the caller's dict is left alone
+
+    # The first object out of view: the second keeps label 2, and there is no ~/follow/target.
+    depth = FakeDepth(POSITIONS[:1])
+    only_second = outputs.follow_messages(
+        frame, [None, second], {"objects": [{"id": 2}]}, depth)
+    labels = pixels(only_second.images["labels"])
+    assert set(np.unique(labels[second])) == {2} and not labels[first].any()
+    assert only_second.target is None
+    assert json.loads(only_second.status.data)["objects"][0]["position"]["x"] == 0.1
+
+    lost = outputs.follow_messages(frame, [None, None], {"state": "lost", "objects": []},
+                                   FakeDepth([]))
+    assert lost.images == {} and lost.target is None
+    assert json.loads(lost.status.data)["state"] == "lost"
+
+
+# --- publishing over rclpy ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def graph():
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    executor = SingleThreadedExecutor(context=context)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    yield context, executor
+    executor.shutdown(timeout_sec=2.0)
+    rclpy.shutdown(context=context)
+    spinner.join(timeout=5)
+
+
+def wait_for(predicate, what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+class Listener:
+    def __init__(self, node, topics):
+        self.received = {topic: [] for topic in topics}
+        for topic, msg_type in topics.items():
+            node.create_subscription(msg_type, topic, self.received[topic].append, RELIABLE)
+
+
+def _nodes(graph):
+    context, executor = graph
+    namespace = f"/outputs_test_{os.getpid()}_{next(_namespaces)}"
+    node = rclpy.create_node("sam3_agent", namespace=namespace, context=context)
+    peer = rclpy.create_node("peer", namespace=namespace, context=context)
+    executor.add_node(node)
+    executor.add_node(peer)
+    return node, peer
+
+
+def test_answer_publisher_renders_only_subscribed_images(graph):
+    node, peer = _nodes(graph)
+    listener = Listener(peer, {"sam3_agent/result": String, "sam3_agent/mask": Image})
+    publisher = outputs.AnswerPublisher(node, publish_overlay=True)
+    wait_for(lambda: publisher._publishers["mask"].get_subscription_count() == 1
+             and publisher._publishers["result"].get_subscription_count() == 1, "matching")
+    depth = FakeDepth(POSITIONS)
+    sent = publisher.publish(make_result(), depth)
+    assert set(sent.images) == {"mask"}  # nobody listens to labels / overlay
+    wait_for(lambda: listener.received["sam3_agent/result"]
+             and listener.received["sam3_agent/mask"], "the result and the mask")
+    assert json.loads(listener.received["sam3_agent/result"][0].data)["query_id"] == "q-7"
+    assert listener.received["sam3_agent/mask"][0].header.stamp.sec == STAMP[0]
+    assert len(depth.published) == 1 and depth.published[0][0].point.x == pytest.approx(0.1)
+    publisher.destroy()
+    wait_for(lambda: peer.count_publishers(f"{node.get_namespace()}/sam3_agent/result") == 0,
+             "the publishers to go away")
+
+
+def test_follow_publisher_always_sends_the_status_and_images_only_when_wanted(graph):
+    node, peer = _nodes(graph)
+    listener = Listener(peer, {"sam3_agent/follow/status": String,
+                               "sam3_agent/follow/labels": Image,
+                               "sam3_agent/follow/target": PointStamped})
+    publisher = outputs.FollowPublisher(node)
+    wait_for(lambda: publisher._publishers["status"].get_subscription_count() == 1
+             and publisher._publishers["labels"].get_subscription_count() == 1, "matching")
+    first, _ = two_masks()
+    frame = Frame(np.zeros((48, 64, 3), np.uint8), *STAMP, "cam")
+    sent = publisher.publish(frame, [first], {"state": "tracking", "objects": [{"id": 1}]},
+                             FakeDepth(POSITIONS[:1]))
+    assert set(sent.images) == {"labels"}
+    wait_for(lambda: listener.received["sam3_agent/follow/status"]
+             and listener.received["sam3_agent/follow/labels"]
+             and listener.received["sam3_agent/follow/target"], "the follow outputs")
+    target = listener.received["sam3_agent/follow/target"][0]
+    assert (target.header.stamp.sec, target.header.stamp.nanosec) == STAMP
+    publisher.destroy()
+    quiet = publisher.publish(frame, [first], {"state": "stopped"})
+    assert quiet.images == {}  # destroyed: builds and sends nothing

@@ -1,0 +1,113 @@
+"""The action server's pure parts: goal validation, feedback fields and the result message
+(generated types, no ROS graph). The goal flow over DDS is in test_action.py."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+from geometry_msgs.msg import PointStamped
+from sensor_msgs.msg import Image
+from std_msgs.msg import String
+
+from sam3_agent_ros.action import Segment
+from sam3_agent_ros.core.types import Frame, Mask, Phase, Query, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.msg import MaskInfo
+from sam3_agent_ros.ros.outputs import AnswerMessages, frame_header
+from sam3_agent_ros.ros.segment_action import (
+    GoalRejected,
+    feedback_fields,
+    goal_query,
+    load_interfaces,
+    result_message,
+)
+
+
+def ids():
+    counter = itertools.count(1)
+    return lambda: f"q-{next(counter)}"
+
+
+def test_goal_query_keeps_or_makes_the_id_and_strips_the_text():
+    new_id = ids()
+    assert goal_query("  the cup ", "", 100, new_id) == Query("q-1", "the cup")
+    assert goal_query("the cup", " mine ", 100, new_id) == Query("mine", "the cup")
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("", "empty query"), ("   ", "empty query"),
+    ("x" * 11, "query is 11 characters long, more than max_query_chars=10")])
+def test_goal_query_rejects_with_the_reason_and_the_query(text, reason):
+    with pytest.raises(GoalRejected) as caught:
+        goal_query(text, "g-1", 10, ids())
+    assert caught.value.args[0] == reason
+    assert caught.value.args[1].id == "g-1"
+
+
+def test_feedback_fields_fill_none_with_empty_strings():
+    fields = feedback_fields(StatusEvent("q", Phase.QUEUED))
+    assert fields == {"phase": "queued", "round": 0, "tool": "", "text_prompt": "",
+                      "num_masks": 0, "reasoning": "", "elapsed_s": 0.0}
+    event = StatusEvent("q", Phase.SEGMENTING, round=2, tool="segment_phrase",
+                        text_prompt="cup", num_masks=3, elapsed_s=1.5, reasoning="the left one")
+    feedback = Segment.Feedback(**feedback_fields(event))
+    assert (feedback.phase, feedback.round, feedback.tool, feedback.num_masks,
+            feedback.reasoning) == ("segmenting", 2, "segment_phrase", 3, "the left one")
+
+
+def _answer(status=QueryStatus.SUCCEEDED) -> Result:
+    image = np.zeros((6, 8, 3), np.uint8)
+    first = np.zeros((6, 8), bool)
+    first[1:3, 2:5] = True
+    second = np.zeros((6, 8), bool)
+    second[4:6, 6:8] = True
+    masks = [Mask.from_array(first, 0.9, (2, 1, 5, 3)), Mask.from_array(second, 0.5, (6, 4, 8, 6))]
+    return Result("q-7", "the cups", status, masks=masks if status != QueryStatus.FAILED else [],
+                  error="why" if status == QueryStatus.FAILED else None,
+                  frame=Frame(image, 12, 34, "cam"))
+
+
+def test_result_message_renders_mask_and_labels_on_the_frame_header():
+    result = _answer()
+    message = result_message(Segment, MaskInfo, result)
+    assert (message.status, message.error) == ("succeeded", "")
+    assert (message.header.stamp.sec, message.header.stamp.nanosec,
+            message.header.frame_id) == (12, 34, "cam")
+    mask = np.frombuffer(message.mask.data, np.uint8).reshape(6, 8)
+    labels = np.frombuffer(message.labels.data, np.uint8).reshape(6, 8)
+    assert message.mask.encoding == "mono8" and message.mask.header == message.header
+    np.testing.assert_array_equal(mask == 255, result.masks[0].mask | result.masks[1].mask)
+    np.testing.assert_array_equal(labels == 2, result.masks[1].mask)
+    assert [m.id for m in message.masks] == [1, 2]
+    assert list(message.masks[1].bbox) == [6, 4, 8, 6] and message.masks[0].area == 6
+    assert message.target_valid is False and message.target.header == message.header
+    assert json.loads(message.result_json) == result.to_json()
+
+
+def test_result_message_reuses_what_the_node_published():
+    result = _answer()
+    header = frame_header(result.frame)
+    published_mask = Image(header=header, encoding="mono8", width=1, height=1, step=1,
+                           data=[7])
+    target = PointStamped(header=header)
+    target.point.z = 1.25
+    published = AnswerMessages(header=header, result=String(data='{"as": "published"}'),
+                               images={"mask": published_mask}, target=target)
+    message = result_message(Segment, MaskInfo, result, published)
+    assert message.mask == published_mask  # not rendered twice
+    assert message.labels.width == 8  # nobody subscribed to ~/labels: rendered here
+    assert message.target_valid is True and message.target.point.z == 1.25
+    assert message.result_json == '{"as": "published"}'
+
+
+def test_failed_result_has_empty_images_and_the_error():
+    message = result_message(Segment, MaskInfo, _answer(QueryStatus.FAILED))
+    assert (message.status, message.error) == ("failed", "why")
+    assert (message.mask.width, len(message.mask.data), len(message.masks)) == (0, 0, 0)
+    assert message.mask.header.frame_id == "cam"
+
+
+def test_the_interfaces_load():
+    assert load_interfaces() == (Segment, MaskInfo)
