@@ -111,3 +111,16 @@ def command_line() -> str:
     """How to reproduce this benchmark's figures alone (recorded next to them)."""
     script = os.path.relpath(os.path.abspath(sys.argv[0]), ROOT)
     return " ".join([".venv/bin/python", script, *sys.argv[1:]])
+
+
+def process_cpu_s(process) -> float:
+    """CPU seconds of a psutil.Process and its children (the ROS wheels may re-execute
+    Python)."""
+    total = 0.0
+    for proc in [process, *process.children(recursive=True)]:
+        try:
+            times = proc.cpu_times()
+            total += times.user + times.system
+        except Exception:  # psutil.Error: the process ended meanwhile
+            pass
+    return total

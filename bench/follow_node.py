@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 import psutil
-from common import ROOT, command_line, median, write_result
+from common import ROOT, command_line, median, process_cpu_s, write_result
 
 from sam3_agent_ros.ros.dds import loopback_env  # noqa: E402  (after common sets sys.path)
 
@@ -35,17 +35,6 @@ RESOLUTIONS = {"480p": (640, 480), "1080p": (1920, 1080)}
 MODES = ("flow", "redetect")
 QUERY = "the leftmost blue object"
 SWEEP = list(range(0, 41)) + list(range(39, 0, -1))
-
-
-def process_cpu_s(process: psutil.Process) -> float:
-    total = 0.0
-    for proc in [process, *process.children(recursive=True)]:
-        try:
-            times = proc.cpu_times()
-            total += times.user + times.system
-        except psutil.Error:
-            pass
-    return total
 
 
 def render_frames(width: int, height: int) -> list:

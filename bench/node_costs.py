@@ -29,7 +29,16 @@ import time
 from pathlib import Path
 
 import psutil
-from common import RESOLUTIONS, ROOT, bench_frame, blob_masks, command_line, median, write_result
+from common import (
+    RESOLUTIONS,
+    ROOT,
+    bench_frame,
+    blob_masks,
+    command_line,
+    median,
+    process_cpu_s,
+    write_result,
+)
 
 from sam3_agent_ros.ros.dds import loopback_env  # noqa: E402  (after common sets sys.path)
 
@@ -38,18 +47,6 @@ NAMESPACE = "/bench"
 IMAGE_TOPIC = f"{NAMESPACE}/image"
 PUBLISH_NAMESPACE = "/bench_pub"
 OUTPUT_TOPICS = [f"{PUBLISH_NAMESPACE}/sam3_agent/{name}" for name in ("mask", "labels", "overlay")]
-
-
-def process_cpu_s(process: psutil.Process) -> float:
-    """CPU seconds of a process and its children (the ROS wheels may re-execute Python)."""
-    total = 0.0
-    for proc in [process, *process.children(recursive=True)]:
-        try:
-            times = proc.cpu_times()
-            total += times.user + times.system
-        except psutil.Error:
-            pass
-    return total
 
 
 def make_image_msg(width: int, height: int):

@@ -95,7 +95,8 @@ def test_each_mask_gets_a_visible_label_inside_it(frame, masks):
         assert any(x <= u < x + w and y <= v < y + h for x, y, w, h in boxes) or any(
             mask[y:y + h, x:x + w].any() for x, y, w, h in boxes)  # a label box sits on it
     for x, y, w, h in boxes:
-        assert white_pixels(out[y:y + h, x:x + w]).sum() > 5  # the digit is drawn, in white
+        # The digit is drawn in white (anti-aliased: OpenCV 4.5 leaves few pure-white pixels).
+        assert (out[y:y + h, x:x + w].min(axis=2) >= 150).sum() > 10
 
 
 def test_custom_labels_and_count_mismatch(frame, masks):

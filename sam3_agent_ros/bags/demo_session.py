@@ -125,12 +125,7 @@ class DemoSession:
         deadline = time.monotonic() + timeout_s
         needed = (sample.COLOR_TOPIC, sample.QUERY_TOPIC)
         while True:
-            if not process.running():
-                raise RuntimeError(f"the node exited during start-up "
-                                   f"(status {process.process.returncode})")
-            failure = process.startup_failure()
-            if failure:
-                raise RuntimeError(f"the node did not start: {failure}")
+            process.check_starting()
             active = all(self.node.count_subscribers(t) > 0 for t in needed)
             outputs = self.node.count_publishers(RESULT_TOPIC) > 0
             recording = RESULT_TOPIC in self.recorder.subscribed_topics

@@ -239,12 +239,7 @@ def _wait_for_node(node, process: NodeProcess, timeout_s: float) -> None:
     inputs = (sample.COLOR_TOPIC, sample.QUERY_TOPIC, sample.DEPTH_TOPIC,
               sample.CAMERA_INFO_TOPIC)
     while True:
-        if not process.running():
-            raise RuntimeError(f"the node exited during start-up "
-                               f"(status {process.process.returncode})")
-        failure = process.startup_failure()
-        if failure:
-            raise RuntimeError(f"the node did not start: {failure}")
+        process.check_starting()
         if all(node.count_subscribers(t) > 0 for t in inputs) and all(
                 node.count_publishers(t) > 0 for t in OUTPUT_TOPICS.values()):
             break

@@ -82,6 +82,15 @@ class NodeProcess:
                 return line.strip()
         return None
 
+    def check_starting(self) -> None:
+        """``RuntimeError`` when the node exited or said its autostart failed."""
+        if not self.running():
+            raise RuntimeError(f"the node exited during start-up "
+                               f"(status {self.process.returncode})")
+        failure = self.startup_failure()
+        if failure:
+            raise RuntimeError(f"the node did not start: {failure}")
+
     def log_tail(self, lines: int = 20) -> str:
         try:
             text = self.log_path.read_text(errors="replace")

@@ -63,8 +63,9 @@ def test_resized_masks_equal_a_whole_frame_nearest_resize(shape, max_side):
         expected = array[np.ix_(rows, cols)]
         opencv = cv2.resize(array.view(np.uint8), (width, height),
                             interpolation=cv2.INTER_NEAREST_EXACT).view(bool)
-        # Same rule up to rounding at pixel edges (OpenCV 5: > 0.995; apt OpenCV 4.5/4.6: 0.994).
-        assert (expected == opencv).mean() > 0.99
+        # Same rule up to rounding at pixel edges (OpenCV 5: > 0.995; Ubuntu 22.04's OpenCV
+        # 4.5.4 rounds its exact-nearest differently: 0.97-0.99). Our view is held to `expected`.
+        assert (expected == opencv).mean() > 0.95
         for mask in (Mask.from_array(array, 0.5, (0, 0, 1, 1)),
                      Mask(array, 0.5, (0, 0, 1, 1), 1, (0.0, 0.0))):  # without a pixel box
             assert np.array_equal(view.mask(mask), expected)

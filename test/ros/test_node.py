@@ -316,13 +316,15 @@ def test_invalid_params_file_leaves_the_node_unconfigured_until_fixed(ros, tmp_p
 
 def test_lifecycle_services_answer_while_the_models_load(ros, tmp_path):
     harness, _ = ros
-    env = dict(os.environ, SLOW_SEGMENTER_LOAD_S="6")
+    # A load long enough that the service call (discovery of a new node included) lands inside
+    # it even on a loaded 2-core machine.
+    env = dict(os.environ, SLOW_SEGMENTER_LOAD_S="15")
     proc = NodeProcess("/robot5", SLOW, tmp_path, env)
     name = "/robot5/sam3_agent"
     try:
         harness.wait_for(lambda: "building the backends" in proc.log(), 30, "the load to start")
-        assert harness.lifecycle_state(name, timeout=5.0) == "configuring"
-        harness.wait_state(name, "active", timeout=30)
+        assert harness.lifecycle_state(name, timeout=10.0) == "configuring"
+        harness.wait_state(name, "active", timeout=45)
     finally:
         assert proc.stop() == 0
 
