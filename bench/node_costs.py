@@ -133,9 +133,9 @@ def publish_cost(publishes: int) -> dict:
         mask_list = [m.mask for m in result.masks]
         for _ in range(publishes + 1):
             started = time.perf_counter()
-            for kind, image in image_messages(frame.image, mask_list, header,
-                                              ("mask", "labels", "overlay")).items():
-                outputs[kind].publish(image)
+            for kind, message in image_messages(frame.image, mask_list, header,
+                                                ("mask", "labels", "overlay")).items():
+                outputs[kind].publish(message)
             totals.append(time.perf_counter() - started)
             time.sleep(0.05)
         shape = image.shape[:2]

@@ -72,7 +72,7 @@ def run_case(shape: reply_shapes.Shape, protocol: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--label", default="this checkout", help="name of this run in the output")
-    parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--json", help="write the rows to this file instead of build/bench/")
     args = parser.parse_args(argv)
     protocols = ["text"] + (["tools"] if "llm.protocol" in PARAMETERS_BY_NAME else [])
     rows = [run_case(shape, protocol) for protocol in protocols
@@ -91,9 +91,23 @@ def main(argv: list[str] | None = None) -> int:
               f"{statistics.mean(r['rounds'] for r in subset):.2f}, "
               f"failed {sum(r['status'] == 'failed' for r in subset)}, "
               f"thinking leaked in {sum(r['thinking_leaked'] for r in subset)}")
+    summary = {}
+    for protocol in protocols:
+        subset = [r for r in rows if r["protocol"] == protocol]
+        summary[protocol] = {
+            "queries": len(subset), "correct": sum(r["correct"] for r in subset),
+            "rounds_mean": round(statistics.mean(r["rounds"] for r in subset), 3),
+            "failed": sum(r["status"] == "failed" for r in subset),
+            "thinking_leaked": sum(r["thinking_leaked"] for r in subset)}
+    data = {"command": ".venv/bin/python bench/reply_shapes.py", "label": args.label,
+            "shapes": len(reply_shapes.SHAPES), "protocols": summary, "rows": rows}
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"label": args.label, "rows": rows}, indent=1))
+        Path(args.json).write_text(json.dumps(data, indent=1))
+    else:
+        from common import write_result  # bench/common.py
+
+        write_result("reply_shapes", data)
     return 0
 
 

@@ -305,7 +305,7 @@ def eval_jobs(data: dict) -> Section:
 
 
 def follow_node(data: dict) -> Section:
-    s = Section(f"Follow mode: node CPU with frames at {data['rate_hz']:g} Hz")
+    s = Section(f"8. Follow mode: node CPU with frames at {data['rate_hz']:g} Hz")
     s.add(f"Command: `{data['command']}`", "",
           "`sam3_agent_node` (offline backends, no depth) receiving the moving tabletop at "
           f"{data['rate_hz']:g} Hz (sensor_data QoS), one node process per `follow.mode`; "
@@ -329,10 +329,68 @@ def follow_node(data: dict) -> Section:
     return s
 
 
+def reply_shapes(data: dict) -> Section:
+    s = Section("11. Reply shapes of real models: rounds per query")
+    s.add(f"Command: `{data['command']}`", "",
+          "The reply-shape corpus of test/fakes/reply_shapes.py (thinking models with and without "
+          "a reasoning parser, hermes and fenced calls, several calls, empty, cut-off and refused "
+          "replies, native tool calls...) as the first reply of \"the leftmost blue object\" over "
+          "real HTTP, then a well-behaved model; `executes` shapes should take 2 rounds "
+          "(segment, select), `corrects` shapes 3 (one corrective turn). The figures before "
+          "this wave's changes are in docs/llm.md.", "",
+          "| protocol | queries | correct | rounds per query (mean) | failed | thinking leaked |",
+          "|---|---|---|---|---|---|")
+    for protocol, row in data["protocols"].items():
+        s.add(f"| {protocol} | {row['queries']} | {row['correct']} | {row['rounds_mean']:.2f} | "
+              f"{row['failed']} | {row['thinking_leaked']} |")
+        s.figure(f"reply-shape corpus, {protocol} protocol: correct queries",
+                 f"{row['correct']}/{row['queries']}", "all", row["correct"] == row["queries"])
+    return s
+
+
+def segment_action(data: dict) -> Section:
+    s = Section("10. The action ~/segment: goal to result over ROS")
+    goal, topic = data["goal_to_result_ms"], data["topic_round_trip_ms"]
+    s.add("Command: `.venv/bin/python bench/segment_action.py`", "",
+          f"One node (offline backends, 640x480 frames), {goal['n']} queries each way; the agent "
+          f"itself takes {data['agent_total_ms']['median']} ms (median).", "",
+          "| path | median ms | p90 ms |", "|---|---|---|",
+          f"| action goal -> result in the client | {goal['median']} | {goal['p90']} |",
+          f"| topic query -> `~/result` | {topic['median']} | {topic['p90']} |")
+    s.figure("action goal -> result (offline backends, 640x480)",
+             f"{goal['median']} ms median (topic query {topic['median']} ms)")
+    return s
+
+
+def follow_cost(data: dict) -> Section:
+    s = Section(f"9. Follow mode: cost per frame ({data['threads']} thread)")
+    s.add(f"Command: `{data['command']}`", "",
+          f"The moving tabletop sequence, {data['frames']} frames per mode, colour segmenter for "
+          "re-detection; CPU ms is the one-core cost, wall ms includes waiting for the CPU on a "
+          "shared machine.", "",
+          "| frame | mode | CPU ms/frame | wall ms mean | sustained fps | mean IoU |",
+          "|---|---|---|---|---|---|")
+    for resolution, modes in data["results"].items():
+        for mode, r in modes.items():
+            s.add(f"| {resolution} | {mode} | {r['cpu_mean_ms']} | {r['mean_ms']} | "
+                  f"{r['sustained_fps']} | {r['mean_iou']} |")
+    sam3 = data.get("sam3_cpu")
+    if sam3:
+        s.add("", f"SAM 3 on this CPU ({sam3['weights']} weights, {sam3['torch_threads']} torch "
+                  f"thread): one `redetect` update on {sam3['frame']} took "
+                  f"{sam3['redetect_update_s']} s (model build {sam3['load_s']} s).")
+    flow = data["results"].get("640x480", {}).get("flow")
+    if flow:
+        s.figure("follow `flow`, CPU per 640x480 frame (one core)", f"{flow['cpu_mean_ms']} ms",
+                 "<= 10 ms", flow["cpu_mean_ms"] <= 10)
+    return s
+
+
 BUILDERS = [("agent_overhead", agent_overhead), ("context_size", context_size),
             ("verifier_concurrency", verifier_concurrency), ("node_costs", node_costs),
             ("memory_soak", memory_soak), ("sam3_latency", sam3_cpu), ("eval_jobs", eval_jobs),
-            ("follow_node", follow_node)]
+            ("follow_node", follow_node), ("follow_cost", follow_cost),
+            ("segment_action", segment_action), ("reply_shapes", reply_shapes)]
 
 
 def build(total_seconds: float | None, sam3_note: str) -> tuple[str, list]:

@@ -33,7 +33,7 @@ run verifier_concurrency $PY bench/verifier_concurrency.py
 run node_costs $PY bench/node_costs.py
 run segment_action $PY bench/segment_action.py
 run memory_soak $PY bench/memory_soak.py
-run reply_shapes $PY bench/reply_shapes.py --json build/bench/reply_shapes.json
+run reply_shapes $PY bench/reply_shapes.py
 run eval_jobs $PY bench/eval_jobs.py
 run follow_node $PY bench/follow_node.py
 sam3_note=""
@@ -43,6 +43,8 @@ if [[ $skip_sam3 -eq 1 ]]; then
 else
     run sam3_latency $PY bench/sam3_latency.py --device cpu --iterations 1 --prompts 2
 fi
+# Follow cost per frame; with SAM 3 also one SAM 3 re-detection on the CPU (~2 min).
+run follow_cost $PY bench/follow_cost.py $([[ $skip_sam3 -eq 1 ]] || echo --sam3)
 total=$(( $(date +%s) - started ))
 echo "=== summary (bench took ${total} s)"
 $PY bench/report.py --total-seconds "$total" --sam3-note "$sam3_note"

@@ -95,7 +95,7 @@ class FollowControl:
     def after_result(self, result: Result) -> None:
         with self._lock:
             asked = self._requests.pop(result.query_id, None)
-        if asked is None:  # not through request() (an action goal, a rejected message)
+        if asked is None:  # not through request() (e.g. a query message that was rejected)
             asked = (self._config.default and result.status == QueryStatus.SUCCEEDED,
                      result.query)
         wanted, text = asked
