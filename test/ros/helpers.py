@@ -66,6 +66,7 @@ class NodeDied(AssertionError):
 # with its log instead of after every timeout of the test.
 _RUNNING: weakref.WeakSet[NodeProcess] = weakref.WeakSet()
 LOG_TAIL_LINES = 40
+RESEND_AFTER_S = 3.0  # a service request without a reply by then is sent again (see _call)
 
 
 def check_nodes_alive() -> None:
@@ -240,7 +241,11 @@ class Harness:
                       f"a subscriber on {topic}")
 
     # --- services --------------------------------------------------------------------------------
-    def _call(self, srv_type: Any, name: str, request: Any, timeout: float) -> Any:
+    def _call(self, srv_type: Any, name: str, request: Any, timeout: float,
+              resend: bool = True) -> Any:
+        """One service call. The first reply of a service just discovered can be lost (the
+        server may answer before it has matched this client's reply reader): an idempotent
+        request (``resend``) is sent again every few seconds until ``timeout``."""
         client = self.node.create_client(srv_type, name)
         try:
             deadline = time.monotonic() + timeout
@@ -248,12 +253,17 @@ class Harness:
                 check_nodes_alive()
                 if time.monotonic() >= deadline:
                     raise TimeoutError(f"service {name} not available")
-            future = client.call_async(request)
             done = threading.Event()
-            future.add_done_callback(lambda _: done.set())
-            if not done.wait(timeout):
-                raise TimeoutError(f"no answer from {name}")
-            return future.result()
+            futures = []
+            while True:
+                futures.append(client.call_async(request))
+                futures[-1].add_done_callback(lambda _: done.set())
+                left = deadline - time.monotonic()
+                if done.wait(max(0.1, min(left, RESEND_AFTER_S) if resend else left)):
+                    return next(f for f in futures if f.done()).result()
+                check_nodes_alive()
+                if not resend or time.monotonic() >= deadline:
+                    raise TimeoutError(f"no answer from {name}")
         finally:
             self.node.destroy_client(client)
 
@@ -262,9 +272,30 @@ class Harness:
         return reply.current_state.label
 
     def change_state(self, node_name: str, transition_id: int, timeout: float = 20.0) -> bool:
+        """Request a transition (sent once: it is not idempotent). If its reply is lost (see
+        ``_call``), the node's state tells the outcome: True once it reached the target."""
         request = ChangeState.Request()
         request.transition = Transition(id=transition_id)
-        return self._call(ChangeState, f"{node_name}/change_state", request, timeout).success
+        client = self.node.create_client(ChangeState, f"{node_name}/change_state")
+        try:
+            deadline = time.monotonic() + timeout
+            while not client.wait_for_service(timeout_sec=0.5):
+                check_nodes_alive()
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"service {node_name}/change_state not available")
+            done = threading.Event()
+            future = client.call_async(request)
+            future.add_done_callback(lambda _: done.set())
+            target = TRANSITION_TARGETS.get(transition_id)
+            while not done.wait(min(RESEND_AFTER_S, max(0.1, deadline - time.monotonic()))):
+                check_nodes_alive()
+                if target is not None and self.lifecycle_state(node_name) == target:
+                    return True
+                if time.monotonic() >= deadline:
+                    return False
+            return future.result().success
+        finally:
+            self.node.destroy_client(client)
 
     def wait_state(self, node_name: str, label: str, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
@@ -327,3 +358,8 @@ class Camera:
 
 
 TRANSITION = Transition  # re-export for tests (Transition.TRANSITION_DEACTIVATE ...)
+# The state a successful transition ends in (change_state's check when a reply is lost).
+TRANSITION_TARGETS = {Transition.TRANSITION_CONFIGURE: "inactive",
+                      Transition.TRANSITION_CLEANUP: "unconfigured",
+                      Transition.TRANSITION_ACTIVATE: "active",
+                      Transition.TRANSITION_DEACTIVATE: "inactive"}
