@@ -124,3 +124,12 @@ def process_cpu_s(process) -> float:
         except Exception:  # psutil.Error: the process ended meanwhile
             pass
     return total
+
+
+def wait_for(condition, timeout: float, what: str) -> None:
+    """Poll ``condition`` every 50 ms; ``RuntimeError`` naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        time.sleep(0.05)

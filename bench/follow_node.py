@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 import psutil
-from common import ROOT, command_line, median, process_cpu_s, write_result
+from common import ROOT, command_line, median, process_cpu_s, wait_for, write_result
 
 from sam3_agent_ros.ros.dds import loopback_env  # noqa: E402  (after common sets sys.path)
 
@@ -79,14 +79,6 @@ class Camera:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(5)
-
-
-def wait_for(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def cpu_percent(process: psutil.Process, window: float) -> tuple[float, float]:

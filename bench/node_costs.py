@@ -37,6 +37,7 @@ from common import (
     command_line,
     median,
     process_cpu_s,
+    wait_for,
     write_result,
 )
 
@@ -90,14 +91,6 @@ def measure_phase(processes: dict[str, psutil.Process], publisher, msg, window: 
             "bare_cpu_percent": round(percent["bare"], 2),
             "bare_multi_cpu_percent": round(percent["bare_multi"], 2),
             "node_beyond_bare_percent": round(percent["node"] - percent["bare"], 2)}
-
-
-def wait_for(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def publish_cost(publishes: int) -> dict:

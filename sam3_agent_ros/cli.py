@@ -64,17 +64,24 @@ def load_config(params_file: str | None, overrides: list[str]):
     return Config.from_params(params)
 
 
-def read_image(path: str):
+def read_rgb(path: str | Path):
+    """An image file as RGB uint8 (H, W, 3); ``ValueError`` saying what is wrong with it."""
     import cv2
     import numpy as np
 
-    data = np.fromfile(path, dtype=np.uint8) if Path(path).is_file() else None
-    if data is None:
-        raise UsageError(f"--image {path}: no such file")
-    image = cv2.imdecode(data, cv2.IMREAD_COLOR)
+    if not Path(path).is_file():
+        raise ValueError("no such file")
+    image = cv2.imdecode(np.fromfile(path, dtype=np.uint8), cv2.IMREAD_COLOR)
     if image is None:
-        raise UsageError(f"--image {path}: not a readable image (PNG, JPEG, ...)")
+        raise ValueError("not a readable image (PNG, JPEG, ...)")
     return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+
+
+def read_image(path: str):
+    try:
+        return read_rgb(path)
+    except ValueError as exc:
+        raise UsageError(f"--image {path}: {exc}") from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:

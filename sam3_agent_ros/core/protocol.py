@@ -122,7 +122,7 @@ def interpret(reply: LlmReply, native: bool = False) -> Interpretation:
     opened = _CALL_OPEN.search(answer)
     if opened is None:
         return _no_call(reply, answer, thinking, native)
-    return _interpret_text(reply, answer, thinking, opened, native)
+    return _interpret_text(reply, answer, thinking, opened)
 
 
 def _interpret_native(reply: LlmReply, answer: str, thinking: str) -> Interpretation:
@@ -154,8 +154,8 @@ def _interpret_native(reply: LlmReply, answer: str, thinking: str) -> Interpreta
                           ignored)
 
 
-def _interpret_text(reply: LlmReply, answer: str, thinking: str, opened: re.Match,
-                    native: bool) -> Interpretation:
+def _interpret_text(reply: LlmReply, answer: str, thinking: str,
+                    opened: re.Match) -> Interpretation:
     tag = opened.group(1).lower()
     close = f"</{tag}>"
     end = answer.lower().find(close, opened.end())

@@ -26,6 +26,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from sam3_agent_ros.cli import read_rgb
+
 ANNOTATIONS = "annotations.jsonl"
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 Polygon = list[list[float]]
@@ -207,13 +209,10 @@ def _polygon(points, where: str) -> Polygon:
 
 def load_image(sample: Sample) -> np.ndarray:
     """RGB uint8 (H, W, 3), or ``SampleError``."""
-    data = np.fromfile(sample.image, dtype=np.uint8) if sample.image.is_file() else None
-    if data is None:
-        raise SampleError(f"image {sample.image}: no such file")
-    image = cv2.imdecode(data, cv2.IMREAD_COLOR)
-    if image is None:
-        raise SampleError(f"image {sample.image}: not a readable image")
-    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+    try:
+        return read_rgb(sample.image)
+    except ValueError as exc:
+        raise SampleError(f"image {sample.image}: {exc}") from None
 
 
 def load_truth(sample: Sample, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray | None]:

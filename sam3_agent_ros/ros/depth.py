@@ -25,7 +25,6 @@ from sam3_agent_ros.geometry3d import (
     resize_depth_to,
     scale_intrinsics,
 )
-from sam3_agent_ros.ros.outputs import target_messages
 
 DEPTH_TOPIC = "depth"
 CAMERA_INFO_TOPIC = "camera_info"
@@ -169,18 +168,9 @@ class DepthTargets:
                 "position_spread_m": round(float(located.spread_m), POSITION_DECIMALS)}
 
     # --- outputs --------------------------------------------------------------------------------
-    def publish(self, header: Any, extras: list[dict[str, Any]]) -> None:
-        """``~/target``: the first selected mask's point (when it has one); ``~/targets``: one
-        pose per mask with a position. Both carry the colour frame's ``header``. Never raises."""
-        try:
-            target, targets = target_messages(header, extras)
-        except Exception as exc:  # noqa: BLE001
-            self._warn_once("publish", f"cannot build 3D targets: {type(exc).__name__}: {exc}")
-            return
-        self.publish_messages(target, targets)
-
     def publish_messages(self, target: PointStamped | None, targets: PoseArray) -> None:
-        """Publish already built targets (``outputs.target_messages``). Never raises."""
+        """``~/target`` (the first selected mask's point, when it has one) and ``~/targets`` (one
+        pose per mask with a position), as built by ``outputs.target_messages``. Never raises."""
         try:
             if target is not None:
                 self._target_pub.publish(target)

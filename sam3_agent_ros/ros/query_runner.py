@@ -142,12 +142,8 @@ class QueryRunner:
         pending = _Pending(query, self.frames.fresh(self.max_frame_age_s), CancelToken())
         dropped: list[_Pending] = []
         with self._lock:
-            if self._stopping:
-                overflow = "the node is shutting down"
-            elif self.policy == QUEUE and len(self._pending) >= self.queue_size:
-                overflow = f"queue full (queue_size={self.queue_size})"
-            else:
-                overflow = None
+            overflow = self._refusal()
+            if overflow is None:
                 if self.policy == PREEMPT:
                     dropped = list(self._pending)
                     self._pending.clear()
@@ -201,11 +197,18 @@ class QueryRunner:
         self._thread.join(timeout_s)
         return not self._thread.is_alive()
 
-    def has_room(self) -> bool:
-        """Whether ``submit`` would take a query now (not stopping; with ``queue``, not full)."""
+    def refusal(self) -> str | None:
+        """Why ``submit`` would refuse a query now (stopping; with ``queue``, full), or None."""
         with self._lock:
-            return not self._stopping and not (
-                self.policy == QUEUE and len(self._pending) >= self.queue_size)
+            return self._refusal()
+
+    def _refusal(self) -> str | None:
+        """``refusal`` with the lock already held."""
+        if self._stopping:
+            return "the node is shutting down"
+        if self.policy == QUEUE and len(self._pending) >= self.queue_size:
+            return f"queue full (queue_size={self.queue_size})"
+        return None
 
     def cancel(self, query_id: str, reason: str) -> bool:
         """Cancel one query, running or waiting (it ends ``cancelled``); False if unknown."""

@@ -130,12 +130,10 @@ class SegmentActionServer:
         from rclpy.action import GoalResponse
 
         runner = self._runner()
-        reason = None
         if runner is None or not self._active():
             reason = "the node is not active"
-        elif not runner.has_room():
-            reason = (f"queue full (queue_size={runner.queue_size})" if runner.policy == "queue"
-                      else "the node is shutting down")
+        else:
+            reason = runner.refusal()  # the reason a topic query would be refused now
         if reason is not None:
             self._node.get_logger().warning(f"segment goal {goal.query!r} rejected: {reason}")
             return GoalResponse.REJECT

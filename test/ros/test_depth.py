@@ -25,6 +25,7 @@ from sam3_agent_ros.core.types import Frame, Mask
 from sam3_agent_ros.ros.conversions import rgb8_image
 from sam3_agent_ros.ros.dds import apply_loopback_env
 from sam3_agent_ros.ros.depth import DepthTargets
+from sam3_agent_ros.ros.outputs import target_messages
 from sam3_agent_ros.scene import render_scene
 
 COLOUR_FRAME = "camera_color_optical_frame"
@@ -200,7 +201,7 @@ def test_16uc1_locate_and_publish(rig, scene):
     header = Header(frame_id=COLOUR_FRAME)
     header.stamp.sec, header.stamp.nanosec = STAMP
     extras[1] = {"position": None, "position_error": "too few valid depth pixels (3 < 20)"}
-    r.targets.publish(header, extras)
+    r.targets.publish_messages(*target_messages(header, extras))
     wait_for(lambda: r.received["target"] and r.received["targets"], "~/target and ~/targets")
     target = r.received["target"][0]
     assert target.header.frame_id == COLOUR_FRAME
@@ -217,9 +218,9 @@ def test_16uc1_locate_and_publish(rig, scene):
 def test_first_mask_without_position_publishes_no_target(rig, scene):
     r = rig()
     header = Header(frame_id=COLOUR_FRAME)
-    r.targets.publish(header, [{"position": None, "position_error": "no depth"},
-                               {"position": {"x": 0.1, "y": 0.2, "z": 0.9},
-                                "position_error": None}])
+    r.targets.publish_messages(*target_messages(header, [
+        {"position": None, "position_error": "no depth"},
+        {"position": {"x": 0.1, "y": 0.2, "z": 0.9}, "position_error": None}]))
     wait_for(lambda: r.received["targets"], "~/targets")
     time.sleep(0.2)
     assert r.received["target"] == []

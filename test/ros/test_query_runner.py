@@ -330,20 +330,20 @@ def test_unknown_policy_is_refused():
                     frames=LatestFrame(), policy="lifo")
 
 
-def test_has_room_follows_the_queue_and_stop(stop_runners):
+def test_refusal_follows_the_queue_and_stop(stop_runners):
     runner, agent, outputs, frames = make_runner(QUEUE, queue_size=1)
     frames.put(Message("f"))
     runner.submit(Query("a", "x"))
     agent.wait_started("a")
-    assert runner.has_room()
+    assert runner.refusal() is None
     runner.submit(Query("b", "y"))  # waits: the queue is now full
-    assert not runner.has_room()
+    assert runner.refusal() == "queue full (queue_size=1)"
     agent.release("a")
     agent.release("b")
     outputs.wait_results(2)
-    assert runner.has_room()
+    assert runner.refusal() is None
     assert runner.stop("test over", TIMEOUT)
-    assert not runner.has_room()
+    assert runner.refusal() == "the node is shutting down"
 
 
 def test_cancel_one_query_running_or_waiting(stop_runners):
