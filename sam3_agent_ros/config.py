@@ -31,6 +31,9 @@ class Parameter:
     max: float | None = None
     # A choice may also be free-form when it matches this predicate (segmenter plugins).
     free_form_hint: str = ""
+    # Fixed at start-up (params file, launch argument, -p); never settable at runtime. The rule
+    # for which parameters must be is written above PARAMETERS.
+    read_only: bool = False
 
     @property
     def type(self) -> type:
@@ -83,19 +86,32 @@ def _coerce(param: Parameter, value: Any) -> Any:
 
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "a boolean"}
 
+# Which parameters are ``read_only`` (any peer on the DDS domain can call a node's parameter
+# services, so a runtime change must never decide where data goes or what runs):
+# 1. every parameter that chooses where data is sent, which secret is sent, or which code,
+#    weights or files the node loads: a backend, an endpoint URL or host, the NAME of the key's
+#    variable, a plugin 'module:factory', a checkpoint, a vocabulary, a prompts folder;
+# 2. every limit that protects the node against a peer: the size of what a peer sends or makes
+#    the node hold (query length, queue length, image pixels, finished action results) and the
+#    per-query budgets a steered model could exhaust (verifier calls).
+# Tuning parameters (bounded ranges, behaviour only) stay dynamic: a set is validated and logged
+# with its old and new value. A read-only parameter is changed by restarting the node with a new
+# params file, launch argument or -p NAME:=VALUE; a lifecycle cycle re-reads the start-up value.
+READ_ONLY_NOTE = "read-only: set at start-up"
+
 
 PARAMETERS: tuple[Parameter, ...] = (
     # --- LLM -------------------------------------------------------------------------------------
     Parameter("llm.backend", "offline",
               "'openai': any OpenAI-compatible endpoint (vLLM, OpenAI, ...). 'offline': the "
               "built-in deterministic demo planner (no model; for tests and trying the package).",
-              choices=("openai", "offline")),
+              choices=("openai", "offline"), read_only=True),
     Parameter("llm.base_url", "http://127.0.0.1:8000/v1",
-              "Base URL of the OpenAI-compatible Chat Completions endpoint."),
+              "Base URL of the OpenAI-compatible Chat Completions endpoint.", read_only=True),
     Parameter("llm.model", "Qwen/Qwen3-VL-8B-Instruct", "Model name sent with every request."),
     Parameter("llm.api_key_env", "OPENAI_API_KEY",
               "NAME of the environment variable holding the API key (the key is never a parameter, "
-              "never logged)."),
+              "never logged).", read_only=True),
     Parameter("llm.timeout_s", 60.0, "Timeout of one LLM request in seconds.", min=0.1, max=3600.0),
     Parameter("llm.max_retries", 2,
               "Retries (with backoff) of one request on 429, 5xx and connection errors.",
@@ -114,10 +130,11 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("segmenter.backend", "color",
               "'sam3': Meta's SAM 3. 'color': the built-in offline demo segmenter (HSV colours). "
               "Or a plugin 'package.module:factory'.",
-              choices=("sam3", "color"), free_form_hint="plugin"),
+              choices=("sam3", "color"), free_form_hint="plugin", read_only=True),
     Parameter("segmenter.checkpoint", "",
               "SAM 3 weights file (.pt/.safetensors). Empty: download facebook/sam3 from the "
-              "Hugging Face hub (gated: accept the license, then 'hf auth login')."),
+              "Hugging Face hub (gated: accept the license, then 'hf auth login').",
+              read_only=True),
     Parameter("segmenter.device", "",
               "Torch device for SAM 3: 'cuda', 'cuda:N' or 'cpu'. Empty: cuda when available."),
     Parameter("segmenter.dtype", "",
@@ -132,10 +149,10 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("segmenter.min_mask_area", 16, "Masks with fewer pixels are dropped.", min=0),
     Parameter("segmenter.bpe_path", "",
               "SAM 3 BPE vocabulary file. Empty: the byte-identical copy shipped by "
-              "open_clip_torch."),
+              "open_clip_torch.", read_only=True),
     Parameter("segmenter.random_weights", False,
               "TESTS/BENCHMARKS ONLY: build SAM 3 with random weights (no checkpoint). Results are "
-              "meaningless and marked as such."),
+              "meaningless and marked as such.", read_only=True),
     # --- Agent -----------------------------------------------------------------------------------
     Parameter("agent.max_rounds", 16, "Most main-loop LLM calls per query.", min=1, max=200),
     Parameter("agent.max_context_messages", 10,
@@ -159,7 +176,8 @@ PARAMETERS: tuple[Parameter, ...] = (
               "How much of each round's reasoning (its end) the status events carry; 0: none.",
               min=0, max=100000),
     Parameter("agent.prompts_dir", "",
-              "Directory with system.md and verifier.md. Empty: the installed share directory."),
+              "Directory with system.md and verifier.md. Empty: the installed share directory.",
+              read_only=True),
     # --- ROS node --------------------------------------------------------------------------------
     Parameter("autostart", True,
               "Drive the lifecycle node to 'active' by itself after start-up."),
@@ -180,8 +198,9 @@ PARAMETERS: tuple[Parameter, ...] = (
               "'preempt': a new query cancels the running one. 'queue': FIFO queue.",
               choices=("preempt", "queue")),
     Parameter("queue_size", 8, "Most queries waiting when query_policy is 'queue'.", min=1,
-              max=1000),
-    Parameter("max_query_chars", 2000, "Longer query messages are rejected.", min=1),
+              max=1000, read_only=True),
+    Parameter("max_query_chars", 2000, "Longer query messages are rejected.", min=1,
+              read_only=True),
     Parameter("publish_overlay", True, "Publish ~/overlay (costs one rgb8 image per query)."),
     # --- 3D from aligned depth -------------------------------------------------------------------
     Parameter("depth.enabled", False,
@@ -283,7 +302,7 @@ class Config:
         for name, value in params.items():
             param = PARAMETERS_BY_NAME.get(name)
             if param is None:
-                raise ConfigError(f"unknown parameter {name!r}{_suggest(name)}")
+                raise ConfigError(unknown_parameter_message(name))
             values[name] = param.validate(value)
         if values["depth.min_m"] >= values["depth.max_m"]:
             raise ConfigError("depth.min_m must be below depth.max_m")
@@ -312,6 +331,12 @@ def _suggest(name: str) -> str:
 
     close = difflib.get_close_matches(name, PARAMETERS_BY_NAME, n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def unknown_parameter_message(name: str) -> str:
+    """``unknown parameter 'llm.backnd' (did you mean 'llm.backend'?)``: the CLI's and the
+    node's words for a name that is not in the table."""
+    return f"unknown parameter {name!r}{_suggest(name)}"
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -362,7 +387,7 @@ def parse_override(text: str) -> tuple[str, str]:
         raise ConfigError(f"bad override {text!r}: expected NAME:=VALUE")
     name = name.strip()
     if name not in PARAMETERS_BY_NAME:
-        raise ConfigError(f"unknown parameter {name!r}{_suggest(name)}")
+        raise ConfigError(unknown_parameter_message(name))
     return name, _yaml_scalar(value)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from sam3_agent_ros.config import NODE_NAME, PARAMETERS, Parameter  # noqa: E402
+from sam3_agent_ros.config import NODE_NAME, PARAMETERS, READ_ONLY_NOTE, Parameter  # noqa: E402
 
 OUTPUT = REPO_ROOT / "config" / "sam3_agent.yaml"
 WIDTH = 100
@@ -32,7 +32,8 @@ HEADER = f"""\
 #   ros2 run sam3_agent_ros sam3_agent_node --ros-args --params-file my_params.yaml
 #   ros2 launch sam3_agent_ros sam3_agent.launch.py params_file:=my_params.yaml
 #   sam3-agent run --image frame.png --query "..." --params-file my_params.yaml
-# The key '/**/{NODE_NAME}' matches the node in any namespace.
+# The key '/**/{NODE_NAME}' matches the node in any namespace. Parameters marked read-only
+# cannot be set at runtime (ros2 param set is refused): restart the node to change them.
 /**/{NODE_NAME}:
   ros__parameters:
 """
@@ -59,6 +60,8 @@ def comment(param: Parameter, indent: str) -> list[str]:
         low = "" if param.min is None else f"{param.min}"
         high = "" if param.max is None else f"{param.max}"
         text += f" [range {low}..{high}]"
+    if param.read_only:
+        text += f" [{READ_ONLY_NOTE}]"
     return textwrap.wrap(text, WIDTH - len(indent) - 2, initial_indent=f"{indent}# ",
                          subsequent_indent=f"{indent}# ", break_on_hyphens=False)
 

@@ -18,6 +18,12 @@ Threads:
   transitions run on a start-up thread, so the executor keeps answering ``get_state`` and
   parameter services during the load. A configure requested through the lifecycle service runs in
   the service callback (rclpy transitions are synchronous) and holds the executor while loading.
+
+Parameters (ros/params.py): the ones that choose the endpoint, the key, code or files, and the
+limits that protect the node against a peer, are read-only after start-up (a runtime set answers
+how to change them: a restart); a lifecycle cycle re-reads them, so it re-reads the start-up
+values. Unknown overrides (typos) and bad start-up values keep the node unconfigured with the fix.
+Accepted runtime changes are logged with their old and new values.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import sys
 import threading
 from typing import Any
 
@@ -36,7 +43,7 @@ from std_msgs.msg import String
 
 from sam3_agent_ros.config import NODE_NAME, Config, ConfigError
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
-from sam3_agent_ros.ros import params, rclpy_compat, segment_action
+from sam3_agent_ros.ros import hints, node_cli, params, rclpy_compat, segment_action
 from sam3_agent_ros.ros.conversions import (
     ImageConversionError,
     check_image_header,
@@ -65,12 +72,14 @@ DEACTIVATE_WAIT_S = 5.0  # how long deactivate waits for a cancelled query to pu
 CLEANUP_WAIT_S = 30.0  # how long cleanup waits for the worker before freeing the models
 
 
-class Sam3AgentNode(LifecycleNode):
+class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
     def __init__(self, **kwargs: Any):
         super().__init__(NODE_NAME, **kwargs)
-        self._param_problems = params.declare_parameters(self)
+        # Start-up problems: bad override values, unknown override names. Those of read-only or
+        # unknown parameters last until a restart; the others until a valid runtime set.
+        self._param_problems = params.declare_parameters(self) + params.unknown_overrides(self)
         for problem in self._param_problems:
-            self.get_logger().error(f"invalid parameter value: {problem}")
+            self.get_logger().error(f"parameter refused at start-up: {problem}")
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._query_ids = itertools.count(1)
         self._frames = LatestFrame()
@@ -84,8 +93,15 @@ class Sam3AgentNode(LifecycleNode):
         self._depth = None
         self._autostart_timer = None
         self._segment = None  # the action ~/segment, from the first activation on
+        self._restart_only = False  # the last configure failed for want of a restart
+        name = self.get_fully_qualified_name()
         if self.get_parameter("autostart").value:
             self._autostart_timer = self.create_timer(0.0, self._start_autostart)
+        elif self._param_problems:  # autostart's configure would say it; nothing else will
+            self.get_logger().error(
+                f"the node cannot configure: {hints.fix_parameters(self._param_problems, name)}")
+        else:
+            self.get_logger().info(hints.manual_start(name))
 
     # --- lifecycle -----------------------------------------------------------------------------
     def _start_autostart(self) -> None:
@@ -97,9 +113,8 @@ class Sam3AgentNode(LifecycleNode):
     def _autostart(self) -> None:
         try:
             if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                self.get_logger().error(
-                    "autostart: configure failed (see above); fix the parameters, then "
-                    f"'ros2 lifecycle set {self.get_fully_qualified_name()} configure'")
+                self.get_logger().error(hints.autostart_failed(
+                    self.get_fully_qualified_name(), self._restart_only))
                 return
             if self.trigger_activate() != TransitionCallbackReturn.SUCCESS:
                 self.get_logger().error("autostart: activate failed (see above)")
@@ -107,15 +122,20 @@ class Sam3AgentNode(LifecycleNode):
             self.get_logger().warning(f"autostart stopped: {type(exc).__name__}: {exc}")
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        # Read-only parameters still hold their start-up values: a cycle re-reads those.
+        name = self.get_fully_qualified_name()
         reasons = self._param_problems + params.problems(params.current_values(self))
         if reasons:
             for reason in reasons:
                 self.get_logger().error(f"cannot configure: {reason}")
+            self._restart_only = any(r.fixed_by_restart for r in reasons)
+            self.get_logger().error(f"to configure: {hints.fix_parameters(reasons, name)}")
             return TransitionCallbackReturn.FAILURE
         try:
             config = params.read_config(self)
         except ConfigError as exc:
             self.get_logger().error(f"cannot configure: {exc}")
+            self._restart_only = False
             return TransitionCallbackReturn.FAILURE
         self.get_logger().info(
             f"configuring: llm.backend={config.llm.backend} segmenter.backend="
@@ -131,6 +151,8 @@ class Sam3AgentNode(LifecycleNode):
         except Exception as exc:  # any backend failure: stay unconfigured, say why
             close_quietly(segmenter)
             self.get_logger().error(f"cannot build the backends: {type(exc).__name__}: {exc}")
+            self._restart_only = False
+            self.get_logger().error(f"to configure: {hints.fix_backends(name)}")
             return TransitionCallbackReturn.FAILURE
         self._config = config
         self._answers = AnswerPublisher(self, config.node.publish_overlay, OUTPUT_QOS)
@@ -240,16 +262,20 @@ class Sam3AgentNode(LifecycleNode):
         self._frames.clear()
 
     def _on_set_parameters(self, changes: list[Any]):
-        result = params.validate_changes(params.current_values(self), changes)
-        if result.successful and self._config is not None:
-            names = ", ".join(c.name for c in changes)
-            self.get_logger().info(f"parameters changed ({names}): they take effect at the next "
-                                   "configure (deactivate, cleanup, configure, activate)")
-        elif not result.successful:
+        """Validate a runtime change of dynamic parameters (read-only ones never get here:
+        ``ReadOnlyParameters``); log each accepted one once, with its old and new value. Nothing
+        after this callback can refuse the change (rclpy checked the descriptors before)."""
+        current = params.current_values(self)
+        result = params.validate_changes(current, changes)
+        if not result.successful:
             self.get_logger().warning(f"parameter change rejected: {result.reason}")
-        if result.successful:
-            self._param_problems = [p for p in self._param_problems
-                                    if not any(p.startswith(c.name + ":") for c in changes)]
+            return result
+        when = (" (takes effect at the next configure: deactivate, cleanup, configure, activate)"
+                if self._config is not None else "")
+        for line in params.change_lines(current, changes):
+            self.get_logger().info(f"parameter changed: {line}{when}")
+        changed = {c.name for c in changes}
+        self._param_problems = [p for p in self._param_problems if p.name not in changed]
         return result
 
     # --- inputs --------------------------------------------------------------------------------
@@ -379,10 +405,14 @@ class Sam3AgentNode(LifecycleNode):
         self._release()
 
 
-def main(args: list[str] | None = None) -> None:
+def main(args: list[str] | None = None) -> int:
+    argv = list(sys.argv if args is None else args)
+    early = node_cli.early_exit(argv[1:], sys.stdout, sys.stderr)  # --help, unreadable files
+    if early is not None:
+        return early
     logging.basicConfig(level=logging.INFO, format="[%(levelname)s] [%(name)s]: %(message)s")
     try:
-        with rclpy_compat.initialized(args=args):  # `with rclpy.init()` needs rclpy >= 8
+        with rclpy_compat.initialized(args=argv):  # `with rclpy.init()` needs rclpy >= 8
             node = Sam3AgentNode()
             executor = SingleThreadedExecutor()
             executor.add_node(node)
@@ -394,7 +424,11 @@ def main(args: list[str] | None = None) -> None:
                 node.destroy_node()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except rclpy_compat.InitFailed as exc:  # e.g. a params file rcl cannot parse
+        sys.stderr.write(f"{node_cli.PROGRAM}: cannot start: {exc}\n")
+        return 2
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,18 +1,26 @@
 """ROS parameters of the node, declared once from ``config.PARAMETERS``.
 
 Each parameter gets a descriptor with its description, its allowed values (in
-``additional_constraints``) and its range (``FloatingPointRange`` / ``IntegerRange``), so
-``ros2 param describe`` shows the same text as the YAML file and the README.
+``additional_constraints``), its range (``FloatingPointRange`` / ``IntegerRange``) and
+``read_only`` (config.py says which parameters are), so ``ros2 param describe`` shows the same
+text as the YAML file and the README.
 
 A bad value in a params file must not crash the node at start-up: rclpy raises while declaring a
 parameter whose override has the wrong type or is out of range. ``declare_parameters`` catches
 that, keeps the default, and returns the reason; the node then refuses to configure with it.
 An integer given for a floating-point parameter (``timeout_s: 60``) is accepted as 60.0.
+Overrides of names the node does not know (a typo: ``llm.backnd``) are problems too
+(``unknown_overrides``). A problem of a read-only or unknown parameter is only fixed by a restart
+with a corrected value; the others by a runtime set (``Problem.fixed_by_restart``).
+
+``ReadOnlyParameters`` (a mixin for the node) answers a runtime set of a read-only parameter
+with a reason that says how to change it.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from rcl_interfaces.msg import (
@@ -23,14 +31,47 @@ from rcl_interfaces.msg import (
 )
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 
-from sam3_agent_ros.config import PARAMETERS, PARAMETERS_BY_NAME, Config, ConfigError, Parameter
+from sam3_agent_ros.config import (
+    PARAMETERS,
+    PARAMETERS_BY_NAME,
+    READ_ONLY_NOTE,
+    Config,
+    ConfigError,
+    Parameter,
+    unknown_parameter_message,
+)
 
 _INT64_MAX = 2**63 - 1
+# Parameters rclpy may declare itself, by prefix (use_sim_time and the like are declared before
+# ours; qos_overrides.* only when an entity asks for them): known, never refused as typos.
+RCLPY_PARAMETER_PREFIXES = ("qos_overrides.",)
+SHOWN_CHARS = 80  # longest text of a value in a log line (a value can be 1 MB)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why the node cannot configure. ``name``: the parameter concerned (None: a relation
+    between several)."""
+
+    name: str | None
+    text: str
+
+    @property
+    def fixed_by_restart(self) -> bool:
+        """Read-only and unknown parameters cannot be corrected at runtime."""
+        if self.name is None:
+            return False
+        param = PARAMETERS_BY_NAME.get(self.name)
+        return param is None or param.read_only
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def descriptor_for(param: Parameter) -> ParameterDescriptor:
-    """The ROS descriptor of one parameter (description, allowed values, range)."""
-    descriptor = ParameterDescriptor(name=param.name, description=param.description)
+    """The ROS descriptor of one parameter (description, allowed values, range, read-only)."""
+    descriptor = ParameterDescriptor(name=param.name, description=param.description,
+                                     read_only=param.read_only)
     constraints = []
     if param.choices is not None:
         constraints.append("one of: " + ", ".join(repr(c) for c in param.choices))
@@ -47,6 +88,8 @@ def descriptor_for(param: Parameter) -> ParameterDescriptor:
         high = int(param.max) if param.max is not None else _INT64_MAX
         descriptor.integer_range = [IntegerRange(from_value=low, to_value=high, step=0)]
         constraints.append(_range_text(param))
+    if param.read_only:
+        constraints.append(READ_ONLY_NOTE)
     descriptor.additional_constraints = "; ".join(constraints)
     return descriptor
 
@@ -59,11 +102,12 @@ def _range_text(param: Parameter) -> str:
     return f"{param.min} .. {param.max}"
 
 
-def declare_parameters(node: Any) -> list[str]:
+def declare_parameters(node: Any) -> list[Problem]:
     """Declare every parameter on ``node``; return the reasons of rejected overrides (if any).
 
     A rejected override is replaced by the default so the node still starts; the caller must not
-    configure while reasons are pending (the user fixes the value and reconfigures).
+    configure while reasons are pending (the user fixes the value, at runtime or by a restart for
+    a read-only parameter, and configures again).
     """
     problems = []
     overrides = getattr(node, "_parameter_overrides", {})
@@ -84,12 +128,23 @@ def declare_parameters(node: Any) -> list[str]:
     return problems
 
 
-def _declare_problem(param: Parameter, given: Any, exc: Exception) -> str:
+def _declare_problem(param: Parameter, given: Any, exc: Exception) -> Problem:
     try:
         param.validate(given)
     except ConfigError as reason:
-        return str(reason)
-    return f"{param.name}: {given!r} rejected ({exc})"
+        return Problem(param.name, str(reason))
+    return Problem(param.name, f"{param.name}: {shown(given)} rejected ({exc})")
+
+
+def unknown_overrides(node: Any) -> list[Problem]:
+    """Overrides (params file, ``-p``, launch) of names that nothing declared: typos, refused.
+
+    Call after ``declare_parameters``: rclpy's own parameters (use_sim_time,
+    start_type_description_service, ...) are declared by then; ``qos_overrides.*`` are known.
+    """
+    overrides = getattr(node, "_parameter_overrides", {})
+    return [Problem(name, unknown_parameter_message(name)) for name in sorted(overrides)
+            if not node.has_parameter(name) and not name.startswith(RCLPY_PARAMETER_PREFIXES)]
 
 
 def current_values(node: Any) -> dict[str, Any]:
@@ -97,7 +152,7 @@ def current_values(node: Any) -> dict[str, Any]:
     return {p.name: node.get_parameter(p.name).value for p in PARAMETERS}
 
 
-def problems(values: dict[str, Any]) -> list[str]:
+def problems(values: dict[str, Any]) -> list[Problem]:
     """Every reason ``values`` is not a valid configuration (empty when it is)."""
     found = []
     for name, value in values.items():
@@ -107,12 +162,12 @@ def problems(values: dict[str, Any]) -> list[str]:
         try:
             param.validate(value)
         except ConfigError as exc:
-            found.append(str(exc))
+            found.append(Problem(name, str(exc)))
     if not found:
         try:
             Config.from_params(values)
         except ConfigError as exc:  # relations between parameters (depth.min_m < depth.max_m)
-            found.append(str(exc))
+            found.append(Problem(None, str(exc)))
     return found
 
 
@@ -135,7 +190,63 @@ def validate_changes(current: dict[str, Any], changes: list[Any]) -> SetParamete
         except ConfigError as exc:
             return SetParametersResult(successful=False, reason=str(exc))
         values[change.name] = change.value
-    new = [reason for reason in problems(values) if reason not in problems(current)]
+    new = [problem.text for problem in problems(values) if problem not in problems(current)]
     if new:
         return SetParametersResult(successful=False, reason="; ".join(new))
     return SetParametersResult(successful=True)
+
+
+def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
+    """``value`` for a log line: quoted and escaped (a newline cannot forge a log line), and cut
+    to ``limit`` characters with the full length said."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} chars)"
+
+
+def change_lines(current: dict[str, Any], changes: list[Any]) -> list[str]:
+    """One log line per accepted change of a table parameter: ``NAME: OLD -> NEW``."""
+    return [f"{change.name}: {shown(current.get(change.name))} -> {shown(change.value)}"
+            for change in changes if change.name in PARAMETERS_BY_NAME]
+
+
+def read_only_reason(names: list[str]) -> str:
+    """The answer to a runtime set of read-only parameters: how to change them instead."""
+    return (f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} read-only after start-up: "
+            "restart the node with the new value in its params file, a launch argument or "
+            f"-p {names[0]}:=VALUE")
+
+
+class ReadOnlyParameters:
+    """Mixin for an rclpy ``Node``: a runtime set of a read-only parameter answers
+    ``read_only_reason`` and sets nothing.
+
+    rclpy refuses such a set too, but before any ``on_set_parameters`` callback and with its own
+    reason ('Trying to set a read-only parameter: NAME.'), which does not say how to change the
+    value. Every runtime set goes through the two public methods below (rclpy's parameter
+    services call ``set_parameters_atomically``, once per parameter for ``set_parameters``
+    requests; in-process code calls either), so the check sits there, before rclpy's; everything
+    else is rclpy's own path, and its read-only check stays as a backstop.
+    """
+
+    def set_parameters(self, parameter_list: list[Any]) -> list[SetParametersResult]:
+        # One parameter at a time, as rclpy does: the others of the list are still set.
+        results = []
+        for parameter in parameter_list:
+            refusal = self._read_only_refusal([parameter])
+            results.append(refusal or super().set_parameters([parameter])[0])
+        return results
+
+    def set_parameters_atomically(self, parameter_list: list[Any]) -> SetParametersResult:
+        return self._read_only_refusal(parameter_list) or super().set_parameters_atomically(
+            parameter_list)
+
+    def _read_only_refusal(self, parameter_list: list[Any]) -> SetParametersResult | None:
+        names = [p.name for p in parameter_list
+                 if self.has_parameter(p.name) and self.describe_parameter(p.name).read_only]
+        if not names:
+            return None
+        reason = read_only_reason(names)
+        self.get_logger().warning(f"parameter change refused: {reason}")
+        return SetParametersResult(successful=False, reason=reason)

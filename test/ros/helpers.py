@@ -27,7 +27,13 @@ import yaml
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from rcl_interfaces.msg import Parameter as ParameterMsg
-from rcl_interfaces.srv import SetParameters
+from rcl_interfaces.msg import ParameterValue
+from rcl_interfaces.srv import (
+    DescribeParameters,
+    GetParameters,
+    SetParameters,
+    SetParametersAtomically,
+)
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -79,7 +85,7 @@ class NodeProcess:
     """``sam3_agent_node`` in a subprocess, with its parameters in a YAML file."""
 
     def __init__(self, namespace: str, parameters: dict, tmp_dir: Path,
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None, ros_args: tuple[str, ...] = ()):
         self.namespace = namespace
         self.name = f"{namespace}/sam3_agent"
         tmp_dir.mkdir(parents=True, exist_ok=True)
@@ -97,7 +103,7 @@ class NodeProcess:
         self._log = open(self.log_file, "wb")  # noqa: SIM115 (closed in stop)
         self.process = subprocess.Popen(
             node_command() + ["--ros-args", "--params-file", str(self.params_file),
-                              "-r", f"__ns:={namespace}"],
+                              "-r", f"__ns:={namespace}", *ros_args],
             stdout=self._log, stderr=subprocess.STDOUT, env=proc_env, cwd=str(tmp_dir))
         _RUNNING.add(self)
 
@@ -312,11 +318,40 @@ class Harness:
         raise TimeoutError(f"{node_name} is {state!r}, not {label!r} after {timeout} s")
 
     def set_parameter(self, node_name: str, name: str, value: Any, timeout: float = 10.0):
-        request = SetParameters.Request()
-        request.parameters = [ParameterMsg(
-            name=name, value=Parameter(name, value=value).get_parameter_value())]
+        return self.set_parameters(node_name, {name: value}, timeout)[0]
+
+    def set_parameters(self, node_name: str, values: dict[str, Any], timeout: float = 10.0):
+        """One ``set_parameters`` request with every value (what ``ros2 param load`` sends);
+        a value ``NOT_SET`` sends a parameter without a value (a request to undeclare it)."""
+        request = SetParameters.Request(parameters=parameter_messages(values))
         return self._call(SetParameters, f"{node_name}/set_parameters", request,
-                          timeout).results[0]
+                          timeout).results
+
+    def set_parameters_atomically(self, node_name: str, values: dict[str, Any],
+                                  timeout: float = 10.0):
+        request = SetParametersAtomically.Request(parameters=parameter_messages(values))
+        return self._call(SetParametersAtomically, f"{node_name}/set_parameters_atomically",
+                          request, timeout).result
+
+    def get_parameters(self, node_name: str, names: list[str], timeout: float = 10.0) -> dict:
+        request = GetParameters.Request(names=names)
+        reply = self._call(GetParameters, f"{node_name}/get_parameters", request, timeout)
+        return {name: Parameter.from_parameter_msg(ParameterMsg(name=name, value=value)).value
+                for name, value in zip(names, reply.values, strict=True)}
+
+    def describe_parameters(self, node_name: str, names: list[str], timeout: float = 10.0):
+        request = DescribeParameters.Request(names=names)
+        return self._call(DescribeParameters, f"{node_name}/describe_parameters", request,
+                          timeout).descriptors
+
+
+NOT_SET = object()  # a parameter sent without a value (set_parameters / _atomically)
+
+
+def parameter_messages(values: dict[str, Any]) -> list[ParameterMsg]:
+    return [ParameterMsg(name=name, value=ParameterValue() if value is NOT_SET else
+                         Parameter(name, value=value).get_parameter_value())
+            for name, value in values.items()]
 
 
 class Camera:

@@ -209,7 +209,7 @@ def test_invalid_parameter_changes_are_rejected_with_a_reason(ros):
     assert not rejected.successful and "not one of" in rejected.reason
     out_of_range = harness.set_parameter(name, "frame_wait_s", -1.0)
     assert not out_of_range.successful
-    assert harness.set_parameter(name, "max_query_chars", 500).successful
+    assert harness.set_parameter(name, "frame_wait_s", 1.0).successful
 
 
 def test_a_new_query_preempts_the_running_one(ros, scene):
@@ -291,23 +291,24 @@ def test_undecodable_compressed_frame_fails_the_query(ros):
 
 
 def test_invalid_params_file_leaves_the_node_unconfigured_until_fixed(ros, tmp_path):
+    """Bad values of dynamic parameters are fixed at runtime (read-only ones need a restart:
+    test_trust_params.py)."""
     harness, _ = ros
     proc = NodeProcess("/robot4", {"agent": {"max_rounds": 0}, "image_qos": "bogus"}, tmp_path)
     name = "/robot4/sam3_agent"
     try:
-        harness.wait_for(lambda: "cannot configure" in proc.log(), 30, "the configure error")
+        harness.wait_for(lambda: "autostart: configure failed" in proc.log(), 30,
+                         "the configure error")
         log = proc.log()
         assert "agent.max_rounds: 0 is below the minimum 1" in log
         assert "image_qos: 'bogus' is not one of" in log
+        assert f"set corrected values ('ros2 param set {name} NAME VALUE')" in log
+        assert f"'ros2 lifecycle set {name} configure'" in log
+        assert f"'sam3-agent lifecycle configure --node {name}'" in log
         assert harness.lifecycle_state(name) == "unconfigured"
         assert harness.set_parameter(name, "agent.max_rounds", 5).successful
+        assert not harness.change_state(name, TRANSITION.TRANSITION_CONFIGURE)  # one left
         assert harness.set_parameter(name, "image_qos", "reliable").successful
-        # A backend that cannot be built fails the transition too, with the reason.
-        assert harness.set_parameter(name, "segmenter.backend", "no_such_module:factory").successful
-        assert not harness.change_state(name, TRANSITION.TRANSITION_CONFIGURE)
-        assert "cannot build the backends" in proc.log() and "no_such_module" in proc.log()
-        assert harness.lifecycle_state(name) == "unconfigured"
-        assert harness.set_parameter(name, "segmenter.backend", "color").successful
         assert harness.change_state(name, TRANSITION.TRANSITION_CONFIGURE)
         assert harness.lifecycle_state(name) == "inactive"
     finally:

@@ -1,4 +1,6 @@
-"""ROS parameters declared from config.PARAMETERS: descriptors, overrides, validation."""
+"""ROS parameters declared from config.PARAMETERS: descriptors, overrides, validation, the
+read-only refusal and the change log lines (in-process nodes; test_trust_params.py attacks a node
+process over the parameter services)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import sys
 
 import pytest
 import rclpy
+import rclpy.node
 from rclpy.parameter import Parameter as RosParameter
 
 from sam3_agent_ros.config import PARAMETERS, PARAMETERS_BY_NAME, Config
@@ -89,9 +92,12 @@ def test_bad_overrides_keep_the_default_and_say_why(make_node):
                         "max_frame_age_s": -1.0})
     problems = params.declare_parameters(node)
     assert len(problems) == 3
-    assert problems[0].startswith("llm.max_retries: 'many' is not a")
-    assert problems[1:] == ["agent.max_rounds: 0 is below the minimum 1",
-                            "max_frame_age_s: -1.0 is below the minimum 0.0"]
+    assert problems[0].text.startswith("llm.max_retries: 'many' is not a")
+    assert [p.text for p in problems[1:]] == ["agent.max_rounds: 0 is below the minimum 1",
+                                             "max_frame_age_s: -1.0 is below the minimum 0.0"]
+    assert [p.name for p in problems] == ["llm.max_retries", "agent.max_rounds",
+                                          "max_frame_age_s"]
+    assert not any(p.fixed_by_restart for p in problems)  # dynamic: a runtime set fixes them
     assert node.get_parameter("agent.max_rounds").value == 16  # the default, kept
 
 
@@ -99,13 +105,15 @@ def test_choice_and_cross_field_problems_are_all_reported(make_node):
     node = make_node(**{"image_qos": "bogus", "query_policy": "lifo"})
     assert params.declare_parameters(node) == []  # strings: only the table knows the choices
     found = params.problems(params.current_values(node))
-    assert found == ["image_qos: 'bogus' is not one of 'sensor_data', 'reliable'",
-                     "query_policy: 'lifo' is not one of 'preempt', 'queue'"]
+    assert [str(p) for p in found] == [
+        "image_qos: 'bogus' is not one of 'sensor_data', 'reliable'",
+        "query_policy: 'lifo' is not one of 'preempt', 'queue'"]
     with pytest.raises(Exception, match="image_qos"):
         params.read_config(node)
     values = {p.name: p.default for p in PARAMETERS}
     values.update({"depth.min_m": 5.0, "depth.max_m": 1.0})
-    assert params.problems(values) == ["depth.min_m must be below depth.max_m"]
+    assert params.problems(values) == [
+        params.Problem(None, "depth.min_m must be below depth.max_m")]
 
 
 def test_runtime_changes_are_validated(make_node):
@@ -130,3 +138,108 @@ def test_one_bad_value_can_be_fixed_while_another_is_pending():
     assert fix.successful
     worse = params.validate_changes(current, [RosParameter("query_policy", value="x")])
     assert not worse.successful
+
+
+READ_ONLY = ("llm.backend", "llm.base_url", "llm.api_key_env", "segmenter.backend",
+             "segmenter.checkpoint", "segmenter.bpe_path", "segmenter.random_weights",
+             "agent.prompts_dir", "max_query_chars", "queue_size")
+
+
+def test_where_data_goes_what_runs_and_peer_limits_are_read_only():
+    marked = {p.name for p in PARAMETERS if p.read_only}
+    assert set(READ_ONLY) <= marked
+    for name in marked:
+        descriptor = params.descriptor_for(PARAMETERS_BY_NAME[name])
+        assert descriptor.read_only, name
+        assert "read-only: set at start-up" in descriptor.additional_constraints
+    for name in ("llm.model", "llm.timeout_s", "agent.max_rounds", "query_policy"):  # tuning
+        assert not params.descriptor_for(PARAMETERS_BY_NAME[name]).read_only
+
+
+class ReadOnlyNode(params.ReadOnlyParameters, rclpy.node.Node):
+    """What the node does: the mixin before rclpy's Node."""
+
+
+@pytest.fixture
+def read_only_node(context):
+    node = ReadOnlyNode("read_only_under_test", context=context)
+    params.declare_parameters(node)
+    node.add_on_set_parameters_callback(
+        lambda changes: params.validate_changes(params.current_values(node), changes))
+    yield node
+    node.destroy_node()
+
+
+def test_a_read_only_set_answers_how_to_change_it(read_only_node):
+    node = read_only_node
+    (refused,) = node.set_parameters([RosParameter("llm.base_url", value="http://evil:1/v1")])
+    assert not refused.successful
+    assert refused.reason.startswith("llm.base_url is read-only after start-up")
+    assert "restart the node" in refused.reason and "-p llm.base_url:=VALUE" in refused.reason
+    assert "Trying to set a read-only parameter" not in refused.reason  # ours, not rclpy's
+    assert node.get_parameter("llm.base_url").value == "http://127.0.0.1:8000/v1"
+
+
+def test_a_list_sets_the_dynamic_ones_and_refuses_the_read_only_ones(read_only_node):
+    node = read_only_node
+    results = node.set_parameters([RosParameter("agent.max_rounds", value=4),
+                                   RosParameter("segmenter.backend", value="os:abort"),
+                                   RosParameter("llm.model", value="other")])
+    assert [r.successful for r in results] == [True, False, True]
+    assert "segmenter.backend is read-only" in results[1].reason
+    assert node.get_parameter("segmenter.backend").value == "color"
+    assert (node.get_parameter("agent.max_rounds").value,
+            node.get_parameter("llm.model").value) == (4, "other")
+
+
+def test_an_atomic_set_with_a_read_only_parameter_sets_nothing(read_only_node):
+    node = read_only_node
+    result = node.set_parameters_atomically([
+        RosParameter("agent.max_rounds", value=3), RosParameter("llm.api_key_env", value="HOME"),
+        RosParameter("max_query_chars", value=10**9)])
+    assert not result.successful
+    assert result.reason.startswith("llm.api_key_env, max_query_chars are read-only")
+    assert node.get_parameter("agent.max_rounds").value == 16
+    assert node.get_parameter("llm.api_key_env").value == "OPENAI_API_KEY"
+
+
+def test_unknown_overrides_are_problems_with_the_closest_name(context):
+    node = rclpy.create_node(
+        "typos_under_test", context=context, parameter_overrides=[
+            RosParameter("llm.backnd", value="offline"), RosParameter("use_sim_time", value=False),
+            RosParameter("qos_overrides./image.subscription.depth", value=5),
+            RosParameter("zzz", value=1)])
+    try:
+        assert params.declare_parameters(node) == []
+        problems = params.unknown_overrides(node)
+        assert [p.text for p in problems] == [
+            "unknown parameter 'llm.backnd' (did you mean 'llm.backend'?)",
+            "unknown parameter 'zzz'"]
+        assert all(p.fixed_by_restart for p in problems)
+    finally:
+        node.destroy_node()
+
+
+def test_a_bad_start_up_value_of_a_read_only_parameter_needs_a_restart():
+    values = {p.name: p.default for p in PARAMETERS}
+    values.update({"llm.backend": "bogus", "agent.max_rounds": 0})
+    found = params.problems(values)
+    assert [(p.name, p.fixed_by_restart) for p in found] == [("llm.backend", True),
+                                                            ("agent.max_rounds", False)]
+
+
+@pytest.mark.parametrize("value,expected", [
+    (16, "16"),
+    ("a\n[ERROR] forged", "'a\\n[ERROR] forged'"),
+    ("x" * 1_000_000, "'" + "x" * 79 + "... (1000002 chars)"),
+], ids=["number", "newline", "1MB"])
+def test_values_in_log_lines_are_escaped_and_bounded(value, expected):
+    assert params.shown(value) == expected
+    assert "\n" not in params.shown(value)
+
+
+def test_change_lines_name_old_and_new_values_of_table_parameters_only():
+    current = {"agent.max_rounds": 16, "llm.model": "a"}
+    lines = params.change_lines(current, [RosParameter("agent.max_rounds", value=4),
+                                          RosParameter("use_sim_time", value=True)])
+    assert lines == ["agent.max_rounds: 16 -> 4"]

@@ -11,7 +11,7 @@ import importlib.metadata
 import pytest
 import rclpy
 
-from sam3_agent_ros.ros.rclpy_compat import initialized
+from sam3_agent_ros.ros.rclpy_compat import InitFailed, initialized
 
 
 def _rclpy_major() -> int:
@@ -67,3 +67,15 @@ def test_default_context_when_none_is_given():
         assert context is rclpy.get_default_context()
         assert context.ok()
     assert not rclpy.get_default_context().ok()
+
+
+def test_arguments_rcl_refuses_raise_init_failed_on_one_line(tmp_path):
+    bad = tmp_path / "mixed.yaml"
+    bad.write_text('/**:\n  ros__parameters:\n    x: [1, "s"]\n')
+    context = rclpy.Context()
+    with pytest.raises(InitFailed) as raised, initialized(
+            args=["prog", "--ros-args", "--params-file", str(bad)], context=context):
+        pass
+    assert "Couldn't parse params file" in str(raised.value)
+    assert "\n" not in str(raised.value)
+    assert not context.ok()
