@@ -36,6 +36,7 @@ from std_msgs.msg import String
 
 from sam3_agent_ros.config import NODE_NAME, Config, ConfigError
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.redact import install_log_redaction, redact_text
 from sam3_agent_ros.ros import params, rclpy_compat, segment_action
 from sam3_agent_ros.ros.conversions import (
     ImageConversionError,
@@ -70,7 +71,7 @@ class Sam3AgentNode(LifecycleNode):
         super().__init__(NODE_NAME, **kwargs)
         self._param_problems = params.declare_parameters(self)
         for problem in self._param_problems:
-            self.get_logger().error(f"invalid parameter value: {problem}")
+            self.get_logger().error(f"invalid parameter value: {redact_text(problem)}")
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._query_ids = itertools.count(1)
         self._frames = LatestFrame()
@@ -110,12 +111,12 @@ class Sam3AgentNode(LifecycleNode):
         reasons = self._param_problems + params.problems(params.current_values(self))
         if reasons:
             for reason in reasons:
-                self.get_logger().error(f"cannot configure: {reason}")
+                self.get_logger().error(f"cannot configure: {redact_text(reason)}")
             return TransitionCallbackReturn.FAILURE
         try:
             config = params.read_config(self)
         except ConfigError as exc:
-            self.get_logger().error(f"cannot configure: {exc}")
+            self.get_logger().error(f"cannot configure: {redact_text(str(exc))}")
             return TransitionCallbackReturn.FAILURE
         self.get_logger().info(
             f"configuring: llm.backend={config.llm.backend} segmenter.backend="
@@ -130,7 +131,8 @@ class Sam3AgentNode(LifecycleNode):
             self._agent = Agent(config, llm=llm, segmenter=segmenter)
         except Exception as exc:  # any backend failure: stay unconfigured, say why
             close_quietly(segmenter)
-            self.get_logger().error(f"cannot build the backends: {type(exc).__name__}: {exc}")
+            self.get_logger().error(
+                f"cannot build the backends: {type(exc).__name__}: {redact_text(str(exc))}")
             return TransitionCallbackReturn.FAILURE
         self._config = config
         self._answers = AnswerPublisher(self, config.node.publish_overlay, OUTPUT_QOS)
@@ -246,7 +248,7 @@ class Sam3AgentNode(LifecycleNode):
             self.get_logger().info(f"parameters changed ({names}): they take effect at the next "
                                    "configure (deactivate, cleanup, configure, activate)")
         elif not result.successful:
-            self.get_logger().warning(f"parameter change rejected: {result.reason}")
+            self.get_logger().warning(f"parameter change rejected: {redact_text(result.reason)}")
         if result.successful:
             self._param_problems = [p for p in self._param_problems
                                     if not any(p.startswith(c.name + ":") for c in changes)]
@@ -381,6 +383,7 @@ class Sam3AgentNode(LifecycleNode):
 
 def main(args: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="[%(levelname)s] [%(name)s]: %(message)s")
+    install_log_redaction()  # no URL credentials in any Python log line (httpx, openai, ours)
     try:
         with rclpy_compat.initialized(args=args):  # `with rclpy.init()` needs rclpy >= 8
             node = Sam3AgentNode()
