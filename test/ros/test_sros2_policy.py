@@ -167,8 +167,7 @@ def test_the_operator_may_ask_and_read_but_not_reconfigure():
     node = allowed(profile_of(NODE_ENCLAVE))
     operator = allowed(profile_of(OPERATOR_ENCLAVE))
     own = {(kind, name) for kind, name in operator
-           if name.startswith("/sam3_agent_operator/") or name in ("/rosout",
-                                                                   "/parameter_events")}
+           if name.startswith("/sam3_agent_ask/") or name in ("/rosout", "/parameter_events")}
     counterpart = {"publish": "subscribe", "subscribe": "publish", "request": "reply"}
     for kind, name in sorted(operator - own):
         assert (counterpart[kind], name) in node, f"the node offers no {name} to {kind}"
