@@ -264,7 +264,8 @@ def test_colcon_build_installs_like_a_ros_package(tmp_path):
     prefix = tmp_path / "install" / PACKAGE
     share = prefix / "share" / PACKAGE
     for directory, names in _source_share_files().items():
-        installed = sorted(p.name for p in (share / directory).iterdir()) if names else []
+        installed = sorted(p.name for p in (share / directory).iterdir()
+                           if p.is_file()) if names else []
         assert installed == names, directory
     assert (share / "package.xml").is_file()
     assert (share / "action" / "Segment.action").is_file()
