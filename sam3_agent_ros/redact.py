@@ -37,7 +37,7 @@ _PAIR = re.compile(r"(?P<name>[^&;=#?]+)=(?P<value>[^&;#]*)")
 # A parameter of a query or fragment in free text, outside a full URL (same stops as _URL).
 _LOOSE_PAIR = re.compile(r"(?P<lead>[?&;#])(?P<name>[A-Za-z0-9_.%-]+)="
                          r"(?P<value>[^&;#\s'\"<>`\\]*)")
-_TRAILING_PUNCTUATION = ".,:;!?)]}"  # ends a sentence, not the URL (a value keeps none)
+_TRAILING_PUNCTUATION = ".,:;!?)]}"  # closes the sentence around a URL, kept outside it
 MIN_LITERAL_SECRET = 4  # shorter parts are hidden in URL form only (else every word is hit)
 
 
