@@ -31,6 +31,7 @@ setup(
         (SHARE, ["package.xml"]),
         (f"{SHARE}/launch", sorted(glob("launch/*.launch.py"))),
         (f"{SHARE}/config", sorted(glob("config/*.yaml") + glob("config/*.xml"))),
+        (f"{SHARE}/config/sros2", sorted(glob("config/sros2/*.xml"))),
         (f"{SHARE}/prompts", sorted(glob("prompts/*.md"))),
         (f"{SHARE}/data", ["data/example_tabletop.png", "data/example_tabletop_gt.npz"]),
         (f"{SHARE}/data/sample_tabletop", ["data/sample_tabletop/ground_truth.json",

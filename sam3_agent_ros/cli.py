@@ -16,6 +16,8 @@ import sys
 import threading
 from pathlib import Path
 
+from sam3_agent_ros.redact import install_log_redaction, redact_text
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 log = logging.getLogger("sam3_agent_ros.cli")
 
@@ -92,7 +94,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = load_config(args.params_file, args.overrides)
         image = read_image(args.image)
     except (ConfigError, UsageError) as exc:
-        print(f"sam3-agent run: {exc}", file=sys.stderr)
+        print(f"sam3-agent run: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     frame, query = Frame(image, frame_id="image"), Query(args.query_id, args.query)
     try:
@@ -160,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="[%(levelname)s] %(name)s: %(message)s")
+    install_log_redaction()  # no URL credentials in any log line (httpx, openai, ours)
     for name in ("httpx", "httpx2"):  # one INFO line per request otherwise
         logging.getLogger(name).setLevel(logging.WARNING)
     return args.handler(args)

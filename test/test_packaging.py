@@ -80,6 +80,7 @@ def _source_share_files() -> dict[str, list[str]]:
         "launch": sorted(p.name for p in (REPO_ROOT / "launch").glob("*.launch.py")),
         "config": sorted(p.name for p in (REPO_ROOT / "config").iterdir()
                          if p.suffix in (".yaml", ".xml")),
+        "config/sros2": sorted(p.name for p in (REPO_ROOT / "config" / "sros2").glob("*.xml")),
         "prompts": sorted(p.name for p in (REPO_ROOT / "prompts").glob("*.md")),
     }
 
@@ -263,7 +264,8 @@ def test_colcon_build_installs_like_a_ros_package(tmp_path):
     prefix = tmp_path / "install" / PACKAGE
     share = prefix / "share" / PACKAGE
     for directory, names in _source_share_files().items():
-        installed = sorted(p.name for p in (share / directory).iterdir()) if names else []
+        installed = sorted(p.name for p in (share / directory).iterdir()
+                           if p.is_file()) if names else []
         assert installed == names, directory
     assert (share / "package.xml").is_file()
     assert (share / "action" / "Segment.action").is_file()

@@ -100,12 +100,12 @@ class BagRecorder:
             self._subscribe(topic, types[0])
 
     def _subscribe(self, topic: str, msgtype: str) -> None:
-        from sam3_agent_ros.bags.replay import message_class
+        from sam3_agent_ros.bags.message_types import message_class
 
-        try:
+        try:  # a peer names the type: only ROS interface packages are imported
             cls = message_class(msgtype)
-        except (ImportError, AttributeError):
-            self.skipped[topic] = f"message type {msgtype} is not installed"
+        except ImportError as exc:
+            self.skipped[topic] = f"message type not usable: {exc}"
             return
         with self._lock:
             if self._closed:

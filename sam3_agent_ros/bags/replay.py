@@ -9,12 +9,13 @@ Python API: ``replay_bag(path, node, ...)``; the command line is ``sam3-agent re
 
 from __future__ import annotations
 
-import importlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from sam3_agent_ros.bags.message_types import message_class
 
 DEFAULT_QOS_DEPTH = 10
 
@@ -128,15 +129,6 @@ class BagSource:
         self.close()
 
 
-def message_class(msgtype: str):
-    """The generated Python class of ``pkg/msg/Name`` (ImportError/AttributeError if absent)."""
-    package, _, name = msgtype.replace("/msg/", "/").partition("/")
-    if not package or not name:
-        raise ImportError(f"not a message type name: {msgtype!r}")
-    module = importlib.import_module(f"{package}.msg")
-    return getattr(module, name)
-
-
 def wall_offset_s(timestamp_ns: int, start_ns: int, rate: float) -> float:
     """Seconds after the replay start at which a message of ``timestamp_ns`` is published."""
     return max(0, timestamp_ns - start_ns) / 1e9 / rate
@@ -197,10 +189,10 @@ def replay_bag(path: str | Path, node, *, rate: float = 1.0, loop: bool = False,
         output_of: dict[str, str] = {}
         for topic, msgtype in source.topic_types.items():
             output = remaps.get(topic, topic)
-            try:
+            try:  # only ROS interface packages are imported (bags/message_types.py)
                 cls = message_class(msgtype)
-            except (ImportError, AttributeError):
-                stats.skipped_topics[topic] = f"message type {msgtype} is not installed"
+            except ImportError as exc:
+                stats.skipped_topics[topic] = f"message type not usable: {exc}"
                 continue
             publishers[output] = node.create_publisher(cls, output, _qos(qos_depth, reliable))
             output_of[topic] = output

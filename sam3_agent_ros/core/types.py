@@ -9,6 +9,8 @@ from typing import Any
 import cv2
 import numpy as np
 
+from sam3_agent_ros.redact import redact_text
+
 
 @dataclass(frozen=True)
 class Frame:
@@ -175,6 +177,11 @@ class Result:
     # Free-form extras merged into the JSON (e.g. "untrained_weights": true, 3D positions).
     extra: dict[str, Any] = field(default_factory=dict)
     mask_extras: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # Errors quote URLs (the endpoint, a plugin's server): never their credentials.
+        if self.error:
+            self.error = redact_text(self.error)
 
     def to_json(self) -> dict[str, Any]:
         frame = self.frame

@@ -41,6 +41,9 @@ def register(subparsers) -> None:
                           "scores it")
     run.add_argument("--worst", type=int, default=8,
                      help="worst samples drawn in report.md (default 8)")
+    run.add_argument("--allow-outside-paths", action="store_true",
+                     help="read image and mask paths that resolve (symlinks followed) outside "
+                          "the dataset folder; by default such samples are refused")
     run.set_defaults(handler=cmd_eval)
 
     compare = subparsers.add_parser(
@@ -54,7 +57,9 @@ def register(subparsers) -> None:
 
 
 def _error(message: str) -> None:
-    print(f"sam3-agent eval: {message}", file=sys.stderr)
+    from sam3_agent_ros.redact import redact_text
+
+    print(f"sam3-agent eval: {redact_text(message)}", file=sys.stderr)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -70,7 +75,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         _error("--resume needs --out, the folder of the run to continue")
         return EXIT_USAGE
     try:
-        dataset = load_dataset(args.dataset)
+        dataset = load_dataset(args.dataset, allow_outside_paths=args.allow_outside_paths)
         samples = first_queries(dataset) if args.first_query else dataset.samples
         config = load_config(args.params_file, args.overrides)
     except (DatasetError, ConfigError) as exc:
@@ -194,7 +199,9 @@ def _stop_on_signals(stop: threading.Event):
 
 
 def _json_line(row: dict) -> str:
-    return json.dumps(row) + "\n"
+    from sam3_agent_ros.redact import redact_value
+
+    return json.dumps(redact_value(row)) + "\n"
 
 
 def _short(value) -> str:
@@ -203,6 +210,7 @@ def _short(value) -> str:
 
 def cmd_eval_compare(args: argparse.Namespace) -> int:
     from sam3_agent_ros.eval.compare import CompareError, compare, load_run
+    from sam3_agent_ros.redact import redact_text
 
     try:
         a, b = load_run(args.a), load_run(args.b)
@@ -210,5 +218,5 @@ def cmd_eval_compare(args: argparse.Namespace) -> int:
         print(f"sam3-agent eval-compare: {exc}", file=sys.stderr)
         return EXIT_USAGE
     print(f"A = {args.a}\nB = {args.b}\n")
-    sys.stdout.write(compare(a, b, top=args.top))
+    sys.stdout.write(redact_text(compare(a, b, top=args.top)))  # runs written before redaction
     return EXIT_OK

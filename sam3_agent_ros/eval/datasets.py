@@ -15,10 +15,17 @@
 
 Reading a layout only parses the annotation text; images and masks are read per sample
 (``load_image`` / ``load_truth``), so one broken file fails one sample, not the run.
+
+Every image, mask and ReasonSeg annotation path must resolve (symlinks followed) inside the
+dataset folder: a downloaded set must not make the run read, score and copy into ``worst/`` files
+from elsewhere (``../x.png``, ``/home/...``, a symlink out). A sample with such a path is kept
+but ``refused`` (the reason says which path); nothing of it is read. ``allow_outside_paths``
+(``sam3-agent eval --allow-outside-paths``) lifts the rule for a set one trusts.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +59,7 @@ class Sample:
     mask: Path | None = None
     shapes: tuple[tuple[str, Polygon], ...] = ()  # ("target" | "ignore", points)
     is_sentence: bool | None = None
+    refused: str | None = None  # why none of its files may be read (a path outside the set)
 
     @property
     def absent(self) -> bool:
@@ -69,22 +77,26 @@ class Dataset:
         return self.root.resolve().name
 
 
-def load_dataset(root: str | Path) -> Dataset:
-    """Detect the layout of ``root`` and read its annotations (``DatasetError`` on any problem)."""
+def load_dataset(root: str | Path, allow_outside_paths: bool = False) -> Dataset:
+    """Detect the layout of ``root`` and read its annotations (``DatasetError`` on any problem).
+    Samples whose paths resolve outside ``root`` are ``refused`` unless ``allow_outside_paths``."""
     root = Path(root)
     if not root.is_dir():
         raise DatasetError(f"dataset {root}: no such directory")
     if (root / ANNOTATIONS).is_file():
+        _check_annotation_file(root, root / ANNOTATIONS, allow_outside_paths)
         samples = read_jsonl(root)
         layout = "jsonl"
     elif any(_reasonseg_pairs(root)):
-        samples = read_reasonseg(root)
+        samples = read_reasonseg(root, allow_outside_paths)
         layout = "reasonseg"
     else:
         raise DatasetError(f"dataset {root}: unknown layout (expected {ANNOTATIONS}, or "
                            "ReasonSeg's <stem>.jpg|png beside <stem>.json)")
     if not samples:
         raise DatasetError(f"dataset {root}: no samples")
+    if not allow_outside_paths:
+        samples = [_refuse_outside(root, sample) for sample in samples]
     ids = [s.id for s in samples]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
@@ -133,9 +145,13 @@ def read_jsonl(root: Path) -> list[Sample]:
     return samples
 
 
-def read_reasonseg(root: Path) -> list[Sample]:
+def read_reasonseg(root: Path, allow_outside_paths: bool = False) -> list[Sample]:
     samples = []
     for image, annotation in _reasonseg_pairs(root):
+        refused = None if allow_outside_paths else outside_reason(root, annotation, "annotation")
+        if refused:  # not even parsed: one refused sample stands for its queries
+            samples.append(Sample(id=f"{image.stem}#0", query="", image=image, refused=refused))
+            continue
         record = _read_json(annotation)
         if not isinstance(record, dict):
             raise DatasetError(f"{annotation}: expected a JSON object")
@@ -163,6 +179,36 @@ def read_reasonseg(root: Path) -> list[Sample]:
             samples.append(Sample(id=f"{image.stem}#{index}", query=text.strip(), image=image,
                                   shapes=tuple(parsed), is_sentence=is_sentence))
     return samples
+
+
+def outside_reason(root: Path, path: Path, what: str) -> str | None:
+    """Why ``path`` may not be read: it resolves (symlinks followed) outside ``root``; None when
+    it stays inside (a missing file inside is for the reader to report)."""
+    try:
+        inside = path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError) as exc:  # e.g. a symlink loop
+        return f"{what} {path}: cannot resolve its path ({exc})"
+    if inside:
+        return None
+    return (f"{what} {path} resolves outside the dataset folder; not read (sam3-agent eval "
+            "--allow-outside-paths reads it)")
+
+
+def _refuse_outside(root: Path, sample: Sample) -> Sample:
+    if sample.refused:
+        return sample
+    paths = [("image", sample.image)] + ([("mask", sample.mask)] if sample.mask else [])
+    for what, path in paths:
+        reason = outside_reason(root, path, what)
+        if reason:
+            return dataclasses.replace(sample, refused=reason)
+    return sample
+
+
+def _check_annotation_file(root: Path, path: Path, allow_outside_paths: bool) -> None:
+    reason = None if allow_outside_paths else outside_reason(root, path, "annotations file")
+    if reason:
+        raise DatasetError(f"dataset {root}: {reason}")
 
 
 def _read_json(path: Path):
@@ -208,7 +254,9 @@ def _polygon(points, where: str) -> Polygon:
 # --- per sample ---------------------------------------------------------------------------------
 
 def load_image(sample: Sample) -> np.ndarray:
-    """RGB uint8 (H, W, 3), or ``SampleError``."""
+    """RGB uint8 (H, W, 3), or ``SampleError`` (also for a refused sample: nothing is read)."""
+    if sample.refused:
+        raise SampleError(sample.refused)
     try:
         return read_rgb(sample.image)
     except ValueError as exc:
@@ -217,6 +265,8 @@ def load_image(sample: Sample) -> np.ndarray:
 
 def load_truth(sample: Sample, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray | None]:
     """(truth bool (H, W), ignore bool (H, W) or None) at the image's ``shape``."""
+    if sample.refused:
+        raise SampleError(sample.refused)
     height, width = shape
     if sample.mask is not None:
         data = np.fromfile(sample.mask, dtype=np.uint8) if sample.mask.is_file() else None

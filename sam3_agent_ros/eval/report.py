@@ -1,12 +1,11 @@
 """The files of an evaluation run: ``summary.json`` and ``report.md`` with the worst samples drawn
-as the prediction beside the truth (``worst/*.jpg``)."""
+as the prediction beside the truth (``worst/*.jpg``). Both are written with every URL redacted
+(``redact.py``); a sample refused for its paths is never drawn."""
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import cv2
 import numpy as np
@@ -15,24 +14,28 @@ from sam3_agent_ros import render
 from sam3_agent_ros.eval import metrics
 from sam3_agent_ros.eval.datasets import Dataset, SampleError, load_image, load_truth
 from sam3_agent_ros.eval.runner import mask_filename
+from sam3_agent_ros.redact import redact_text, redact_value
 
 SUMMARY, REPORT, WORST = "summary.json", "report.md", "worst"
-_SECRET = re.compile(r"(secret|password|token|api_key)(?!_env)", re.IGNORECASE)
 _PANEL_WIDTH = 480
 
 
+# A field whose value would be a secret: its name's last word is one of these ("api_key",
+# "auth_token"), not merely containing one ("max_tokens", "api_key_env" are kept).
+_SECRET_WORDS = frozenset({"key", "token", "secret", "password", "passwd", "credentials"})
+
+
+def holds_secret(name: str) -> bool:
+    return name.rsplit(".", 1)[-1].rsplit("_", 1)[-1].lower() in _SECRET_WORDS
+
+
 def public_config(params: dict) -> dict:
-    """The configuration without secrets: no parameter named like one, no credentials in URLs.
-    (The API key itself is never a parameter: ``llm.api_key_env`` names its variable.)"""
-    out = {}
-    for name, value in params.items():
-        if _SECRET.search(name):
-            continue
-        if isinstance(value, str) and "@" in value and "://" in value:
-            parts = urlsplit(value)
-            value = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
-        out[name] = value
-    return out
+    """The parameters with credentials and key-like query parameters of URLs redacted. No
+    parameter of the table holds a secret (the API key never is one: ``llm.api_key_env`` names
+    the variable that holds it), so all of them are kept; a name that would hold one
+    (``*_key``, ``*_token``, ...) is left out."""
+    return redact_value({name: value for name, value in params.items()
+                         if not holds_secret(name)})
 
 
 def build_summary(rows: list[dict], dataset: Dataset, params: dict, *, jobs: int,
@@ -49,7 +52,7 @@ def build_summary(rows: list[dict], dataset: Dataset, params: dict, *, jobs: int
 
 def write_summary(out_dir: Path, summary: dict) -> Path:
     path = out_dir / SUMMARY
-    path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(redact_value(summary), indent=2) + "\n", encoding="utf-8")
     return path
 
 
@@ -68,8 +71,9 @@ def _fmt(value, digits: int = 3) -> str:
 
 
 def worst_rows(rows: list[dict], count: int) -> list[dict]:
-    """The lowest IoUs first; among equals, the larger truth first (a bigger miss)."""
-    scored = [r for r in rows if r.get("iou") is not None]
+    """The lowest IoUs first; among equals, the larger truth first (a bigger miss). Refused
+    samples are left out: nothing of theirs is read, so nothing is drawn."""
+    scored = [r for r in rows if r.get("iou") is not None and not r.get("refused")]
     return sorted(scored, key=lambda r: (r["iou"], -(r.get("union") or 0), r["id"]))[:count]
 
 
@@ -120,7 +124,7 @@ def write_report(out_dir: Path, summary: dict, rows: list[dict], dataset: Datase
                                 f"![{row['id']}]({picture})\n")
         lines += [""] + pictures
     path = out_dir / REPORT
-    path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+    path.write_text(redact_text("\n".join(lines).rstrip() + "\n"), encoding="utf-8")
     return path
 
 

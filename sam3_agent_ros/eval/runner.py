@@ -27,6 +27,7 @@ from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus
 from sam3_agent_ros.eval import metrics
 from sam3_agent_ros.eval.datasets import Sample, SampleError, load_image, load_truth
+from sam3_agent_ros.redact import redact_value
 
 SAMPLES = "samples.jsonl"
 MASKS = "masks"
@@ -72,11 +73,15 @@ def read_samples_file(path: Path) -> list[dict]:
 
 def evaluate_sample(agent: Agent, sample: Sample, cancel: CancelToken,
                     out_dir: Path) -> dict:
-    """Answer one sample and score it; never raises (an unreadable sample is a failed row)."""
+    """Answer one sample and score it; never raises (an unreadable sample is a failed row, a
+    refused one too, marked ``"refused": true``: none of its files is read)."""
     row = {"id": sample.id, "query": sample.query, "status": "failed", "error": None,
            "iou": 0.0, "intersection": None, "union": None, "rounds": 0, "llm_calls": 0,
            "prompt_tokens": 0, "completion_tokens": 0, "latency_s": None, "mask": None,
            "absent": sample.absent, "is_sentence": sample.is_sentence, "text_prompts": []}
+    if sample.refused:  # a miss like an unreadable sample; unknown truth: not counted as absent
+        row.update(error=f"refused: {sample.refused}", refused=True, absent=None)
+        return row
     try:
         image = load_image(sample)
         truth, ignore = load_truth(sample, image.shape[:2])
@@ -166,7 +171,7 @@ class EvalRunner:
                 continue  # interrupted, not answered: --resume runs it again
             with self._lock:
                 with samples_file.open("a", encoding="utf-8") as handle:
-                    handle.write(json.dumps(row) + "\n")
+                    handle.write(json.dumps(redact_value(row)) + "\n")
                 rows.append(row)
                 if self.on_row is not None:
                     self.on_row(row)

@@ -17,7 +17,10 @@ Policy, in one place:
   ``max_completion_tokens``; a non-default ``temperature`` -> not sent) are adapted once, logged,
   and the request is resent; the client keeps the adaptation.
 - The API key (from the environment variable named by ``llm.api_key_env``) is never logged and
-  is scrubbed from every error message.
+  is scrubbed from every error message; so are credentials and key-like query parameters of URLs
+  (``redact.py``): the endpoint is always shown redacted.
+- An endpoint that cannot be reached after every attempt ends in one line naming the endpoint
+  and the fix (start the server, check ``llm.base_url``, or try without a model).
 - Images are encoded once per query: the encoder cache is keyed by the query's ``CancelToken``.
 """
 
@@ -38,6 +41,7 @@ from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import LlmError
 from sam3_agent_ros.core.types import LlmReply, Message, NativeToolCall
 from sam3_agent_ros.llm.encoding import ImageEncoder, to_openai_messages
+from sam3_agent_ros.redact import redact_text, redact_url, url_secrets
 
 log = logging.getLogger(__name__)
 
@@ -46,14 +50,17 @@ RETRIABLE_STATUS = frozenset({408, 409, 429})
 _POLL_S = 0.05  # how often a waiting call looks at the cancel token
 _GRACE_S = 0.5  # hard bound on one attempt beyond its timeout (httpx timeouts are per phase)
 _MAX_SERVER_TEXT = 300
+OFFLINE_HINT = "-p llm.backend:=offline -p segmenter.backend:=color"
 
 
 class _Retriable(Exception):
-    """One attempt failed in a way worth retrying; ``str`` is the reason, ``retry_after`` a hint."""
+    """One attempt failed in a way worth retrying; ``str`` is the reason, ``retry_after`` a hint.
+    ``cause`` is set when no connection could be made at all (the endpoint is unreachable)."""
 
-    def __init__(self, reason: str, retry_after: float | None = None):
-        super().__init__(reason)
-        self.retry_after = retry_after
+    def __init__(self, reason: str, retry_after: float | None = None,
+                 cause: str | None = None):
+        super().__init__(reason + (f" ({cause})" if cause else ""))
+        self.reason, self.retry_after, self.cause = reason, retry_after, cause
 
 
 class _Unsupported(Exception):
@@ -87,13 +94,16 @@ class OpenAiClient:
     def __init__(self, llm_config, max_image_side: int = 1008, *, backoff_base_s: float = 0.5,
                  backoff_max_s: float = 8.0, image_format: str = "jpeg"):
         self._config = llm_config
+        self._endpoint = redact_url(llm_config.base_url)  # how the endpoint is shown, always
         self._max_image_side = int(max_image_side)
         self._image_format = image_format
         self._backoff_base_s = float(backoff_base_s)
         self._backoff_max_s = float(backoff_max_s)
         self._api_key_env = llm_config.api_key_env
         api_key = os.environ.get(llm_config.api_key_env, "") if llm_config.api_key_env else ""
-        self._secret = api_key  # only used to scrub error texts; never logged
+        # Only used to scrub error texts, never logged: the key, and the secret parts of the
+        # endpoint URL (a server may echo its request path: "no route /v1/?api-key=K...").
+        self._secrets = [s for s in (api_key, *url_secrets(llm_config.base_url)) if s]
         if not api_key:
             log.info("no API key in $%s; sending a placeholder key (fine for vLLM and other "
                      "local servers)", llm_config.api_key_env)
@@ -110,7 +120,7 @@ class OpenAiClient:
         self._send_temperature = True
 
     def __repr__(self) -> str:
-        return (f"OpenAiClient(base_url={self._config.base_url!r}, model={self._config.model!r}, "
+        return (f"OpenAiClient(base_url={self._endpoint!r}, model={self._config.model!r}, "
                 f"api_key_env={self._api_key_env!r})")
 
     # --- public -----------------------------------------------------------------------------------
@@ -133,7 +143,7 @@ class OpenAiClient:
         except Exception as exc:  # noqa: BLE001 (bad image or role: input, not the endpoint)
             raise LlmError(f"cannot build the LLM request: {type(exc).__name__}: {exc}") from None
         attempts = self._config.max_retries + 1
-        last_reason = ""
+        last: _Retriable | None = None
         for attempt in range(attempts):
             if cancel.cancelled:
                 raise LlmError("cancelled")
@@ -145,21 +155,28 @@ class OpenAiClient:
                     raise LlmError(str(exc)) from None
                 return self.complete(messages, cancel, tools)
             except _Retriable as exc:
-                last_reason = str(exc)
-                retry_after = exc.retry_after
+                last = exc
             if attempt + 1 == attempts:
                 break
-            delay = self._backoff(attempt, retry_after)
+            delay = self._backoff(attempt, last.retry_after)
             remaining = cancel.remaining()
             if remaining is not None and delay >= remaining:
-                raise LlmError(f"LLM request failed ({last_reason}); no time left in the query "
-                               "for a retry")
-            log.warning("LLM request failed (%s); retry %d/%d in %.2f s", last_reason,
+                raise LlmError(self._gave_up(last, attempt + 1,
+                                             "no time left in the query for a retry"))
+            log.warning("LLM request failed (%s); retry %d/%d in %.2f s", last,
                         attempt + 1, attempts - 1, delay)
             if cancel.wait(delay):
                 raise LlmError("cancelled")
-        plural = "s" if attempts > 1 else ""
-        raise LlmError(f"LLM request failed after {attempts} attempt{plural}: {last_reason}")
+        raise LlmError(self._gave_up(last, attempts))
+
+    def _gave_up(self, last: _Retriable, attempts: int, why: str = "") -> str:
+        """The one line that ends the request (the agent prefixes "LLM request failed: ")."""
+        tried = f"{attempts} attempt{'s' if attempts > 1 else ''}"
+        if last.cause is not None:
+            because = f"{last.cause}; {why}" if why else last.cause
+            return (f"{last.reason} after {tried} ({because}): start the server or check "
+                    f"llm.base_url; to try without a model: {OFFLINE_HINT}")
+        return f"{last} ({tried}{', ' + why if why else ''})"
 
     def close(self) -> None:
         """Close the HTTP connection pool; later ``complete`` calls fail with ``LlmError``."""
@@ -201,7 +218,7 @@ class OpenAiClient:
             if cancel.cancelled:
                 raise LlmError("cancelled")
             if time.monotonic() >= hard_deadline:
-                raise _Retriable(f"no reply within {timeout:.1f} s")
+                raise _Retriable(f"no reply from {self._endpoint} within {timeout:.1f} s")
         try:
             completion = future.result()
         except (_Retriable, _Unsupported, LlmError):
@@ -224,13 +241,13 @@ class OpenAiClient:
 
     def _classify(self, exc: Exception, timeout: float) -> Exception:
         """An SDK exception -> ``_Retriable`` or a final ``LlmError`` with a hint."""
-        base_url = self._config.base_url
+        base_url = self._endpoint
         if isinstance(exc, openai.APITimeoutError):
-            return _Retriable(f"timed out after {timeout:.1f} s")
+            return _Retriable(f"no reply from {base_url} within {timeout:.1f} s")
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
-            detail = f": {self._scrub(str(cause))}" if cause else ""
-            return _Retriable(f"cannot connect to {base_url}{detail}")
+            detail = self._scrub(str(cause)) if cause and str(cause) else "no connection"
+            return _Retriable(f"cannot reach the LLM endpoint {base_url}", cause=detail)
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             text = self._server_text(exc)
@@ -266,7 +283,7 @@ class OpenAiClient:
             return f"authentication failed; set the API key in ${self._api_key_env}"
         if status == 404:
             return (f"{text} (check llm.model={self._config.model!r} and "
-                    f"llm.base_url={self._config.base_url!r})")
+                    f"llm.base_url={self._endpoint!r})")
         lowered = text.lower()
         if status == 400 and ("image" in lowered or "multimodal" in lowered) and any(
                 word in lowered for word in ("limit", "at most", "maximum", "exceed", "too many")):
@@ -292,7 +309,10 @@ class OpenAiClient:
         return text or "(no message)"
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._secret, "***") if self._secret else text
+        """``text`` without the API key and without credentials of any URL in it."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return redact_text(text)
 
     def _parse(self, completion) -> LlmReply:
         try:
@@ -315,7 +335,8 @@ class OpenAiClient:
         except LlmError:
             raise
         except Exception as exc:  # noqa: BLE001 (any odd shape is a malformed response)
-            raise LlmError(f"malformed LLM response: {type(exc).__name__}: {exc}") from None
+            raise LlmError(f"malformed LLM response: {type(exc).__name__}: "
+                           f"{self._scrub(str(exc))}") from None
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None and 0 <= retry_after <= self._backoff_max_s:

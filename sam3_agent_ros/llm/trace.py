@@ -3,7 +3,8 @@
 ``TracingClient`` wraps any ``LlmClient``. Each call writes a ``request`` line and then a
 ``response`` or ``error`` line with the same ``call`` number (verifier calls run concurrently, so
 lines of different calls interleave). Images are replaced by placeholders
-``{"image": "<key> WxH"}``; the API key never reaches this layer. Lines look like::
+``{"image": "<key> WxH"}``; the API key never reaches this layer, and every URL in a line is
+written redacted (``redact.py``: no user info, no key-like query parameters). Lines look like::
 
     {"t": 1733000000.12, "call": 3, "kind": "request", "conversation": "main",
      "n_messages": 4, "n_images": 2, "messages": [{"role": "system", "content": ["..."]}, ...]}
@@ -24,6 +25,7 @@ from typing import Any
 from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.ports import LlmClient
 from sam3_agent_ros.core.types import ImagePart, LlmReply, Message, NativeToolCall
+from sam3_agent_ros.redact import redact_text
 
 
 def image_placeholder(part: ImagePart) -> dict[str, str]:
@@ -106,8 +108,8 @@ class TracingClient:
             close_inner()
 
     def _write(self, record: dict[str, Any]) -> None:
-        line = json.dumps({"t": round(time.time(), 4), **record}, ensure_ascii=False,
-                          default=str)
+        line = redact_text(json.dumps({"t": round(time.time(), 4), **record},
+                                      ensure_ascii=False, default=str))
         with self._lock:
             if self._file.closed:
                 return

@@ -43,6 +43,7 @@ from std_msgs.msg import String
 
 from sam3_agent_ros.config import NODE_NAME, Config, ConfigError
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.redact import install_log_redaction, redact_text
 from sam3_agent_ros.ros import hints, node_cli, params, rclpy_compat, segment_action
 from sam3_agent_ros.ros.conversions import (
     ImageConversionError,
@@ -79,7 +80,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         # unknown parameters last until a restart; the others until a valid runtime set.
         self._param_problems = params.declare_parameters(self) + params.unknown_overrides(self)
         for problem in self._param_problems:
-            self.get_logger().error(f"parameter refused at start-up: {problem}")
+            self.get_logger().error(f"parameter refused at start-up: {redact_text(str(problem))}")
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._query_ids = itertools.count(1)
         self._frames = LatestFrame()
@@ -127,14 +128,14 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         reasons = self._param_problems + params.problems(params.current_values(self))
         if reasons:
             for reason in reasons:
-                self.get_logger().error(f"cannot configure: {reason}")
+                self.get_logger().error(f"cannot configure: {redact_text(str(reason))}")
             self._restart_only = any(r.fixed_by_restart for r in reasons)
             self.get_logger().error(f"to configure: {hints.fix_parameters(reasons, name)}")
             return TransitionCallbackReturn.FAILURE
         try:
             config = params.read_config(self)
         except ConfigError as exc:
-            self.get_logger().error(f"cannot configure: {exc}")
+            self.get_logger().error(f"cannot configure: {redact_text(str(exc))}")
             self._restart_only = False
             return TransitionCallbackReturn.FAILURE
         self.get_logger().info(
@@ -150,7 +151,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             self._agent = Agent(config, llm=llm, segmenter=segmenter)
         except Exception as exc:  # any backend failure: stay unconfigured, say why
             close_quietly(segmenter)
-            self.get_logger().error(f"cannot build the backends: {type(exc).__name__}: {exc}")
+            self.get_logger().error(
+                f"cannot build the backends: {type(exc).__name__}: {redact_text(str(exc))}")
             self._restart_only = False
             self.get_logger().error(f"to configure: {hints.fix_backends(name)}")
             return TransitionCallbackReturn.FAILURE
@@ -268,7 +270,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         current = params.current_values(self)
         result = params.validate_changes(current, changes)
         if not result.successful:
-            self.get_logger().warning(f"parameter change rejected: {result.reason}")
+            self.get_logger().warning(f"parameter change rejected: {redact_text(result.reason)}")
             return result
         when = (" (takes effect at the next configure: deactivate, cleanup, configure, activate)"
                 if self._config is not None else "")
@@ -411,6 +413,7 @@ def main(args: list[str] | None = None) -> int:
     if early is not None:
         return early
     logging.basicConfig(level=logging.INFO, format="[%(levelname)s] [%(name)s]: %(message)s")
+    install_log_redaction()  # no URL credentials in any Python log line (httpx, openai, ours)
     try:
         with rclpy_compat.initialized(args=argv):  # `with rclpy.init()` needs rclpy >= 8
             node = Sam3AgentNode()

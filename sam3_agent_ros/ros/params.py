@@ -40,6 +40,7 @@ from sam3_agent_ros.config import (
     Parameter,
     unknown_parameter_message,
 )
+from sam3_agent_ros.redact import redact_text
 
 _INT64_MAX = 2**63 - 1
 # Parameters rclpy may declare itself, by prefix (use_sim_time and the like are declared before
@@ -199,7 +200,7 @@ def validate_changes(current: dict[str, Any], changes: list[Any]) -> SetParamete
 def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
     """``value`` for a log line: quoted and escaped (a newline cannot forge a log line), and cut
     to ``limit`` characters with the full length said."""
-    text = repr(value)
+    text = redact_text(repr(value))
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text)} chars)"

@@ -22,6 +22,7 @@ from test.fakes.scripted_server import (
     tool_call,
     verdict,
 )
+from test.fakes.secret_url import attack_url, closed_port, leaks, redacted_url
 from test.fakes.segmenters import BoxSegmenter
 
 W, H = 1280, 720
@@ -133,6 +134,24 @@ def test_persistent_faults_end_the_query_as_failed(fault, fragment):
     assert result.status is QueryStatus.FAILED
     assert result.error.startswith("LLM request failed")
     assert fragment in result.error
+
+
+def test_an_unreachable_endpoint_ends_the_query_with_one_line_naming_it_and_the_fix():
+    """Issue 21 item 6 and issue 17 item 8: no repeated prefix; the endpoint shown redacted."""
+    host_port = closed_port()
+    config = Config.from_params({"llm.backend": "openai", "llm.base_url": attack_url(host_port),
+                                 "llm.max_retries": 1})
+    agent = Agent(config, llm=OpenAiClient(config.llm, backoff_base_s=0.01),
+                  segmenter=BoxSegmenter(BOXES))
+    result = agent.run(frame(), Query("q", "the cup"))
+    assert result.status is QueryStatus.FAILED
+    assert result.error.startswith(
+        f"LLM request failed: cannot reach the LLM endpoint {redacted_url(host_port)} after 2 "
+        "attempts (")
+    assert result.error.count("LLM request failed") == 1 and "\n" not in result.error
+    assert result.error.endswith("start the server or check llm.base_url; to try without a "
+                                 "model: -p llm.backend:=offline -p segmenter.backend:=color")
+    assert leaks(json.dumps(result.to_json())) == []
 
 
 def test_verifier_faults_end_the_query():

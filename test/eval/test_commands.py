@@ -22,6 +22,7 @@ from sam3_agent_ros.eval.datasets import load_dataset, load_image, load_truth
 from sam3_agent_ros.eval.runner import read_samples_file
 from test.fakes.offline_responder import offline_responder
 from test.fakes.scripted_server import ScriptedServer
+from test.fakes.secret_url import attack_url, closed_port, leaks, leaks_in_files, redacted_url
 
 REPO = Path(__file__).resolve().parents[2]
 TABLETOP = REPO / "data" / "eval_tabletop"
@@ -154,6 +155,66 @@ def test_missing_image_is_a_failed_sample_not_a_crash(tmp_path):
     assert rows["good"]["status"] == "no_mask" and rows["good"]["iou"] == 1.0
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["giou"] == 0.5 and summary["no_target_accuracy"] == 0.5
+
+
+def _set_with_an_outside_sample(tmp_path: Path) -> Path:
+    """Two samples inside and one whose image is a symlink to a picture beside the set (what a
+    downloaded archive can hold); its truth makes it a sure worst sample when it runs."""
+    data = tmp_path / "set"
+    data.mkdir()
+    image = cv2.imread(str(TABLETOP / "images" / "scene000.jpg"))
+    cv2.imwrite(str(data / "ok.png"), image)
+    cv2.imwrite(str(tmp_path / "private.png"), image)
+    (data / "linked.png").symlink_to(tmp_path / "private.png")
+    corner = [[[0, 0], [60, 0], [60, 60], [0, 60]]]
+    lines = [{"id": "good", "image": "ok.png", "query": "the purple unicorn"},
+             {"id": "good2", "image": "ok.png", "query": "the pink can"},
+             {"id": "out", "image": "linked.png", "query": "the pink can", "polygons": corner}]
+    (data / "annotations.jsonl").write_text("\n".join(json.dumps(x) for x in lines))
+    return data
+
+
+def test_a_sample_outside_the_set_is_refused_not_drawn_and_the_others_go_on(tmp_path):
+    """Issue 17 item 9: eval read ../x.png, absolute paths, symlinks out, and copied them into
+    worst/."""
+    data = _set_with_an_outside_sample(tmp_path)
+    out = tmp_path / "refused"
+    assert run_eval("--dataset", str(data), "--out", str(out)) == 0
+    rows = {r["id"]: r for r in read_samples_file(out / "samples.jsonl")}
+    assert rows["out"]["refused"] is True and rows["out"]["status"] == "failed"
+    assert rows["out"]["error"].startswith("refused: image ")
+    assert "outside the dataset folder" in rows["out"]["error"]
+    assert rows["out"]["llm_calls"] == 0 and rows["out"]["mask"] is None
+    assert rows["good"]["status"] == "no_mask" and "refused" not in rows["good"]
+    assert rows["good2"]["status"] == "succeeded"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status_counts"]["failed: refused"] == 1 and summary["n"] == 3
+    report = (out / "report.md").read_text()
+    assert "![out]" not in report
+    assert [p.name for p in (out / "worst").iterdir()] and not list(out.glob("worst/out*"))
+
+    allowed = tmp_path / "allowed"  # the same run reading it draws it: the check can fail
+    assert run_eval("--dataset", str(data), "--out", str(allowed), "--allow-outside-paths") == 0
+    assert "![out]" in (allowed / "report.md").read_text()
+    assert list(allowed.glob("worst/out*"))
+
+
+def test_url_credentials_are_in_no_eval_output(tmp_path, capsys):
+    """Issue 17 item 8: llm.base_url=http://user:pass@host/v1?api-key=K appeared in
+    samples.jsonl, report.md and summary.json (and the summary dropped llm.max_tokens)."""
+    host_port = closed_port()
+    out = tmp_path / "run"
+    status = main(["eval", "--dataset", str(TABLETOP), "--out", str(out), "--limit", "2",
+                   "-p", "llm.backend:=openai", "-p", f"llm.base_url:={attack_url(host_port)}",
+                   "-p", "llm.max_retries:=0", "-p", "segmenter.backend:=color"])
+    assert status == 0
+    assert leaks_in_files(out) == {}
+    assert leaks(capsys.readouterr().err) == []
+    rows = read_samples_file(out / "samples.jsonl")
+    assert all(redacted_url(host_port) in r["error"] for r in rows)
+    config = json.loads((out / "summary.json").read_text())["config"]
+    assert config["llm.base_url"] == redacted_url(host_port) and "llm.max_tokens" in config
+    assert redacted_url(host_port) in (out / "report.md").read_text()
 
 
 def test_eval_compare(tabletop_run, tmp_path, capsys):

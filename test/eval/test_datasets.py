@@ -176,3 +176,77 @@ def test_cp1252_annotation_is_read(tmp_path):
     (tmp_path / "cafe.json").write_bytes(text.encode("cp1252"))
     (sample,) = load_dataset(tmp_path).samples
     assert sample.query == "the caf\u00e9 sign \u2013 left" and sample.absent
+
+
+# --- issue 17 item 9: paths outside the dataset folder --------------------------------------
+
+def _outside_set(tmp_path: Path) -> Path:
+    """A jsonl set whose samples point inside, up and out, at an absolute path, and through
+    symlinks (one leading out, one staying in)."""
+    data = tmp_path / "set"
+    (data / "sub").mkdir(parents=True)
+    _image(data / "in.png")
+    _image(tmp_path / "private.png")  # beside the set: not part of it
+    cv2.imwrite(str(tmp_path / "private_mask.png"), np.zeros((8, 10), np.uint8))
+    (data / "sub" / "link_out.png").symlink_to(tmp_path / "private.png")
+    (data / "sub" / "link_in.png").symlink_to(data / "in.png")
+    (data / "mask_out.png").symlink_to(tmp_path / "private_mask.png")
+    lines = [{"id": "inside", "image": "in.png", "query": "q"},
+             {"id": "dotdot", "image": "../private.png", "query": "q"},
+             {"id": "absolute", "image": str(tmp_path / "private.png"), "query": "q"},
+             {"id": "symlink-out", "image": "sub/link_out.png", "query": "q"},
+             {"id": "symlink-in", "image": "sub/../sub/link_in.png", "query": "q"},
+             {"id": "mask-out", "image": "in.png", "query": "q", "mask": "mask_out.png"}]
+    (data / "annotations.jsonl").write_text("\n".join(json.dumps(x) for x in lines))
+    return data
+
+
+def test_paths_outside_the_dataset_are_refused_and_never_read(tmp_path):
+    samples = {s.id: s for s in load_dataset(_outside_set(tmp_path)).samples}
+    assert samples["inside"].refused is None and samples["symlink-in"].refused is None
+    assert load_image(samples["symlink-in"]).shape == (8, 10, 3)
+    for sample_id, what in (("dotdot", "image"), ("absolute", "image"),
+                            ("symlink-out", "image"), ("mask-out", "mask")):
+        sample = samples[sample_id]
+        assert sample.refused.startswith(what) and "outside the dataset folder" in sample.refused
+        assert "--allow-outside-paths" in sample.refused
+        with pytest.raises(SampleError, match="outside the dataset folder"):
+            load_image(sample)
+        with pytest.raises(SampleError, match="outside the dataset folder"):
+            load_truth(sample, (8, 10))
+
+
+def test_allow_outside_paths_reads_them(tmp_path):
+    samples = load_dataset(_outside_set(tmp_path), allow_outside_paths=True).samples
+    assert all(s.refused is None for s in samples)
+    assert all(load_image(s).shape == (8, 10, 3) for s in samples)
+
+
+def test_reasonseg_image_or_annotation_symlinked_out_is_refused(tmp_path):
+    data = tmp_path / "set"
+    data.mkdir()
+    annotation = json.dumps({"text": ["one", "two"], "shapes": []})
+    _image(data / "fine.jpg")
+    (data / "fine.json").write_text(annotation)
+    _image(tmp_path / "private.jpg")
+    (data / "img_out.jpg").symlink_to(tmp_path / "private.jpg")
+    (data / "img_out.json").write_text(annotation)
+    _image(data / "ann_out.jpg")
+    (tmp_path / "private.json").write_text(annotation)
+    (data / "ann_out.json").symlink_to(tmp_path / "private.json")
+    samples = {s.id: s for s in load_dataset(data).samples}
+    assert sorted(samples) == ["ann_out#0", "fine#0", "fine#1", "img_out#0", "img_out#1"]
+    assert samples["fine#0"].refused is None
+    assert samples["img_out#1"].refused.startswith("image")
+    assert samples["ann_out#0"].refused.startswith("annotation")  # not parsed at all
+    assert len(load_dataset(data, allow_outside_paths=True).samples) == 6
+
+
+def test_an_annotations_file_symlinked_out_refuses_the_set(tmp_path):
+    data = tmp_path / "set"
+    data.mkdir()
+    (tmp_path / "elsewhere.jsonl").write_text('{"id": "1", "image": "a.png", "query": "q"}\n')
+    (data / "annotations.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
+    with pytest.raises(DatasetError, match="annotations file .* outside the dataset folder"):
+        load_dataset(data)
+    assert len(load_dataset(data, allow_outside_paths=True).samples) == 1

@@ -15,6 +15,7 @@ from sam3_agent_ros.core.errors import LlmError
 from sam3_agent_ros.core.types import ImagePart, Message, NativeToolCall
 from sam3_agent_ros.llm.openai_client import OpenAiClient
 from sam3_agent_ros.llm.trace import TracingClient
+from sam3_agent_ros.redact import install_log_redaction
 from test.fakes.scripted_server import (
     Reply,
     ScriptedServer,
@@ -26,6 +27,7 @@ from test.fakes.scripted_server import (
     slow,
     text_reply,
 )
+from test.fakes.secret_url import attack_url, closed_port, leaks, redacted_url
 
 KEY_ENV = "SAM3_AGENT_TEST_API_KEY"
 SECRET = "sk-test-SECRET-9f8e7d6c5b4a"
@@ -112,22 +114,52 @@ def test_retriable_failures_are_retried_then_succeed(failure):
 def test_retries_are_bounded_by_max_retries():
     with ScriptedServer([http_error(500, "boom")] * 3) as server:
         client = make_client(server.base_url, max_retries=2)
-        with pytest.raises(LlmError, match="after 3 attempts: HTTP 500: boom"):
+        with pytest.raises(LlmError, match=r"^HTTP 500: boom \(3 attempts\)$"):
             client.complete(text_only(), CancelToken())
     server.assert_clean()
 
 
 def test_zero_retries_means_one_attempt():
     with ScriptedServer([http_error(502)]) as server, \
-            pytest.raises(LlmError, match="after 1 attempt: HTTP 502"):
+            pytest.raises(LlmError, match=r"^HTTP 502: .*\(1 attempt\)$"):
         make_client(server.base_url, max_retries=0).complete(text_only(), CancelToken())
     assert len(server.requests) == 1
 
 
-def test_connection_refused_is_retried_then_fails():
-    client = make_client(closed_port_url(), max_retries=1)
-    with pytest.raises(LlmError, match="after 2 attempts: cannot connect to http://127.0.0.1"):
+def test_an_unreachable_endpoint_is_one_line_naming_the_endpoint_and_the_fix():
+    url = closed_port_url()
+    client = make_client(url, max_retries=1)
+    with pytest.raises(LlmError) as caught:
         client.complete(text_only(), CancelToken())
+    message = str(caught.value)
+    assert message.startswith(f"cannot reach the LLM endpoint {url} after 2 attempts (")
+    assert "\n" not in message
+    assert "start the server or check llm.base_url" in message
+    assert "try without a model: -p llm.backend:=offline -p segmenter.backend:=color" in message
+    assert "LLM request failed" not in message  # the agent says that, once
+
+
+def test_credentials_of_the_endpoint_url_are_in_no_error_and_no_log(caplog):
+    """Issue 17 item 8: llm.base_url=http://user:pass@host/v1?api-key=K."""
+    install_log_redaction()  # what the node and the CLI do at start-up
+    caplog.set_level(logging.DEBUG)
+    host_port = closed_port()
+    client = make_client(attack_url(host_port), max_retries=1)
+    assert leaks(repr(client)) == []
+    with pytest.raises(LlmError) as caught:
+        client.complete(text_only(), CancelToken())
+    assert str(caught.value).startswith(f"cannot reach the LLM endpoint {redacted_url(host_port)}")
+    assert leaks(str(caught.value)) == []
+    assert "retry 1/1" in caplog.text and leaks(caplog.text) == []
+
+
+def test_credentials_are_not_shown_when_the_server_answers_an_error():
+    with ScriptedServer([http_error(404, "no such model")] * 2) as server:
+        host_port = server.base_url.split("//")[1].split("/")[0]
+        client = make_client(attack_url(host_port))
+        with pytest.raises(LlmError, match="check llm.model") as caught:
+            client.complete(text_only(), CancelToken())
+    assert leaks(str(caught.value)) == [] and redacted_url(host_port) in str(caught.value)
 
 
 @pytest.mark.parametrize("status, message, hint", [
@@ -176,7 +208,8 @@ def test_malformed_responses_become_llm_errors(body, reason):
 def test_timeout_is_an_llm_error_after_retries():
     with ScriptedServer([slow("late", 3.0), slow("late", 3.0)]) as server:
         client = make_client(server.base_url, timeout_s=0.3, max_retries=1)
-        with pytest.raises(LlmError, match="after 2 attempts: timed out after 0.3 s"):
+        with pytest.raises(LlmError, match=r"no reply from http://127.0.0.1:\d+/v1 within 0.3 s "
+                                            r"\(2 attempts\)"):
             client.complete(text_only(), CancelToken())
     assert len(server.requests) == 2
 

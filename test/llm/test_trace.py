@@ -8,6 +8,7 @@ from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import LlmError
 from sam3_agent_ros.core.types import ImagePart, LlmReply, Message
 from sam3_agent_ros.llm.trace import TracingClient, conversation_of, trace_messages
+from test.fakes.secret_url import ATTACK_URL_TEXT, leaks
 
 
 class ScriptedClient:
@@ -72,6 +73,23 @@ def test_errors_are_traced_and_re_raised(tmp_path):
     assert request["messages"][1]["content"][1] == {"image": "crop-2 32x64"}
     assert error == {**error, "kind": "error", "call": 1, "error_type": "LlmError",
                      "error": "HTTP 500: boom"}
+
+
+def test_urls_are_written_redacted_whatever_the_line_quotes(tmp_path):
+    """Issue 17 item 8: an error (or a message) quoting llm.base_url with credentials."""
+    path = tmp_path / "trace.jsonl"
+    client = TracingClient(ScriptedClient([LlmReply(f"see {ATTACK_URL_TEXT}"),
+                                           LlmError(f"cannot reach {ATTACK_URL_TEXT}")]), path)
+    query = [MAIN[0], Message("user", (FRAME, f"the cup, as on {ATTACK_URL_TEXT}"))]
+    client.complete(query, CancelToken())
+    with pytest.raises(LlmError):
+        client.complete(query, CancelToken())
+    client.close()
+    text = path.read_text()
+    assert leaks(text) == []
+    lines = read_lines(path)  # still JSON
+    assert lines[1]["text"] == "see http://***@llm.example:8000/v1?api-key=***"
+    assert lines[3]["error"] == "cannot reach http://***@llm.example:8000/v1?api-key=***"
 
 
 def test_concurrent_calls_write_whole_lines_paired_by_call_number(tmp_path):
