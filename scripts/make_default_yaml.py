@@ -19,9 +19,15 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from sam3_agent_ros.config import NODE_NAME, PARAMETERS, Parameter  # noqa: E402
+from sam3_agent_ros.config import (  # noqa: E402
+    NODE_NAME,
+    OFFLINE_BACKENDS,
+    PARAMETERS,
+    Parameter,
+)
 
 OUTPUT = REPO_ROOT / "config" / "sam3_agent.yaml"
+_OFFLINE = ", ".join(f"{name}: {value}" for name, value in OFFLINE_BACKENDS.items())
 WIDTH = 100
 
 HEADER = f"""\
@@ -33,6 +39,9 @@ HEADER = f"""\
 #   ros2 launch sam3_agent_ros sam3_agent.launch.py params_file:=my_params.yaml
 #   sam3-agent run --image frame.png --query "..." --params-file my_params.yaml
 # The key '/**/{NODE_NAME}' matches the node in any namespace.
+# The defaults are the real backends: an OpenAI-compatible endpoint (the variable named by
+# llm.api_key_env must be set) and SAM 3 (weights: docs/sam3.md). To try without a model:
+# {_OFFLINE} (launch offline:=true, sam3-agent --offline).
 /**/{NODE_NAME}:
   ros__parameters:
 """

@@ -26,11 +26,11 @@ from sam3_agent_ros.bags import moving_sample, sample
 from sam3_agent_ros.bags.demo_scoring import mono8_to_mask
 from sam3_agent_ros.bags.follow_scoring import FollowOutcome, format_outcome, score_follow
 from sam3_agent_ros.bags.node_process import NodeProcess, node_arguments, node_command, node_env
+from sam3_agent_ros.config import OFFLINE_BACKENDS, nest
 
 LOST_TIMEOUT_S = 1.0
 DEMO_FOLLOW_PARAMETERS = {
-    "llm": {"backend": "offline"},
-    "segmenter": {"backend": "color"},
+    **nest(OFFLINE_BACKENDS),  # the demo runs without a model, and says so
     "depth": {"enabled": True},
     "follow": {"lost_timeout_s": LOST_TIMEOUT_S},
     "image_qos": "reliable",  # a bag player publishes reliably; keep every frame
