@@ -329,8 +329,8 @@ class Config:
 
     @property
     def backends(self) -> dict[str, str]:
-        """``{"llm": ..., "segmenter": ...}``: see ``backends_of``."""
-        return backends_of(self.to_params())
+        """``{"llm": ..., "segmenter": ...}``: see ``backends_of`` (same pairs, no flattening)."""
+        return {"llm": self.llm.backend, "segmenter": self.segmenter.backend}
 
     def to_params(self) -> dict[str, Any]:
         """The flat mapping back (for logs and tests)."""
