@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -25,6 +26,7 @@ def sam3_agent(*args: str, timeout: float = 120, env: dict[str, str] | None = No
 
 
 OFFLINE = ["-p", "llm.backend:=offline", "-p", "segmenter.backend:=color"]
+SAM3_INSTALLED = all(importlib.util.find_spec(name) for name in ("torch", "sam3"))
 OFFLINE_BACKENDS = {"llm": "offline", "segmenter": "color"}
 HF_VARIABLES = ("HF_HOME", "HF_HUB_CACHE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE",
                 "HF_OIDC_RESOURCE")
@@ -158,15 +160,20 @@ def test_the_defaults_without_key_or_weights_fail_at_once_naming_each_fix(tmp_pa
     assert len(lines) == 2, proc.stderr
     key, weights = lines
     assert "OPENAI_API_KEY" in key and "export OPENAI_API_KEY=EMPTY" in key and "vLLM" in key
-    assert "facebook/sam3" in weights and "hf auth login" in weights
-    assert "segmenter.checkpoint" in weights and "docs/sam3.md" in weights
+    if SAM3_INSTALLED:
+        assert "facebook/sam3" in weights and "hf auth login" in weights
+        assert "segmenter.checkpoint" in weights and "docs/sam3.md" in weights
+    else:  # a venv without torch (docs/distros.md): that is what SAM 3 lacks first
+        assert "not installed" in weights and "docs/sam3.md" in weights
     assert all(line.startswith("sam3-agent run: ") and line.endswith(
         "to try without a model: add --offline") for line in lines)
     assert "Traceback" not in proc.stderr and "SAM 3 loaded" not in proc.stderr
 
 
 @pytest.mark.parametrize("override, fragments", [
-    ("segmenter.checkpoint:=/nonexistent/sam3.pt", ["/nonexistent/sam3.pt", "does not exist"]),
+    pytest.param("segmenter.checkpoint:=/nonexistent/sam3.pt",
+                 ["/nonexistent/sam3.pt", "does not exist"],
+                 marks=pytest.mark.skipif(not SAM3_INSTALLED, reason="no torch/sam3 here")),
     ("llm.base_url:=", ["llm.base_url is empty", "http://127.0.0.1:8000/v1"]),
     ("llm.base_url:=gpu-box:8000/v1", ["not an http(s) URL"]),
 ])

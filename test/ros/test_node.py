@@ -9,6 +9,7 @@ random domain id):
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 
@@ -327,7 +328,10 @@ def test_real_backends_without_key_or_weights_fail_configure_at_once(ros, tmp_pa
         assert len(errors) == 2 and all("ERROR" in line for line in errors), proc.log()
         key, weights = errors
         assert "OPENAI_API_KEY" in key and "export OPENAI_API_KEY=EMPTY" in key
-        assert "facebook/sam3" in weights and "hf auth login" in weights
+        if all(importlib.util.find_spec(name) for name in ("torch", "sam3")):
+            assert "facebook/sam3" in weights and "hf auth login" in weights
+        else:  # e.g. the Jazzy venv (no torch): SAM 3 itself is what is missing first
+            assert "SAM 3 needs" in weights and "not installed" in weights
         for line in errors:
             assert line.endswith("sam3_agent.launch.py offline:=true, or -p "
                                  "llm.backend:=offline -p segmenter.backend:=color"), line
