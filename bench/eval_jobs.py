@@ -35,7 +35,8 @@ DATASET = ROOT / "data" / "eval_tabletop"
 def run_eval(base_url: str, samples: int, jobs: int, out: Path) -> dict:
     args = ["eval", "--dataset", str(DATASET), "--limit", str(samples), "--jobs", str(jobs),
             "--out", str(out), "-p", "llm.backend:=openai", "-p", f"llm.base_url:={base_url}",
-            "-p", "segmenter.backend:=color", "-p", "llm.timeout_s:=30"]
+            "-p", "segmenter.backend:=color", "-p", "llm.timeout_s:=30",
+            "-p", "llm.api_key_env:="]  # the scripted server needs no key
     started = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
         status = cli_main(args)

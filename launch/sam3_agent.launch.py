@@ -5,9 +5,13 @@
     ros2 launch sam3_agent_ros sam3_agent.launch.py params_file:=/path/to/my_params.yaml \\
         llm_base_url:=http://gpu-box:8000/v1 llm_model:=Qwen/Qwen3-VL-8B-Instruct
 
-Parameters come from params_file (default: the installed config/sam3_agent.yaml); the launch
-arguments llm_base_url and llm_model are applied on top of it (their defaults are the package
-defaults), and offline:=true switches to the built-in offline planner and colour segmenter.
+Parameters come from params_file (default: the installed config/sam3_agent.yaml: the real backends,
+llm.backend openai and segmenter.backend sam3); the launch arguments llm_base_url and llm_model
+are applied on top of it (their defaults are the package defaults). offline:=true switches to the
+built-in demo backends (config.OFFLINE_BACKENDS: offline planner, colour segmenter; no model). The
+real backends need an API key variable (OPENAI_API_KEY; any value for a server without
+authentication, e.g. OPENAI_API_KEY=EMPTY for vLLM) and the SAM 3 weights (docs/sam3.md); the
+node refuses to configure without them and says which is missing.
 
 Large camera images: the Fast DDS profile is process environment, read when the node starts, so
 export it before `ros2 launch` (for the camera driver too), under both names: Fast DDS 3 (Kilted)
@@ -24,9 +28,9 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode
 
 from launch import LaunchDescription
+from sam3_agent_ros.config import OFFLINE_BACKENDS, PARAMETERS_BY_NAME
 
 PACKAGE = "sam3_agent_ros"
-OFFLINE_BACKENDS = {"llm.backend": "offline", "segmenter.backend": "color"}
 
 
 def generate_launch_description():
@@ -59,12 +63,15 @@ def generate_launch_description():
                               description="Query topic (std_msgs/String, text or JSON)."),
         DeclareLaunchArgument("params_file", default_value=default_params,
                               description="ROS parameters YAML (see config/sam3_agent.yaml)."),
-        DeclareLaunchArgument("llm_base_url", default_value="http://127.0.0.1:8000/v1",
+        DeclareLaunchArgument("llm_base_url",
+                              default_value=PARAMETERS_BY_NAME["llm.base_url"].default,
                               description="OpenAI-compatible endpoint (overrides params_file)."),
-        DeclareLaunchArgument("llm_model", default_value="Qwen/Qwen3-VL-8B-Instruct",
+        DeclareLaunchArgument("llm_model", default_value=PARAMETERS_BY_NAME["llm.model"].default,
                               description="Model name (overrides params_file)."),
         DeclareLaunchArgument("offline", default_value="false", choices=["true", "false"],
-                              description="true: offline planner + colour segmenter (no model)."),
+                              description="true: the built-in demo backends, offline planner + "
+                                          "colour segmenter (no model; answers are marked so). "
+                                          "false: the real backends (LLM endpoint + SAM 3)."),
         agent_node(parameters + [OFFLINE_BACKENDS], IfCondition(offline)),
         agent_node(parameters, UnlessCondition(offline)),
     ])

@@ -1,13 +1,63 @@
-"""Builds the LLM client and the segmenter named by the configuration."""
+"""Builds the LLM client and the segmenter named by the configuration, after checking in
+milliseconds that what they need exists (``missing_requirements``)."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import os
+from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from sam3_agent_ros.config import Config, ConfigError
 from sam3_agent_ros.core.errors import SegmenterError
 from sam3_agent_ros.core.ports import LlmClient, Segmenter
+
+
+def missing_requirements(config: Config, environ: Mapping[str, str] | None = None) -> list[str]:
+    """What the chosen backends need and lack, one line each naming the fix; empty when nothing
+    is missing. Cheap (no model, no network, no torch import): callers check it before building.
+
+    - ``llm.backend: openai``: ``llm.base_url`` is an http(s) URL, and the variable named by
+      ``llm.api_key_env`` is set (in ``environ``, default ``os.environ``). Whether the endpoint
+      answers is deliberately not checked: a robot may start before its model server (vLLM
+      takes minutes to load a model), and a probe would leave the node unconfigured after a
+      transient outage; a query on an unreachable endpoint fails with that reason instead.
+    - ``segmenter.backend: sam3``: ``segmenters.sam3.check_loadable`` (packages, vocabulary,
+      checkpoint file or Hugging Face weights).
+    """
+    environ = os.environ if environ is None else environ
+    problems = []
+    if config.llm.backend == "openai":
+        problems += _openai_problems(config.llm, environ)
+    if config.segmenter.backend == "sam3":
+        from sam3_agent_ros.segmenters.sam3 import check_loadable
+
+        try:
+            check_loadable(config.segmenter)
+        except (ConfigError, SegmenterError) as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def _openai_problems(llm, environ: Mapping[str, str]) -> list[str]:
+    problems = []
+    url = llm.base_url.strip()
+    if not url:
+        problems.append("llm.base_url is empty: set it to your OpenAI-compatible endpoint, e.g. "
+                        "http://127.0.0.1:8000/v1 (vLLM) or https://api.openai.com/v1")
+    else:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            problems.append("llm.base_url is not an http(s) URL: write it as "
+                            "http://HOST:PORT/v1 (e.g. http://gpu-box:8000/v1)")
+    name = llm.api_key_env
+    if name and not environ.get(name):
+        state = "is empty" if name in environ else "is not set"
+        problems.append(f"the API key variable {name} (llm.api_key_env) {state}: export "
+                        f"{name}=<your key> before starting; a server without authentication "
+                        f"(e.g. vLLM) accepts any value: export {name}=EMPTY")
+    return problems
 
 
 def make_llm(config: Config) -> LlmClient:

@@ -3,7 +3,8 @@
 ``eval-compare`` (``sam3_agent_ros.eval.commands``), and ``ask --ros`` (``sam3_agent_ros.client``).
 
 ``run`` prints the result JSON (CONTRACTS §6) on stdout and nothing else there; logs go to stderr.
-Exit status: 0 succeeded/no_mask, 1 failed/cancelled, 2 bad usage.
+Exit status: 0 succeeded/no_mask, 1 failed/cancelled, 2 bad usage (including a backend that
+lacks what it needs: endpoint, API key, SAM 3 checkpoint; checked before anything loads).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--query-id", default="cli-1", help="query_id of the result")
     run.add_argument("--params-file", help="ROS 2 parameters YAML (sam3_agent: ros__parameters:)")
     run.add_argument("-p", dest="overrides", action="append", default=[], metavar="NAME:=VALUE",
-                     help="set one parameter (repeatable), e.g. -p llm.backend:=offline")
+                     help="set one parameter (repeatable), e.g. -p llm.model:=gpt-4o")
+    add_offline_flag(run)
     run.add_argument("--out", help="directory for overlay.png and mask.png")
     run.add_argument("--trace", help="write every LLM request/response as JSON lines here")
     run.set_defaults(handler=cmd_run)
@@ -55,15 +57,53 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_config(params_file: str | None, overrides: list[str]):
-    """Params file, then ``-p`` overrides, validated into a Config (ConfigError on any problem)."""
-    from sam3_agent_ros.config import Config, load_params_file, parse_override
+def add_offline_flag(parser: argparse.ArgumentParser) -> None:
+    from sam3_agent_ros.config import offline_overrides
+
+    parser.add_argument("--offline", action="store_true",
+                        help="use the built-in demo backends, no model (= "
+                             + " ".join(f"-p {o}" for o in offline_overrides()) + ")")
+
+
+def load_config(params_file: str | None, overrides: list[str], offline: bool = False):
+    """Params file, then ``-p`` overrides, then ``--offline`` (``OFFLINE_BACKENDS``), validated
+    into a Config (ConfigError on any problem, e.g. ``--offline`` against a ``-p`` backend)."""
+    from sam3_agent_ros.config import (
+        OFFLINE_BACKENDS,
+        Config,
+        ConfigError,
+        load_params_file,
+        parse_override,
+    )
 
     params = load_params_file(params_file) if params_file else {}
     for text in overrides:
         name, value = parse_override(text)
+        if offline and name in OFFLINE_BACKENDS and value != OFFLINE_BACKENDS[name]:
+            raise ConfigError(f"--offline sets {name}:={OFFLINE_BACKENDS[name]} but -p "
+                              f"{name}:={value} asks otherwise: drop one of them")
         params[name] = value
+    if offline:
+        params.update(OFFLINE_BACKENDS)
     return Config.from_params(params)
+
+
+def check_backends(config, command: str) -> bool:
+    """Before anything loads: print what the chosen backends lack (one line each, with how to
+    try without a model) and return False; else warn when demo backends answer; True."""
+    from sam3_agent_ros.backends import missing_requirements
+    from sam3_agent_ros.config import demo_backends_warning
+
+    missing = missing_requirements(config)
+    for problem in missing:
+        print(f"sam3-agent {command}: {problem}; to try without a model: add --offline",
+              file=sys.stderr)
+    if missing:
+        return False
+    warning = demo_backends_warning(config.to_params())
+    if warning:
+        log.warning(warning)
+    return True
 
 
 def read_rgb(path: str | Path):
@@ -91,16 +131,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result
 
     try:
-        config = load_config(args.params_file, args.overrides)
+        config = load_config(args.params_file, args.overrides, args.offline)
         image = read_image(args.image)
     except (ConfigError, UsageError) as exc:
         print(f"sam3-agent run: {redact_text(str(exc))}", file=sys.stderr)
+        return EXIT_USAGE
+    if not check_backends(config, "run"):
         return EXIT_USAGE
     frame, query = Frame(image, frame_id="image"), Query(args.query_id, args.query)
     try:
         agent = _build_agent(config, args.trace)
     except Exception as exc:  # backend construction: a system error with a clear reason
-        result = Result(query.id, query.text, QueryStatus.FAILED, error=str(exc), frame=frame)
+        result = Result(query.id, query.text, QueryStatus.FAILED, error=str(exc), frame=frame,
+                        backends=config.backends)
         print(json.dumps(result.to_json()))
         return EXIT_FAILED
     try:

@@ -102,16 +102,20 @@ READ_ONLY_NOTE = "read-only: set at start-up"
 
 PARAMETERS: tuple[Parameter, ...] = (
     # --- LLM -------------------------------------------------------------------------------------
-    Parameter("llm.backend", "offline",
+    Parameter("llm.backend", "openai",
               "'openai': any OpenAI-compatible endpoint (vLLM, OpenAI, ...). 'offline': the "
-              "built-in deterministic demo planner (no model; for tests and trying the package).",
+              "built-in deterministic demo planner (no model: its answers are not a model's; for "
+              "tests and trying the package, e.g. launch offline:=true or sam3-agent --offline).",
               choices=("openai", "offline"), read_only=True),
     Parameter("llm.base_url", "http://127.0.0.1:8000/v1",
               "Base URL of the OpenAI-compatible Chat Completions endpoint.", read_only=True),
     Parameter("llm.model", "Qwen/Qwen3-VL-8B-Instruct", "Model name sent with every request."),
     Parameter("llm.api_key_env", "OPENAI_API_KEY",
               "NAME of the environment variable holding the API key (the key is never a parameter, "
-              "never logged).", read_only=True),
+              "never logged). It must be set when llm.backend is 'openai'; a server without "
+              "authentication (vLLM) accepts any value, e.g. OPENAI_API_KEY=EMPTY. Empty name: no "
+              "variable is read (a placeholder key is sent).",
+              read_only=True),
     Parameter("llm.timeout_s", 60.0, "Timeout of one LLM request in seconds.", min=0.1, max=3600.0),
     Parameter("llm.max_retries", 2,
               "Retries (with backoff) of one request on 429, 5xx and connection errors.",
@@ -127,13 +131,14 @@ PARAMETERS: tuple[Parameter, ...] = (
               "--enable-auto-tool-choice --tool-call-parser hermes for Qwen).",
               choices=("text", "tools")),
     # --- Segmenter -------------------------------------------------------------------------------
-    Parameter("segmenter.backend", "color",
-              "'sam3': Meta's SAM 3. 'color': the built-in offline demo segmenter (HSV colours). "
-              "Or a plugin 'package.module:factory'.",
+    Parameter("segmenter.backend", "sam3",
+              "'sam3': Meta's SAM 3. 'color': the built-in offline demo segmenter (HSV colours, "
+              "no model). Or a plugin 'package.module:factory'.",
               choices=("sam3", "color"), free_form_hint="plugin", read_only=True),
     Parameter("segmenter.checkpoint", "",
-              "SAM 3 weights file (.pt/.safetensors). Empty: download facebook/sam3 from the "
-              "Hugging Face hub (gated: accept the license, then 'hf auth login').",
+              "SAM 3 weights file (.pt/.safetensors). Empty: facebook/sam3 from the Hugging Face "
+              "cache, else downloaded from the hub (gated: accept the license, then 'hf auth "
+              "login'; docs/sam3.md).",
               read_only=True),
     Parameter("segmenter.device", "",
               "Torch device for SAM 3: 'cuda', 'cuda:N' or 'cpu'. Empty: cuda when available."),
@@ -253,6 +258,32 @@ PARAMETERS: tuple[Parameter, ...] = (
 
 PARAMETERS_BY_NAME: dict[str, Parameter] = {p.name: p for p in PARAMETERS}
 
+# The built-in demo backends (no model), the one table used by the launch file (offline:=true),
+# the CLI (--offline), the demos, tests and benchmarks. They run only when chosen.
+OFFLINE_BACKENDS: dict[str, str] = {"llm.backend": "offline", "segmenter.backend": "color"}
+
+
+def offline_overrides() -> list[str]:
+    """``OFFLINE_BACKENDS`` as ``NAME:=VALUE`` overrides (``-p`` arguments)."""
+    return [f"{name}:={value}" for name, value in OFFLINE_BACKENDS.items()]
+
+
+def backends_of(params: dict[str, Any]) -> dict[str, str]:
+    """What answers, for the result and status JSON (CONTRACTS §8d): ``{"llm": "openai",
+    "segmenter": "sam3"}``; a plugin segmenter shows its ``package.module:factory`` spec."""
+    return {"llm": str(params["llm.backend"]), "segmenter": str(params["segmenter.backend"])}
+
+
+def demo_backends_warning(params: dict[str, Any]) -> str | None:
+    """The start-up warning when a demo backend of ``OFFLINE_BACKENDS`` is chosen, else None."""
+    chosen = [f"{name}={value}" for name, value in OFFLINE_BACKENDS.items()
+              if params.get(name) == value]
+    if not chosen:
+        return None
+    return (f"DEMO BACKENDS ({', '.join(chosen)}): answers come from the built-in offline demo "
+            "backends (scripted planner, colour thresholds), not from a model. For real answers "
+            "use llm.backend openai and segmenter.backend sam3 (the defaults).")
+
 
 def _section(prefix: str) -> dict[str, Parameter]:
     return {p.name[len(prefix) + 1:]: p for p in PARAMETERS if p.name.startswith(prefix + ".")}
@@ -316,6 +347,11 @@ class Config:
                                          if "." not in p.name})
         return cls(**sections)
 
+    @property
+    def backends(self) -> dict[str, str]:
+        """``{"llm": ..., "segmenter": ...}``: see ``backends_of`` (same pairs, no flattening)."""
+        return {"llm": self.llm.backend, "segmenter": self.segmenter.backend}
+
     def to_params(self) -> dict[str, Any]:
         """The flat mapping back (for logs and tests)."""
         out = {}
@@ -349,6 +385,18 @@ def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[name] = value
     return flat
+
+
+def nest(flat: dict[str, Any]) -> dict[str, Any]:
+    """``{"llm.model": "x"}`` -> ``{"llm": {"model": "x"}}`` (the inverse of ``flatten``)."""
+    tree: dict[str, Any] = {}
+    for name, value in flat.items():
+        *parents, key = name.split(".")
+        node = tree
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        node[key] = value
+    return tree
 
 
 def load_params_file(path: str | Path, node_name: str = NODE_NAME) -> dict[str, Any]:

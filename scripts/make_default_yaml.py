@@ -19,9 +19,16 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from sam3_agent_ros.config import NODE_NAME, PARAMETERS, READ_ONLY_NOTE, Parameter  # noqa: E402
+from sam3_agent_ros.config import (  # noqa: E402
+    NODE_NAME,
+    OFFLINE_BACKENDS,
+    PARAMETERS,
+    READ_ONLY_NOTE,
+    Parameter,
+)
 
 OUTPUT = REPO_ROOT / "config" / "sam3_agent.yaml"
+_OFFLINE = ", ".join(f"{name}: {value}" for name, value in OFFLINE_BACKENDS.items())
 WIDTH = 100
 
 HEADER = f"""\
@@ -34,6 +41,9 @@ HEADER = f"""\
 #   sam3-agent run --image frame.png --query "..." --params-file my_params.yaml
 # The key '/**/{NODE_NAME}' matches the node in any namespace. Parameters marked read-only
 # cannot be set at runtime (ros2 param set is refused): restart the node to change them.
+# The defaults are the real backends: an OpenAI-compatible endpoint (the variable named by
+# llm.api_key_env must be set) and SAM 3 (weights: docs/sam3.md). To try without a model:
+# {_OFFLINE} (launch offline:=true, sam3-agent --offline).
 /**/{NODE_NAME}:
   ros__parameters:
 """

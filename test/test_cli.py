@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -17,13 +18,28 @@ EXAMPLE = ROOT / "data" / "example_tabletop.png"
 GROUND_TRUTH = ROOT / "data" / "example_tabletop_gt.npz"
 
 
-def sam3_agent(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def sam3_agent(*args: str, timeout: float = 120, env: dict[str, str] | None = None
+               ) -> subprocess.CompletedProcess:
+    env = dict(os.environ if env is None else env, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "sam3_agent_ros.cli", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
 OFFLINE = ["-p", "llm.backend:=offline", "-p", "segmenter.backend:=color"]
+SAM3_INSTALLED = all(importlib.util.find_spec(name) for name in ("torch", "sam3"))
+OFFLINE_BACKENDS = {"llm": "offline", "segmenter": "color"}
+HF_VARIABLES = ("HF_HOME", "HF_HUB_CACHE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE",
+                "HF_OIDC_RESOURCE")
+
+
+def first_contact_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """A new user's environment: no API key variable, an empty Hugging Face home (no cached
+    weights, no token)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in HF_VARIABLES and k != "OPENAI_API_KEY"}
+    env["HF_HOME"] = str(tmp_path / "hf_home")
+    env.update(extra)
+    return env
 
 
 def leftmost_blue_ground_truth() -> np.ndarray:
@@ -41,6 +57,8 @@ def test_run_finds_the_leftmost_blue_object(tmp_path):
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)  # stdout holds the JSON and nothing else
     assert result["status"] == "succeeded" and len(result["masks"]) == 1
+    assert result["backends"] == OFFLINE_BACKENDS
+    assert "DEMO BACKENDS" in proc.stderr and "not from a model" in proc.stderr
     mask = cv2.imread(str(tmp_path / "mask.png"), cv2.IMREAD_GRAYSCALE) > 0
     truth = leftmost_blue_ground_truth()
     iou = (mask & truth).sum() / (mask | truth).sum()
@@ -92,20 +110,82 @@ def test_missing_arguments_are_usage_errors():
 
 
 def test_failed_query_exits_1_with_a_result(tmp_path):
+    plugin = "test.fakes.segmenters:broken_factory"
     proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the blue object",
-                      "-p", "segmenter.backend:=test.fakes.segmenters:broken_factory")
+                      "-p", "llm.backend:=offline", "-p", f"segmenter.backend:={plugin}")
     assert proc.returncode == 1
     result = json.loads(proc.stdout)
     assert result["status"] == "failed" and "broken_factory" in result["error"]
+    assert result["backends"] == {"llm": "offline", "segmenter": plugin}
 
 
 def test_segmenter_plugin_form(tmp_path):
+    plugin = "test.fakes.segmenters:factory"
     proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the thing",
-                      "-p", "segmenter.backend:=test.fakes.segmenters:factory")
+                      "-p", "llm.backend:=offline", "-p", f"segmenter.backend:={plugin}")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["status"] == "succeeded"
     assert result["masks"][0]["bbox"] == [10.0, 10.0, 30.0, 30.0]
+    assert result["backends"] == {"llm": "offline", "segmenter": plugin}
+    # Only the demo planner is named in the warning: the plugin is no demo backend.
+    assert "DEMO BACKENDS (llm.backend=offline)" in proc.stderr
+
+
+def test_offline_flag_is_the_two_offline_overrides(tmp_path):
+    proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the leftmost blue object",
+                      "--offline", "-p", "segmenter.backend:=color",
+                      env=first_contact_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["status"] == "succeeded" and result["backends"] == OFFLINE_BACKENDS
+    assert "DEMO BACKENDS" in proc.stderr
+
+
+@pytest.mark.parametrize("override", ["llm.backend:=openai", "segmenter.backend:=sam3"])
+def test_offline_flag_against_a_contradicting_override_is_a_usage_error(override):
+    proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "x", "--offline", "-p", override)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "--offline sets" in proc.stderr and override in proc.stderr
+
+
+def test_the_defaults_without_key_or_weights_fail_at_once_naming_each_fix(tmp_path):
+    """A new user's first run: the real backends by default, nothing set up. One line per
+    missing thing, each saying how to fix it and how to try without a model; exit 2 (the
+    command cannot run as configured), nothing on stdout, nothing loaded."""
+    proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the blue object",
+                      env=first_contact_env(tmp_path))
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 2, proc.stderr
+    key, weights = lines
+    assert "OPENAI_API_KEY" in key and "export OPENAI_API_KEY=EMPTY" in key and "vLLM" in key
+    if SAM3_INSTALLED:
+        assert "facebook/sam3" in weights and "hf auth login" in weights
+        assert "segmenter.checkpoint" in weights and "docs/sam3.md" in weights
+    else:  # a venv without torch (docs/distros.md): that is what SAM 3 lacks first
+        assert "not installed" in weights and "docs/sam3.md" in weights
+    assert all(line.startswith("sam3-agent run: ") and line.endswith(
+        "to try without a model: add --offline") for line in lines)
+    assert "Traceback" not in proc.stderr and "SAM 3 loaded" not in proc.stderr
+
+
+@pytest.mark.parametrize("override, fragments", [
+    pytest.param("segmenter.checkpoint:=/nonexistent/sam3.pt",
+                 ["/nonexistent/sam3.pt", "does not exist"],
+                 marks=pytest.mark.skipif(not SAM3_INSTALLED, reason="no torch/sam3 here")),
+    ("llm.base_url:=", ["llm.base_url is empty", "http://127.0.0.1:8000/v1"]),
+    ("llm.base_url:=gpu-box:8000/v1", ["not an http(s) URL"]),
+])
+def test_a_missing_endpoint_or_checkpoint_is_one_line_with_the_fix(tmp_path, override,
+                                                                   fragments):
+    env = first_contact_env(tmp_path, OPENAI_API_KEY="EMPTY")
+    proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "x", "-p", override, env=env)
+    assert proc.returncode == 2 and proc.stdout == ""
+    problems = [line for line in proc.stderr.splitlines() if line.startswith("sam3-agent run:")]
+    matching = [line for line in problems if all(f in line for f in fragments)]
+    assert matching and matching[0].endswith("to try without a model: add --offline"), \
+        proc.stderr
 
 
 def test_run_with_native_tool_calling_against_a_scripted_server(tmp_path):
@@ -123,11 +203,13 @@ def test_run_with_native_tool_calling_against_a_scripted_server(tmp_path):
         proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the blue object",
                           "-p", "llm.backend:=openai", "-p", f"llm.base_url:={server.base_url}",
                           "-p", "llm.protocol:=tools", "-p", "segmenter.backend:=color",
-                          "--trace", str(trace))
+                          "--trace", str(trace), env=dict(os.environ, OPENAI_API_KEY="EMPTY"))
     server.assert_clean()
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["status"] == "succeeded" and result["rounds"] == 4
+    assert result["backends"] == {"llm": "openai", "segmenter": "color"}
+    assert "DEMO BACKENDS (segmenter.backend=color)" in proc.stderr
     assert result["text_prompts"] == ["blue object"]  # the duplicate never ran
     answered = {}
     for request in server.main_requests:

@@ -1,14 +1,61 @@
 import pytest
 
-from sam3_agent_ros.config import PARAMETERS, Config, ConfigError, load_params_file, parse_override
+from sam3_agent_ros.config import (
+    OFFLINE_BACKENDS,
+    PARAMETERS,
+    PARAMETERS_BY_NAME,
+    Config,
+    ConfigError,
+    backends_of,
+    demo_backends_warning,
+    load_params_file,
+    offline_overrides,
+    parse_override,
+)
 
 
 def test_defaults_and_every_parameter_has_a_description():
     config = Config()
-    assert config.llm.backend == "offline" and config.agent.max_context_messages == 10
-    assert config.segmenter.backend == "color" and config.node.query_policy == "preempt"
+    assert config.llm.backend == "openai" and config.agent.max_context_messages == 10
+    assert config.segmenter.backend == "sam3" and config.node.query_policy == "preempt"
     assert all(p.description for p in PARAMETERS)
     assert Config.from_params({}) == config
+
+
+def test_the_real_backends_are_the_defaults_and_the_offline_ones_a_valid_choice():
+    assert Config().backends == {"llm": "openai", "segmenter": "sam3"}
+    offline = Config.from_params(OFFLINE_BACKENDS)
+    assert offline.backends == {"llm": "offline", "segmenter": "color"}
+    for name, value in OFFLINE_BACKENDS.items():
+        assert value in PARAMETERS_BY_NAME[name].choices and value != PARAMETERS_BY_NAME[
+            name].default
+    assert offline_overrides() == ["llm.backend:=offline", "segmenter.backend:=color"]
+    assert [parse_override(text) for text in offline_overrides()] == list(
+        OFFLINE_BACKENDS.items())
+
+
+def test_backends_name_a_plugin_by_its_spec():
+    config = Config.from_params({"segmenter.backend": "pkg.mod:make"})
+    assert config.backends == {"llm": "openai", "segmenter": "pkg.mod:make"}
+    assert backends_of(config.to_params()) == config.backends
+
+
+@pytest.mark.parametrize("params, demo", [
+    ({}, None),
+    ({"segmenter.backend": "pkg.mod:make"}, None),
+    (OFFLINE_BACKENDS, ["llm.backend=offline", "segmenter.backend=color"]),
+    ({"llm.backend": "offline"}, ["llm.backend=offline"]),
+    ({"segmenter.backend": "color"}, ["segmenter.backend=color"]),
+])
+def test_demo_backends_warning_names_each_demo_backend(params, demo):
+    warning = demo_backends_warning(Config.from_params(params).to_params())
+    if demo is None:
+        assert warning is None
+        return
+    assert "not from a model" in warning and "\n" not in warning
+    for text in demo:
+        assert text in warning
+    assert ("llm.backend=offline" in warning) == ("llm.backend=offline" in demo)
 
 
 def test_from_params_coerces_and_validates():

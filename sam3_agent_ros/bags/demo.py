@@ -26,10 +26,10 @@ from sam3_agent_ros.bags import sample
 from sam3_agent_ros.bags.demo_scoring import DemoReport, QueryOutcome, format_summary
 from sam3_agent_ros.bags.demo_session import DemoSession
 from sam3_agent_ros.bags.node_process import NodeProcess, node_arguments, node_command, node_env
+from sam3_agent_ros.config import OFFLINE_BACKENDS, nest
 
 DEMO_PARAMETERS = {
-    "llm": {"backend": "offline"},
-    "segmenter": {"backend": "color"},
+    **nest(OFFLINE_BACKENDS),  # the demo runs without a model, and says so
     "depth": {"enabled": True},
     "image_qos": "reliable",  # a bag player publishes reliably; keep every frame
     "query_policy": "queue",  # answer every query of the bag, even with a slow model

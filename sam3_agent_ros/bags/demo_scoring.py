@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from sam3_agent_ros.bags import sample
+from sam3_agent_ros.config import demo_backends_warning
 
 IOU_THRESHOLD = 0.8
 
@@ -33,6 +34,7 @@ class QueryOutcome:
     overlay_png: str | None = None
     correct: bool = False
     problem: str | None = None
+    backends: dict | None = None  # the result's "backends" (what answered)
 
 
 @dataclass
@@ -77,6 +79,7 @@ def score_outcome(outcome: QueryOutcome, result: dict, truth: sample.GroundTruth
     outcome.stamp_ns = int(stamp.get("sec", 0)) * 1_000_000_000 + int(stamp.get("nanosec", 0))
     outcome.frame_index = truth.frame_index(outcome.stamp_ns)
     outcome.agent_s = (result.get("timings") or {}).get("total_s")
+    outcome.backends = result.get("backends")
     masks = result.get("masks") or []
     if masks:
         outcome.bbox = masks[0].get("bbox")
@@ -108,6 +111,22 @@ def score_outcome(outcome: QueryOutcome, result: dict, truth: sample.GroundTruth
         outcome.problem = f"IoU {outcome.iou:.2f} with {outcome.expected} is below {IOU_THRESHOLD}"
     else:
         outcome.correct = True
+
+
+def backends_lines(answered: list[dict | None]) -> list[str]:
+    """What answered (results' ``backends``), once per distinct pair, marked when a demo
+    backend did."""
+    seen = []
+    for backends in answered:
+        if backends and backends not in seen:
+            seen.append(backends)
+    lines = []
+    for backends in seen:
+        text = f"backends: llm {backends.get('llm')}, segmenter {backends.get('segmenter')}"
+        if demo_backends_warning({f"{part}.backend": value for part, value in backends.items()}):
+            text += " (built-in demo backends: these answers are not from a model)"
+        lines.append(text)
+    return lines
 
 
 def format_outcome(outcome: QueryOutcome, label: str) -> str:
@@ -150,6 +169,7 @@ def format_summary(report: DemoReport) -> list[str]:
     if errors:
         lines.append("3D position error: " + ", ".join(f"{v:.2f}" for v in errors)
                      + f" cm (max {max(errors):.2f} cm)")
+    lines += backends_lines([o.backends for o in outcomes])
     for outcome in outcomes:
         if outcome.problem:
             lines.append(f"problem with {outcome.query!r}: {outcome.problem}")

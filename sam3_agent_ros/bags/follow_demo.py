@@ -23,14 +23,14 @@ from pathlib import Path
 import numpy as np
 
 from sam3_agent_ros.bags import moving_sample, sample
-from sam3_agent_ros.bags.demo_scoring import mono8_to_mask
+from sam3_agent_ros.bags.demo_scoring import backends_lines, mono8_to_mask
 from sam3_agent_ros.bags.follow_scoring import FollowOutcome, format_outcome, score_follow
 from sam3_agent_ros.bags.node_process import NodeProcess, node_arguments, node_command, node_env
+from sam3_agent_ros.config import OFFLINE_BACKENDS, nest
 
 LOST_TIMEOUT_S = 1.0
 DEMO_FOLLOW_PARAMETERS = {
-    "llm": {"backend": "offline"},
-    "segmenter": {"backend": "color"},
+    **nest(OFFLINE_BACKENDS),  # the demo runs without a model, and says so
     "depth": {"enabled": True},
     "follow": {"lost_timeout_s": LOST_TIMEOUT_S},
     "image_qos": "reliable",  # a bag player publishes reliably; keep every frame
@@ -87,6 +87,8 @@ def run_follow_demo(options: FollowDemoOptions, out=None) -> int:
     for outcome in outcomes:
         for line in format_outcome(outcome):
             print(line, file=out)
+    for line in backends_lines([o.backends for o in outcomes]):
+        print(line, file=out)
     ok = report["error"] is None and outcomes and all(o.ok for o in outcomes)
     print(f"followed queries correct: {sum(o.ok for o in outcomes)}/{len(outcomes)}; "
           f"overlays in {options.out_dir}; wall time {time.monotonic() - started:.1f} s",
@@ -271,7 +273,8 @@ def _score(options, truth, description: dict, collected: Collected) -> list[Foll
     for query in _followed_queries(description):
         outcome = FollowOutcome(query["query_id"], query["query"], query["expected"],
                                 query["ends"])
-        outcome.answer = (results.get(query["query_id"]) or {}).get("status")
+        result = results.get(query["query_id"]) or {}
+        outcome.answer, outcome.backends = result.get("status"), result.get("backends")
         mine = [s for s in statuses if s["query_id"] == query["query_id"]]
         score_follow(outcome, mine, masks, targets, truth, description["leaves_view_stamp_ns"],
                      LOST_TIMEOUT_S)

@@ -46,6 +46,7 @@ class FollowOutcome:
     final_reason: str | None = None
     lost_delay_s: float | None = None  # object left the view -> lost
     problems: list[str] = field(default_factory=list)
+    backends: dict | None = None  # the query result's "backends" (what answered)
 
     @property
     def mean_iou(self) -> float | None:

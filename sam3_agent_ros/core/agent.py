@@ -48,6 +48,7 @@ class Agent:
         self.llm = llm
         self.segmenter = segmenter
         self.prompts = prompts or load_prompts(config.agent.prompts_dir)
+        self.backends = config.backends  # named in every result and status (CONTRACTS §8d)
 
     def run(self, frame: Frame, query: Query, cancel: CancelToken | None = None,
             on_status: StatusCallback | None = None) -> Result:
@@ -196,7 +197,8 @@ class _QueryRun:
             context_images=context.count_images(self.last_messages),
             elapsed_s=time.monotonic() - self.started,
             status=status.value if status else None,
-            reasoning=None if phase is Phase.THINKING else self.reasoning)
+            reasoning=None if phase is Phase.THINKING else self.reasoning,
+            backends=self.agent.backends)
         try:
             self.on_status(event)
         except Exception:  # a broken observer must not break the query
@@ -208,7 +210,8 @@ class _QueryRun:
         result = Result(query_id=self.query.id, query=self.query.text, status=status, error=error,
                         masks=list(masks), text_prompts=list(self.state.prompts),
                         rounds=self.rounds, timings=self.timings, usage=self.usage,
-                        frame=self.frame if isinstance(self.frame, Frame) else None)
+                        frame=self.frame if isinstance(self.frame, Frame) else None,
+                        backends=self.agent.backends)
         if getattr(self.agent.segmenter, "untrained_weights", False):
             result.extra["untrained_weights"] = True
         self._status(Phase.DONE, status=status)

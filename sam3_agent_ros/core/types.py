@@ -174,6 +174,9 @@ class Result:
     timings: Timings = field(default_factory=Timings)
     usage: Usage = field(default_factory=Usage)
     frame: Frame | None = None
+    # What answered, {"llm": ..., "segmenter": ...} (CONTRACTS §8d; Config.backends): set by the
+    # Agent, and by the node / CLI for results made without it.
+    backends: dict[str, str] = field(default_factory=dict)
     # Free-form extras merged into the JSON (e.g. "untrained_weights": true, 3D positions).
     extra: dict[str, Any] = field(default_factory=dict)
     mask_extras: list[dict[str, Any]] = field(default_factory=list)
@@ -208,6 +211,7 @@ class Result:
             "usage": {"prompt_tokens": self.usage.prompt_tokens,
                       "completion_tokens": self.usage.completion_tokens,
                       "llm_calls": self.usage.llm_calls},
+            "backends": dict(self.backends),
         }
         out.update(self.extra)
         return out
@@ -236,6 +240,7 @@ class StatusEvent:
     elapsed_s: float = 0.0
     status: str | None = None  # terminal status, on phase "done"
     reasoning: str | None = None  # the model's reasoning of this round, cut (CONTRACTS §7)
+    backends: dict[str, str] | None = None  # what answers (as in Result); None: not known here
 
     def to_json(self) -> dict[str, Any]:
         out = {"query_id": self.query_id, "phase": self.phase.value, "round": self.round,
@@ -244,4 +249,6 @@ class StatusEvent:
                "elapsed_s": round(self.elapsed_s, 3), "reasoning": self.reasoning}
         if self.status is not None:
             out["status"] = self.status
+        if self.backends is not None:
+            out["backends"] = dict(self.backends)
         return out

@@ -2,7 +2,8 @@
 
 Exit status: 0 when the evaluation ran (whatever the scores), 1 when the backends could not be
 built or the output could not be written, 2 for bad usage (missing dataset, unknown layout, bad
-parameter, an output folder that already holds a run without ``--resume``), 130 when interrupted
+parameter, a backend lacking its endpoint, API key or SAM 3 checkpoint, an output folder that
+already holds a run without ``--resume``), 130 when interrupted
 (everything finished so far is written; ``--resume`` continues).
 """
 
@@ -21,6 +22,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 def register(subparsers) -> None:
     """Add ``eval`` and ``eval-compare`` to the ``sam3-agent`` sub-command parsers."""
+    from sam3_agent_ros.cli import add_offline_flag
+
     run = subparsers.add_parser(
         "eval", help="measure gIoU/cIoU on a labelled set (ReasonSeg or annotations.jsonl)",
         description="Answer every query of a labelled set and score the masks (gIoU, cIoU, "
@@ -30,7 +33,8 @@ def register(subparsers) -> None:
                           "annotations.jsonl")
     run.add_argument("--params-file", help="ROS 2 parameters YAML (sam3_agent: ros__parameters:)")
     run.add_argument("-p", dest="overrides", action="append", default=[], metavar="NAME:=VALUE",
-                     help="set one parameter (repeatable), e.g. -p llm.backend:=offline")
+                     help="set one parameter (repeatable), e.g. -p llm.model:=gpt-4o")
+    add_offline_flag(run)
     run.add_argument("--jobs", type=int, default=1, help="queries answered at once (default 1)")
     run.add_argument("--limit", type=int, help="only the first N samples")
     run.add_argument("--out", help="output folder (default out/eval/<dataset>-<timestamp>)")
@@ -63,7 +67,7 @@ def _error(message: str) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from sam3_agent_ros.cli import load_config
+    from sam3_agent_ros.cli import check_backends, load_config
     from sam3_agent_ros.config import ConfigError
     from sam3_agent_ros.eval.datasets import DatasetError, first_queries, load_dataset
     from sam3_agent_ros.eval.runner import SAMPLES, read_samples_file
@@ -77,9 +81,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         dataset = load_dataset(args.dataset, allow_outside_paths=args.allow_outside_paths)
         samples = first_queries(dataset) if args.first_query else dataset.samples
-        config = load_config(args.params_file, args.overrides)
+        config = load_config(args.params_file, args.overrides, args.offline)
     except (DatasetError, ConfigError) as exc:
         _error(str(exc))
+        return EXIT_USAGE
+    if not check_backends(config, "eval"):
         return EXIT_USAGE
     out = Path(args.out) if args.out else \
         Path("out/eval") / f"{dataset.name}-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -11,6 +11,7 @@ import cv2
 import numpy as np
 
 from sam3_agent_ros import render
+from sam3_agent_ros.config import backends_of, demo_backends_warning
 from sam3_agent_ros.eval import metrics
 from sam3_agent_ros.eval.datasets import Dataset, SampleError, load_image, load_truth
 from sam3_agent_ros.eval.runner import mask_filename
@@ -46,7 +47,7 @@ def build_summary(rows: list[dict], dataset: Dataset, params: dict, *, jobs: int
                  "samples": len(dataset.samples)},
         complete=complete, jobs=jobs, wall_s=round(wall_s, 3),
         samples_per_s=round(new_samples / wall_s, 4) if wall_s > 0 and new_samples else None,
-        config=public_config(params))
+        config=public_config(params), backends=backends_of(params))
     return summary
 
 
@@ -86,11 +87,14 @@ def write_report(out_dir: Path, summary: dict, rows: list[dict], dataset: Datase
              f"{s['n']} of {s['dataset']['samples']} samples"
              + ("" if s["complete"] else " (**incomplete**: rerun with `--resume`)") + ". "
              f"LLM {_llm_name(s['config'])}, "
-             f"segmenter `{s['config'].get('segmenter.backend')}`, {s['jobs']} job(s).", "",
-             "| figure | value |", "|---|---|",
-             f"| gIoU | {_fmt(s['giou'])} |", f"| cIoU | {_fmt(s['ciou'])} |",
-             f"| no-target accuracy ({s['n_absent']} absent-object samples) | "
-             f"{_fmt(s['no_target_accuracy'])} |"]
+             f"segmenter `{s['config'].get('segmenter.backend')}`, {s['jobs']} job(s).", ""]
+    demo = demo_backends_warning(s["config"])
+    if demo:
+        lines += [f"**{demo}**", ""]
+    lines += ["| figure | value |", "|---|---|",
+              f"| gIoU | {_fmt(s['giou'])} |", f"| cIoU | {_fmt(s['ciou'])} |",
+              f"| no-target accuracy ({s['n_absent']} absent-object samples) | "
+              f"{_fmt(s['no_target_accuracy'])} |"]
     for name, part in split.items():
         lines.append(f"| gIoU, {name} queries ({part['n']}) | {_fmt(part['giou'])} |")
     lines += [f"| rounds mean / p95 | {_fmt(s['rounds_mean'], 2)} / {_fmt(s['rounds_p95'], 1)} |",

@@ -34,6 +34,7 @@ class FollowControl:
                  reground: Callable[[str, str], None]):
         self._node = node
         self._config = config.follow
+        self._backends = config.backends  # named in every follow status (CONTRACTS §8d)
         self._segmenter = segmenter
         self._depth = depth  # the node's current DepthTargets (None without depth)
         self._lock = threading.Lock()
@@ -132,7 +133,8 @@ class FollowControl:
 
     # --- follow thread ---------------------------------------------------------------------------
     def _publish(self, frame: Frame | None, masks: list, status: dict) -> None:
-        self._publisher.publish(frame, masks, status, self._depth())
+        self._publisher.publish(frame, masks, {**status, "backends": self._backends},
+                                self._depth())
 
     def _on_reground(self, query_id: str, text: str) -> None:
         self._node.get_logger().info(f"follow of {query_id} lost: re-running the query "

@@ -28,6 +28,7 @@ Accepted runtime changes are logged with their old and new values.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import logging
@@ -41,7 +42,14 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import String
 
-from sam3_agent_ros.config import NODE_NAME, Config, ConfigError
+from sam3_agent_ros.config import (
+    NODE_NAME,
+    Config,
+    ConfigError,
+    backends_of,
+    demo_backends_warning,
+    offline_overrides,
+)
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.redact import install_log_redaction, redact_text
 from sam3_agent_ros.ros import hints, node_cli, params, rclpy_compat, segment_action
@@ -69,6 +77,9 @@ IMAGE_QOS = {
     "reliable": QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
                            depth=1, durability=DurabilityPolicy.VOLATILE),
 }
+# Appended to every "cannot configure" line about a missing endpoint, key or checkpoint.
+TRY_OFFLINE = ("to try without a model: ros2 launch sam3_agent_ros sam3_agent.launch.py "
+               "offline:=true, or " + " ".join(f"-p {o}" for o in offline_overrides()))
 DEACTIVATE_WAIT_S = 5.0  # how long deactivate waits for a cancelled query to publish its result
 CLEANUP_WAIT_S = 30.0  # how long cleanup waits for the worker before freeing the models
 
@@ -138,11 +149,25 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             self.get_logger().error(f"cannot configure: {redact_text(str(exc))}")
             self._restart_only = False
             return TransitionCallbackReturn.FAILURE
+        from sam3_agent_ros.backends import (
+            close_quietly,
+            make_llm,
+            make_segmenter,
+            missing_requirements,
+        )
+        from sam3_agent_ros.core.agent import Agent
+
+        missing = missing_requirements(config)  # milliseconds: before anything slow
+        if missing:
+            for problem in missing:
+                self.get_logger().error(f"cannot configure: {problem}; {TRY_OFFLINE}")
+            return TransitionCallbackReturn.FAILURE
+        demo = demo_backends_warning(config.to_params())
+        if demo:
+            self.get_logger().warning(demo)
         self.get_logger().info(
             f"configuring: llm.backend={config.llm.backend} segmenter.backend="
             f"{config.segmenter.backend} (building the backends; SAM 3 may take a while)")
-        from sam3_agent_ros.backends import close_quietly, make_llm, make_segmenter
-        from sam3_agent_ros.core.agent import Agent
 
         segmenter = None
         try:
@@ -198,7 +223,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
                 self, runner=lambda: self._runner, active=lambda: bool(self._inputs),
                 new_query_id=self._new_query_id,
                 max_query_chars=lambda: self._config.node.max_query_chars if self._config else 0,
-                request_follow=self._request_follow)
+                request_follow=self._request_follow, backends=self._backends)
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -326,8 +351,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             reason = f"query_id {query.id!r} is already in use by a running goal"
             self.get_logger().warning(f"query rejected: {reason}")
             if self._answers is not None:
-                self._answers.publish(Result(query.id, query.text, QueryStatus.FAILED,
-                                             error=reason), None)
+                self._answers.publish(self._with_backends(
+                    Result(query.id, query.text, QueryStatus.FAILED, error=reason)), None)
             return
         self.get_logger().info(f"query {query.id}: {query.text!r}")
         if follow is not None:
@@ -372,9 +397,26 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         return Frame(rgb, stamp.sec, stamp.nanosec, msg.header.frame_id)
 
     # --- outputs -------------------------------------------------------------------------------
+    def _backends(self) -> dict[str, str]:
+        """What answers: the configured backends, else (unconfigured) the parameters'."""
+        config = self._config
+        if config is not None:
+            return config.backends
+        return backends_of({name: self.get_parameter(name).value
+                            for name in ("llm.backend", "segmenter.backend")})
+
+    def _with_backends(self, result: Result) -> Result:
+        """Every result the node publishes names its backends (CONTRACTS §8d), also those that
+        never reached the agent (no frame, rejected, duplicate id)."""
+        if not result.backends:
+            result.backends = self._backends()
+        return result
+
     def _publish_status(self, event: StatusEvent) -> None:
         if not self.context.ok():  # Ctrl-C: rclpy is shut down, nothing can be published
             return
+        if event.backends is None:
+            event = dataclasses.replace(event, backends=self._backends())
         publisher = self._status_pub
         if publisher is not None:
             publisher.publish(String(data=json.dumps(event.to_json())))
@@ -388,6 +430,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
                 "query %s ended (%s) during shutdown; not published", result.query_id,
                 result.status.value)
             return
+        self._with_backends(result)
         answers = self._answers
         published = answers.publish(result, self._depth) if answers is not None else None
         if self._segment is not None:

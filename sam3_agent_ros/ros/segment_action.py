@@ -111,7 +111,8 @@ class SegmentActionServer:
     def __init__(self, node: Any, interfaces: tuple[Any, Any], *,
                  runner: Callable[[], Any], active: Callable[[], bool],
                  new_query_id: Callable[[], str], max_query_chars: Callable[[], int],
-                 request_follow: Callable[[str, str, bool | None], None] | None = None):
+                 request_follow: Callable[[str, str, bool | None], None] | None = None,
+                 backends: Callable[[], dict[str, str]] = dict):
         from rclpy.action import ActionServer
 
         self._node = node
@@ -119,6 +120,7 @@ class SegmentActionServer:
         self._runner, self._active = runner, active
         self._new_query_id, self._max_query_chars = new_query_id, max_query_chars
         self._request_follow = request_follow
+        self._backends = backends  # named in the results made here (CONTRACTS §8d)
         self._lock = threading.Lock()
         self._goals: dict[str, _Goal] = {}  # query id -> goal, while its query has no result
         self._server = ActionServer(
@@ -170,12 +172,13 @@ class SegmentActionServer:
         self._node.get_logger().info(f"segment goal, query {query.id}: {query.text!r}")
         if duplicate:  # its result would end the other goal: refuse it alone
             failed = Result(query.id, query.text, QueryStatus.FAILED,
-                            error=f"query_id {query.id!r} is already in use by a running goal")
+                            error=f"query_id {query.id!r} is already in use by a running goal",
+                            backends=self._backends())
             done.set_result((failed.status, result_message(self._action, self._mask_info,
                                                            failed)))
         elif runner is None:
             self.on_result(Result(query.id, query.text, QueryStatus.FAILED,
-                                  error="the node is not configured"))
+                                  error="the node is not configured", backends=self._backends()))
         elif rejected is not None:
             runner.reject(query, rejected)  # publishes its failed result, like a topic query
         elif goal_handle.is_cancel_requested:  # cancelled before it started

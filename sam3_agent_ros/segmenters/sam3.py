@@ -196,30 +196,95 @@ def select_image_weights(state: dict, path: Any) -> dict:
     return weights
 
 
-def download_checkpoint(cache_dir: str | None = None, offline: bool | None = None) -> str:
-    """Fetch ``facebook/sam3``/``sam3.pt`` (or find it in the HF cache); one-line errors.
+def hub_settings() -> tuple[bool, str | None]:
+    """``(offline, cache_dir)`` from ``HF_HUB_OFFLINE`` and ``HF_HUB_CACHE``/``HF_HOME``, read now
+    (huggingface_hub reads them only once, at its import)."""
+    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    cache_dir = os.environ.get("HF_HUB_CACHE") or (
+        str(Path(os.environ["HF_HOME"]) / "hub") if os.environ.get("HF_HOME") else None)
+    return offline, cache_dir
 
-    ``offline`` and ``cache_dir`` default to ``HF_HUB_OFFLINE`` and ``HF_HUB_CACHE``/``HF_HOME``
-    read now (huggingface_hub reads them only once, at its import)."""
+
+def _import_hub():
     try:
-        from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import (
-            GatedRepoError,
-            HfHubHTTPError,
-            LocalEntryNotFoundError,
-            RepositoryNotFoundError,
-        )
+        import huggingface_hub
     except ImportError:
         raise Sam3LoadError("huggingface_hub is missing: pip install 'huggingface-hub<2', or set "
                             "segmenter.checkpoint to a local sam3.pt") from None
-    if offline is None:
-        offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
-    if cache_dir is None:
-        cache_dir = os.environ.get("HF_HUB_CACHE") or (
-            str(Path(os.environ["HF_HOME"]) / "hub") if os.environ.get("HF_HOME") else None)
-    fix_offline = (f"on a connected machine accept the license at {LICENSE_URL}, run "
-                   f"'hf auth login' and 'hf download {HUB_REPO} {HUB_FILENAME}', then set "
-                   "segmenter.checkpoint to that file")
+    return huggingface_hub
+
+
+def check_hub_weights() -> None:
+    """With an empty ``segmenter.checkpoint``: ``sam3.pt`` is in the Hugging Face cache, or it can
+    be downloaded (not offline, and a token for the gated repo). Cheap: nothing is downloaded."""
+    hub = _import_hub()
+    offline, cache_dir = hub_settings()
+    cached = hub.try_to_load_from_cache(HUB_REPO, HUB_FILENAME, cache_dir=cache_dir)
+    if isinstance(cached, str):
+        return
+    missing = (f"SAM 3 weights: segmenter.checkpoint is empty and {HUB_REPO} ({HUB_FILENAME}) is "
+               "not in the Hugging Face cache")
+    if offline:
+        raise Sam3LoadError(f"{missing} and HF_HUB_OFFLINE is on: {_fix_offline()} "
+                            "(docs/sam3.md)")
+    try:
+        token = hub.get_token()
+    except Exception:  # noqa: BLE001 - e.g. a failed OIDC exchange: the download will tell
+        return
+    if token is None:
+        raise Sam3LoadError(f"{missing} and there is no Hugging Face token to download the gated "
+                            f"repo: accept the license at {LICENSE_URL}, run 'hf auth login' "
+                            "(or set HF_TOKEN), or set segmenter.checkpoint to a downloaded "
+                            f"{HUB_FILENAME} (docs/sam3.md)")
+
+
+def _fix_offline() -> str:
+    return (f"on a connected machine accept the license at {LICENSE_URL}, run 'hf auth login' and "
+            f"'hf download {HUB_REPO} {HUB_FILENAME}', then set segmenter.checkpoint to that file")
+
+
+def _check_weights_choice(cfg: Any) -> None:
+    if cfg.random_weights and cfg.checkpoint:
+        raise ConfigError("segmenter.random_weights is true but segmenter.checkpoint is set: "
+                          "choose one")
+
+
+def check_loadable(cfg: Any) -> None:
+    """What loading SAM 3 needs, checked in milliseconds before anything slow (no torch import):
+    torch and sam3 installed, the BPE vocabulary, and weights: ``segmenter.checkpoint`` a readable
+    file, or (empty) ``sam3.pt`` cached or downloadable (``check_hub_weights``); none with
+    ``segmenter.random_weights``. Raises ``Sam3LoadError`` / ``ConfigError``, one line each."""
+    _check_weights_choice(cfg)
+    missing = [name for name in ("torch", "sam3") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise Sam3LoadError(f"SAM 3 needs {' and '.join(missing)}, not installed in this Python: "
+                            "install them as docs/sam3.md says")
+    find_bpe(cfg.bpe_path)
+    if cfg.random_weights:
+        return
+    if cfg.checkpoint:
+        check_checkpoint_path(cfg.checkpoint)
+    else:
+        check_hub_weights()
+
+
+def download_checkpoint(cache_dir: str | None = None, offline: bool | None = None) -> str:
+    """Fetch ``facebook/sam3``/``sam3.pt`` (or find it in the HF cache); one-line errors.
+
+    ``offline`` and ``cache_dir`` default to ``hub_settings()``."""
+    _import_hub()
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+    )
+
+    env_offline, env_cache_dir = hub_settings()
+    offline = env_offline if offline is None else offline
+    cache_dir = env_cache_dir if cache_dir is None else cache_dir
+    fix_offline = _fix_offline()
     try:
         return hf_hub_download(HUB_REPO, HUB_FILENAME, cache_dir=cache_dir,
                                local_files_only=offline)
@@ -279,9 +344,7 @@ class Sam3Segmenter:
         self.last_timings: dict[str, float] = {}
         self.load_timings: dict[str, float] = {}
         self._closed = False
-        if cfg.random_weights and cfg.checkpoint:
-            raise ConfigError("segmenter.random_weights is true but segmenter.checkpoint is set: "
-                              "choose one")
+        _check_weights_choice(cfg)
         started = time.perf_counter()
         # Cheap checks first: nothing below needs torch until the checkpoint is read.
         bpe_path = find_bpe(cfg.bpe_path)

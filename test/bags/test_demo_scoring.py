@@ -63,3 +63,18 @@ def test_summary_and_mono8_masks():
     padded = np.array([[0, 255, 0, 9], [255, 0, 0, 9]], np.uint8)  # step 4, width 3
     assert demo_scoring.mono8_to_mask(2, 3, 4, padded.tobytes()).tolist() == [[False, True, False],
                                                                        [True, False, False]]
+
+
+def test_the_summary_says_which_backends_answered(truth):
+    offline = {"llm": "offline", "segmenter": "color"}
+    outcomes = []
+    for backends in (offline, offline, {"llm": "openai", "segmenter": "sam3"}):
+        outcome = demo_scoring.QueryOutcome("the purple object", None, None)
+        demo_scoring.score_outcome(outcome, _result(truth, 60, status="no_mask",
+                                                    backends=backends), truth, None)
+        outcomes.append(outcome)
+    assert outcomes[0].backends == offline
+    lines = [line for line in demo_scoring.format_summary(demo_scoring.DemoReport(outcomes))
+             if line.startswith("backends:")]
+    assert lines == ["backends: llm offline, segmenter color (built-in demo backends: these "
+                     "answers are not from a model)", "backends: llm openai, segmenter sam3"]

@@ -66,6 +66,9 @@ def test_demo_exits_cleanly_with_every_query_correct(demo_run):
     assert (report["answered"], report["correct"], report["total"]) == (4, 4, 4)
     assert "queries answered: 4/4" in process.stdout
     assert len(list(out.glob("*_overlay.png"))) == 4
+    # The demo runs without a model and says so: the summary, and each result in the bag.
+    assert ("backends: llm offline, segmenter color (built-in demo backends: these answers are "
+            "not from a model)") in process.stdout
 
 
 def test_output_bag_holds_one_correct_result_per_query(demo_run):
@@ -88,6 +91,7 @@ def test_output_bag_holds_one_correct_result_per_query(demo_run):
         stamp = result["stamp"]["sec"] * 1_000_000_000 + result["stamp"]["nanosec"]
         assert stamp in frame_stamps, result
         assert result["frame_id"] == sample.FRAME_ID
+        assert result["backends"] == {"llm": "offline", "segmenter": "color"}
         if query["query_id"] is not None:
             assert result["query_id"] == query["query_id"]
         if query["expected"] is None:

@@ -30,6 +30,7 @@ def test_demo_follow_scores_every_followed_query(tmp_path):
     assert "followed queries correct: 3/3" in process.stdout
     assert "follow-blue: lost at frame stamp" in process.stdout
     assert "follow-green: stopped at frame stamp" in process.stdout
+    assert "backends: llm offline, segmenter color (built-in demo backends" in process.stdout
     report = json.loads((tmp_path / "report.json").read_text())
     by_id = {q["query_id"]: q for q in report["queries"]}
     assert by_id["follow-blue"]["final_state"] == "lost"

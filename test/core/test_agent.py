@@ -324,6 +324,19 @@ def test_a_failing_status_callback_does_not_break_the_query():
     assert result.status is QueryStatus.SUCCEEDED
 
 
+def test_every_result_and_status_names_the_backends_of_its_config():
+    config = Config.from_params({"llm.backend": "offline", "segmenter.backend": "pkg.mod:make"})
+    agent = Agent(config, llm=ScriptedLlm([segment("cup"), select(1)]),
+                  segmenter=BoxSegmenter(BOXES))
+    statuses = []
+    answered = agent.run(make_frame(), Query("q", "cup"), on_status=statuses.append)
+    refused = agent.run(Frame(np.zeros((0, 10, 3), np.uint8)), Query("q2", "cup"))
+    expected = {"llm": "offline", "segmenter": "pkg.mod:make"}
+    assert answered.status is QueryStatus.SUCCEEDED and refused.status is QueryStatus.FAILED
+    assert answered.to_json()["backends"] == refused.to_json()["backends"] == expected
+    assert statuses and all(s.to_json()["backends"] == expected for s in statuses)
+
+
 def test_untrained_segmenter_marks_the_result():
     segmenter = BoxSegmenter(BOXES)
     segmenter.untrained_weights = True

@@ -79,6 +79,7 @@ def test_whole_shipped_set_scores_match_a_recomputation(tabletop_run):
         sum(r["status"] == "no_mask" for r in absent) / len(absent), abs=1e-6)
     assert sum(summary["status_counts"].values()) == len(rows)
     assert summary["config"]["llm.backend"] == "offline"
+    assert summary["backends"] == {"llm": "offline", "segmenter": "color"}
     # The offline backends are no perception model: some failures are expected, not zero score.
     assert 0.3 < summary["giou"] < 1.0
 
@@ -86,6 +87,7 @@ def test_whole_shipped_set_scores_match_a_recomputation(tabletop_run):
 def test_report_draws_the_worst_samples(tabletop_run):
     report = (tabletop_run / "report.md").read_text()
     assert "| gIoU |" in report and "worst samples" in report
+    assert "DEMO BACKENDS (llm.backend=offline, segmenter.backend=color)" in report
     pictures = [line.split("](")[1].rstrip(")") for line in report.splitlines()
                 if line.startswith("![")]
     assert len(pictures) == 8
@@ -243,7 +245,8 @@ def test_ctrl_c_writes_what_finished_and_resume_completes(tmp_path):
     with ScriptedServer(responder=offline_responder(delay_s=0.2)) as server:
         command = [sys.executable, "-m", "sam3_agent_ros.cli", "eval", "--dataset", str(TABLETOP),
                    "--limit", "12", "--jobs", "2", "--out", str(out),
-                   "-p", "llm.backend:=openai", "-p", f"llm.base_url:={server.base_url}"]
+                   "-p", "llm.backend:=openai", "-p", f"llm.base_url:={server.base_url}",
+                   "-p", "segmenter.backend:=color"]
         process = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True,
                                    stdout=subprocess.DEVNULL, env={**os.environ,
                                                                    "OPENAI_API_KEY": "x"})
@@ -269,6 +272,31 @@ def test_ctrl_c_writes_what_finished_and_resume_completes(tmp_path):
     assert sorted(r["id"] for r in rows) == sorted(s.id for s in
                                                    load_dataset(TABLETOP).samples[:12])
     assert json.loads((out / "summary.json").read_text())["complete"] is True
+
+
+def test_offline_flag_runs_the_demo_backends_and_says_so(tmp_path, caplog):
+    assert main(["eval", "--offline", "--dataset", str(TABLETOP), "--limit", "2",
+                 "--out", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["backends"] == {"llm": "offline", "segmenter": "color"}
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any(m.startswith("DEMO BACKENDS") for m in warnings), warnings
+
+
+def test_offline_flag_against_a_contradicting_override_is_a_usage_error(tmp_path, capsys):
+    assert main(["eval", "--offline", "-p", "llm.backend:=openai", "--dataset", str(TABLETOP),
+                 "--out", str(tmp_path)]) == 2
+    assert "--offline sets llm.backend:=offline" in capsys.readouterr().err
+
+
+def test_a_missing_api_key_fails_before_anything_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    out = tmp_path / "run"
+    assert main(["eval", "--dataset", str(TABLETOP), "--out", str(out),
+                 "-p", "segmenter.backend:=color"]) == 2
+    err = capsys.readouterr().err
+    assert "OPENAI_API_KEY" in err and err.strip().endswith("to try without a model: add --offline")
+    assert not out.exists()
 
 
 def test_backends_that_cannot_be_built_exit_1_with_the_reason(tmp_path, capsys):

@@ -35,7 +35,8 @@ def test_selection(query, ids):
 
 
 def run(query, boxes):
-    agent = Agent(Config(), llm=OfflinePlanner(), segmenter=BoxSegmenter(boxes))
+    agent = Agent(Config.from_params({"llm.backend": "offline"}), llm=OfflinePlanner(),
+                  segmenter=BoxSegmenter(boxes))
     frame = Frame(np.zeros((240, 320, 3), np.uint8))
     return agent.run(frame, Query("q", query))
 

@@ -40,10 +40,12 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from sensor_msgs.msg import Image
 from std_msgs.msg import String
 
+from sam3_agent_ros.config import OFFLINE_BACKENDS, nest
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RELIABLE = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
                       depth=50, durability=DurabilityPolicy.VOLATILE)
-OFFLINE = {"llm": {"backend": "offline"}, "segmenter": {"backend": "color"}}
+OFFLINE = nest(OFFLINE_BACKENDS)  # {"llm": {"backend": "offline"}, "segmenter": {...}}
 
 
 def node_command() -> list[str]:
@@ -82,10 +84,13 @@ def check_nodes_alive() -> None:
 
 
 class NodeProcess:
-    """``sam3_agent_node`` in a subprocess, with its parameters in a YAML file."""
+    """``sam3_agent_node`` in a subprocess, with its parameters in a YAML file: ``parameters``
+    over the offline backends (``OFFLINE``), or over the node's own defaults (the real backends)
+    with ``offline=False``."""
 
     def __init__(self, namespace: str, parameters: dict, tmp_dir: Path,
-                 env: dict[str, str] | None = None, ros_args: tuple[str, ...] = ()):
+                 env: dict[str, str] | None = None, ros_args: tuple[str, ...] = (),
+                 offline: bool = True):
         self.namespace = namespace
         self.name = f"{namespace}/sam3_agent"
         tmp_dir.mkdir(parents=True, exist_ok=True)
@@ -93,7 +98,7 @@ class NodeProcess:
         self.params_file = tmp_dir / f"{slug}.yaml"
         self.params_file.write_text(
             yaml.safe_dump({"/**/sam3_agent": {
-                "ros__parameters": deep_merge(OFFLINE, parameters)}}))
+                "ros__parameters": deep_merge(OFFLINE if offline else {}, parameters)}}))
         self.log_file = tmp_dir / f"{slug}.log"
         proc_env = dict(os.environ if env is None else env)
         proc_env["PYTHONPATH"] = os.pathsep.join(

@@ -149,6 +149,7 @@ def test_goal_gets_feedback_and_a_result_matching_the_frame(ros, scene):
 
     as_json = json.loads(result.result_json)
     assert as_json["query_id"] == "goal-1" and as_json["status"] == "succeeded"
+    assert as_json["backends"] == {"llm": "offline", "segmenter": "color"}
     assert harness.wait_result(A1, "goal-1") == as_json  # the same JSON went out on ~/result
 
 
@@ -208,6 +209,9 @@ def test_a_goal_reusing_a_running_query_id_is_aborted_alone(ros, scene):
         status, result = Goal(harness, A3, QUERY, query_id="dup-3").outcome()
         assert status == GoalStatus.STATUS_ABORTED
         assert result.error == "query_id 'dup-3' is already in use by a running goal"
+        # Made by the action server, not the agent: the backends are still named.
+        assert json.loads(result.result_json)["backends"] == {
+            "llm": "offline", "segmenter": "test.ros.slow_segmenter:factory"}
         assert first.outcome()[0] == GoalStatus.STATUS_SUCCEEDED
 
 
@@ -224,6 +228,7 @@ def test_a_topic_query_reusing_a_running_goals_id_is_refused_alone(ros, scene):
             GOAL_WAIT_S, "the refused topic query's result")
         status, result = goal.outcome()
     assert refused["error"] == "query_id 'shared-3' is already in use by a running goal"
+    assert refused["backends"]["segmenter"] == "test.ros.slow_segmenter:factory"
     assert status == GoalStatus.STATUS_SUCCEEDED and result.status == "succeeded"
 
 

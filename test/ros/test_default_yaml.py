@@ -42,6 +42,13 @@ def test_every_parameter_has_a_comment_and_its_default():
     assert Config.from_params(load_params_file(DEFAULT_YAML)) == Config()
 
 
+def test_the_shipped_yaml_chooses_the_real_backends():
+    """A copied config/sam3_agent.yaml must never run the demo backends unasked."""
+    params = load_params_file(DEFAULT_YAML)
+    assert (params["llm.backend"], params["segmenter.backend"]) == ("openai", "sam3")
+    assert "offline:=true" in DEFAULT_YAML.read_text()  # the header says how to try without
+
+
 def test_rcl_reads_the_file_for_a_node_in_any_namespace():
     context = rclpy.Context()
     rclpy.init(context=context, args=["--ros-args", "--params-file", str(DEFAULT_YAML),

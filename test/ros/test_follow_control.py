@@ -180,6 +180,8 @@ def test_following_the_blue_box_until_it_leaves_the_view(ros, frames):
 
     tracked = [s for s in statuses(harness, "blue") if s["state"] == "tracking"]
     assert len(tracked) >= 30, f"only {len(tracked)} frames followed"
+    assert all(s["backends"] == {"llm": "offline", "segmenter": "color"}
+               for s in statuses(harness, "blue"))
     ious, errors_cm = [], []
     for status in tracked:
         stamp = (status["frame"]["sec"], status["frame"]["nanosec"])

@@ -10,11 +10,18 @@ import os
 import subprocess
 import sys
 import threading
+import types
 from pathlib import Path
 
 import pytest
 
-from sam3_agent_ros.config import PARAMETERS_BY_NAME
+from sam3_agent_ros.config import (
+    OFFLINE_BACKENDS,
+    PARAMETERS_BY_NAME,
+    Config,
+    flatten,
+    load_params_file,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILE = REPO_ROOT / "launch" / "sam3_agent.launch.py"
@@ -126,3 +133,104 @@ def test_launch_description_runs_the_node():
         runner.join(30)
         harness.close()
     assert os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE") == "LOCALHOST"
+
+
+def test_the_offline_table_comes_from_config(tree):
+    """One table of the offline backends (config.OFFLINE_BACKENDS), no copy in the launch file."""
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                and node.module == "sam3_agent_ros.config" for alias in node.names}
+    assert "OFFLINE_BACKENDS" in imported
+    literals = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)}
+    assert not literals & {"llm.backend", "segmenter.backend", "color"}
+
+
+# --- the launch description evaluated with recording stand-ins for ROS 2's launch ------------
+# (launch and launch_ros are not installable from PyPI; the real run is the test above.)
+
+
+class _Config:  # LaunchConfiguration
+    def __init__(self, name):
+        self.name = name
+
+
+class _Condition:  # IfCondition / UnlessCondition
+    def __init__(self, predicate, expected):
+        self.predicate, self.expected = predicate, expected
+
+
+class _Recorded:  # DeclareLaunchArgument, LifecycleNode, LaunchDescription
+    def __init__(self, *args, **kwargs):
+        self.args, self.kwargs = args, kwargs
+
+
+def _launch_stand_ins(share_dir: Path) -> dict[str, types.ModuleType]:
+    def module(name, **attrs):
+        mod = types.ModuleType(name)
+        mod.__dict__.update(attrs)
+        return mod
+
+    return {
+        "ament_index_python": module("ament_index_python"),
+        "ament_index_python.packages": module(
+            "ament_index_python.packages", get_package_share_directory=lambda _: str(share_dir)),
+        "launch": module("launch", LaunchDescription=_Recorded),
+        "launch.actions": module("launch.actions", DeclareLaunchArgument=_Recorded),
+        "launch.conditions": module(
+            "launch.conditions", IfCondition=lambda p: _Condition(p, "true"),
+            UnlessCondition=lambda p: _Condition(p, "false")),
+        "launch.substitutions": module("launch.substitutions", LaunchConfiguration=_Config),
+        "launch_ros": module("launch_ros"),
+        "launch_ros.actions": module("launch_ros.actions", LifecycleNode=_Recorded),
+    }
+
+
+def _launched_parameters(monkeypatch, arguments: dict[str, str]) -> dict:
+    """The parameters of the one node the launch file starts with these launch arguments,
+    resolved as launch_ros does: files and dictionaries in order, later ones win."""
+    for name, stand_in in _launch_stand_ins(REPO_ROOT).items():  # share/config = config/
+        monkeypatch.setitem(sys.modules, name, stand_in)
+    spec = importlib.util.spec_from_file_location("sam3_agent_launch_recorded", LAUNCH_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    description = module.generate_launch_description()
+    entities = description.args[0]
+    values = {e.args[0]: e.kwargs["default_value"] for e in entities
+              if "default_value" in e.kwargs}
+    values.update(arguments)
+
+    def resolve(value):
+        return values[value.name] if isinstance(value, _Config) else value
+
+    nodes = [e for e in entities if "executable" in e.kwargs
+             and resolve(e.kwargs["condition"].predicate) == e.kwargs["condition"].expected]
+    assert len(nodes) == 1, "exactly one node runs for any value of 'offline'"
+    params: dict = {}
+    for entry in nodes[0].kwargs["parameters"]:
+        if isinstance(entry, dict):
+            params.update(flatten({name: resolve(v) for name, v in entry.items()}))
+        else:
+            params.update(load_params_file(resolve(entry)))
+    return params
+
+
+def test_launch_defaults_are_the_real_backends(monkeypatch):
+    config = Config.from_params(_launched_parameters(monkeypatch, {}))
+    assert config.backends == {"llm": "openai", "segmenter": "sam3"}
+    assert config == Config()  # the launch file's own defaults are the package defaults
+
+
+def test_offline_true_sets_the_offline_backends_only(monkeypatch):
+    params = _launched_parameters(monkeypatch, {"offline": "true"})
+    config = Config.from_params(params)
+    assert config.backends == {"llm": "offline", "segmenter": "color"}
+    assert {name: params[name] for name in OFFLINE_BACKENDS} == OFFLINE_BACKENDS
+    assert config.llm.base_url == Config().llm.base_url
+
+
+def test_endpoint_arguments_apply_on_top_of_the_params_file(monkeypatch, tmp_path):
+    own = tmp_path / "own.yaml"
+    own.write_text("sam3_agent:\n  ros__parameters:\n    agent:\n      max_rounds: 5\n")
+    config = Config.from_params(_launched_parameters(monkeypatch, {
+        "params_file": str(own), "llm_base_url": "http://gpu-box:8000/v1"}))
+    assert config.llm.base_url == "http://gpu-box:8000/v1" and config.agent.max_rounds == 5
+    assert config.backends == {"llm": "openai", "segmenter": "sam3"}

@@ -9,6 +9,7 @@ random domain id):
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 
@@ -32,6 +33,8 @@ CONFIGS = {
 }
 OUTPUTS = {"result": String, "status": String, "mask": Image, "labels": Image, "overlay": Image}
 QUERY = "the leftmost blue object"
+OFFLINE_BACKENDS = {"llm": "offline", "segmenter": "color"}
+SLOW_BACKENDS = {"llm": "offline", "segmenter": "test.ros.slow_segmenter:factory"}
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +98,7 @@ def test_query_answers_with_the_blue_object_and_the_frame_header(ros, scene):
     assert camera.sent(result["stamp"]) and result["frame_id"] == "camera_color_optical_frame"
     assert (result["width"], result["height"]) == (640, 480)
     assert [m["id"] for m in result["masks"]] == [1]
+    assert result["backends"] == OFFLINE_BACKENDS
 
     images = {name: harness.image_with_stamp(f"{R1}/sam3_agent/{name}", result["stamp"])
               for name in ("mask", "labels", "overlay")}
@@ -127,6 +131,7 @@ def test_status_reports_every_phase_in_order(ros, scene):
     # The model's reasoning of the round rides on the status (agent.status_reasoning_chars).
     segmenting = next(s for s in statuses if s["phase"] == "segmenting")
     assert segmenting["reasoning"] == 'Segmenting "blue object".'
+    assert all(s["backends"] == OFFLINE_BACKENDS for s in statuses)
 
 
 def test_plain_text_query_gets_a_node_made_id(ros, scene):
@@ -144,6 +149,10 @@ def test_no_fresh_frame_fails_after_the_wait(ros, scene):
     result = harness.wait_result(R1, "no-frame")
     assert result["status"] == "failed"
     assert "no frame" in result["error"] and "waited 1 s" in result["error"]
+    # Made by the node, not the agent: it still names the backends, as does its status.
+    assert result["backends"] == OFFLINE_BACKENDS
+    done = harness.wait_status(R1, "no-frame", "done")
+    assert done[0]["backends"] == OFFLINE_BACKENDS
 
 
 def bad_image(**fields) -> Image:
@@ -222,6 +231,7 @@ def test_a_new_query_preempts_the_running_one(ros, scene):
         second = harness.wait_result(R2, "second")
     assert first["status"] == "cancelled" and "preempted by query second" in first["error"]
     assert second["status"] == "succeeded"
+    assert first["backends"] == second["backends"] == SLOW_BACKENDS  # a plugin: its spec
     assert [s["status"] for s in harness.statuses(R2, "first") if s["phase"] == "done"] == [
         "cancelled"]
     assert len(harness.results(R2, "first")) == 1
@@ -288,6 +298,47 @@ def test_undecodable_compressed_frame_fails_the_query(ros):
         harness.send_query(R3, {"id": "garbage", "query": QUERY})
         result = harness.wait_result(R3, "garbage")
     assert result["status"] == "failed" and "cannot decode" in result["error"]
+
+
+def test_demo_backends_are_announced_at_start_up(ros):
+    _, procs = ros
+    log = procs[R1].log()
+    warnings = [line for line in log.splitlines() if "DEMO BACKENDS" in line]
+    assert len(warnings) == 1 and "WARN" in warnings[0], log
+    assert "(llm.backend=offline, segmenter.backend=color)" in warnings[0]
+    assert "not from a model" in warnings[0]
+    # A plugin segmenter is no demo backend: only the planner is named.
+    assert "DEMO BACKENDS (llm.backend=offline):" in procs[R2].log()
+
+
+def test_real_backends_without_key_or_weights_fail_configure_at_once(ros, tmp_path):
+    """The node with its defaults (the real backends) and nothing set up: one ERROR line per
+    missing thing, each naming the fix and how to try without a model; unconfigured, and
+    nothing slow was started."""
+    harness, _ = ros
+    env = {k: v for k, v in os.environ.items()
+           if k != "OPENAI_API_KEY" and not k.startswith(("HF_", "HUGGING_FACE_"))}
+    env["HF_HOME"] = str(tmp_path / "hf_home")  # no cached weights, no token
+    proc = NodeProcess("/robot6", {}, tmp_path, env, offline=False)
+    name = "/robot6/sam3_agent"
+    try:
+        harness.wait_for(lambda: "autostart: configure failed" in proc.log(), 30,
+                         "the configure failure")
+        errors = [line for line in proc.log().splitlines() if "cannot configure:" in line]
+        assert len(errors) == 2 and all("ERROR" in line for line in errors), proc.log()
+        key, weights = errors
+        assert "OPENAI_API_KEY" in key and "export OPENAI_API_KEY=EMPTY" in key
+        if all(importlib.util.find_spec(name) for name in ("torch", "sam3")):
+            assert "facebook/sam3" in weights and "hf auth login" in weights
+        else:  # e.g. the Jazzy venv (no torch): SAM 3 itself is what is missing first
+            assert "SAM 3 needs" in weights and "not installed" in weights
+        for line in errors:
+            assert line.endswith("sam3_agent.launch.py offline:=true, or -p "
+                                 "llm.backend:=offline -p segmenter.backend:=color"), line
+        assert "building the backends" not in proc.log()
+        assert harness.lifecycle_state(name) == "unconfigured"
+    finally:
+        assert proc.stop() == 0
 
 
 def test_invalid_params_file_leaves_the_node_unconfigured_until_fixed(ros, tmp_path):
