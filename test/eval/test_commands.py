@@ -208,7 +208,8 @@ def test_url_credentials_are_in_no_eval_output(tmp_path, capsys):
     out = tmp_path / "run"
     status = main(["eval", "--dataset", str(TABLETOP), "--out", str(out), "--limit", "2",
                    "-p", "llm.backend:=openai", "-p", f"llm.base_url:={attack_url(host_port)}",
-                   "-p", "llm.max_retries:=0", "-p", "segmenter.backend:=color"])
+                   "-p", "llm.max_retries:=0", "-p", "llm.api_key_env:=",
+                   "-p", "segmenter.backend:=color"])
     assert status == 0
     assert leaks_in_files(out) == {}
     assert leaks(capsys.readouterr().err) == []

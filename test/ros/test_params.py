@@ -187,7 +187,8 @@ def test_a_list_sets_the_dynamic_ones_and_refuses_the_read_only_ones(read_only_n
                                    RosParameter("llm.model", value="other")])
     assert [r.successful for r in results] == [True, False, True]
     assert "segmenter.backend is read-only" in results[1].reason
-    assert node.get_parameter("segmenter.backend").value == "color"
+    default_backend = PARAMETERS_BY_NAME["segmenter.backend"].default
+    assert node.get_parameter("segmenter.backend").value == default_backend
     assert (node.get_parameter("agent.max_rounds").value,
             node.get_parameter("llm.model").value) == (4, "other")
 
