@@ -215,3 +215,33 @@ def apply_demo_env(environ: MutableMapping[str, str] | None = None,
     how = "exported" if exported is not None else \
         "picked at random; export ROS_DOMAIN_ID to choose it"
     return f"DDS on loopback, ROS_DOMAIN_ID={dds[DOMAIN_ID_VAR]} ({how})"
+
+
+def profile_assignment(name: str, fastdds_major: int | None = INSTALLED) -> str:
+    """``NAME=PATH`` for the profile ``config/fastdds_<name>.xml`` under the variable the
+    installed Fast DDS reads (Fast DDS 3 when it cannot be told: the name Fast DDS 2 ignores is
+    the one that cannot silently misconfigure a Kilted install)."""
+    if fastdds_major == INSTALLED:
+        fastdds_major = fastdds_major_version()
+    variable = PROFILES_FILE_VARS_BY_MAJOR.get(fastdds_major, (PROFILES_FILE_VAR,))[0]
+    return f"{variable}={find_config_file(f'fastdds_{name}.xml')}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m sam3_agent_ros.ros.dds large_images``: print ``NAME=PATH`` of a shipped Fast
+    DDS profile for the installed Fast DDS (for ``export`` in a shell without ``ros2 pkg``)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m sam3_agent_ros.ros.dds PROFILE   (PROFILE: large_images, "
+              "loopback)", file=sys.stderr)
+        return 2
+    try:
+        print(profile_assignment(args[0]))
+    except FileNotFoundError as exc:
+        print(f"no profile {args[0]!r}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

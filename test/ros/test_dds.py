@@ -200,6 +200,22 @@ def test_a_demo_uses_the_loopback_profile_under_the_name_fast_dds_reads_only(
     assert dropped not in environ  # Fast DDS 3 would warn about the old name
 
 
+@pytest.mark.parametrize(("major", "name"), [(3, NEW_NAME), (2, OLD_NAME), (None, NEW_NAME)])
+def test_profile_assignment_for_a_shell(major, name):
+    assignment = dds.profile_assignment("large_images", fastdds_major=major)
+    variable, path = assignment.split("=", 1)
+    assert variable == name
+    assert Path(path) == dds.find_config_file(dds.LARGE_IMAGES_PROFILE)
+
+
+def test_profile_assignment_on_the_command_line(capsys):
+    assert dds.main(["large_images"]) == 0
+    assert capsys.readouterr().out == dds.profile_assignment("large_images") + "\n"
+    assert dds.main(["no_such"]) == 1
+    assert "fastdds_no_such.xml not found" in capsys.readouterr().err
+    assert dds.main([]) == 2
+
+
 def test_session_environment_is_applied(ros_env):
     for key, value in ros_env.items():
         assert os.environ[key] == value
