@@ -401,8 +401,9 @@ class TopicQuery:
                 return False
             if result.get("query_id") == query_id:
                 return True
-            return result.get("status") == "failed" and f'"{query_id}"' in str(
-                result.get("query", ""))
+            echoed = str(result.get("query", ""))  # quoted as sent, or escaped once more
+            return result.get("status") == "failed" and (
+                f'"{query_id}"' in echoed or f'\\"{query_id}\\"' in echoed)
 
         def found() -> dict | None:
             return next((r for r in self._results if ours(r)), None)
