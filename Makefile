@@ -25,7 +25,7 @@ demo: setup
 demo-follow: setup
 	scripts/demo_follow.sh
 
-# The whole suite, including the real SAM 3 model on CPU (slow_sam3, ~3 min), then the other
+# The whole suite, including the real SAM 3 model on CPU (slow_sam3, minutes), then the other
 # ROS 2 distros and Pythons (test-distros). `make -k test` (CI) runs them all even if one fails.
 test: test-main test-distros
 
@@ -57,7 +57,7 @@ test-py310 test-py313: test-%: setup-%
 	@echo "$*: sam3-agent run with the offline backends: OK (out/cli-$*/result.json)"
 
 test-fast: setup
-	$(VENV)/bin/pytest --durations=15 -m "not slow_sam3" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest --durations=15 -m "not slow_sam3 and not slow_docs" $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .

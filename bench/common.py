@@ -108,9 +108,10 @@ def rss_mb() -> float:
 
 
 def command_line() -> str:
-    """How to reproduce this benchmark's figures alone (recorded next to them)."""
+    """How to reproduce this benchmark's figures alone (recorded next to them), written as the
+    docs write commands: from the repository root with the venv active."""
     script = os.path.relpath(os.path.abspath(sys.argv[0]), ROOT)
-    return " ".join([".venv/bin/python", script, *sys.argv[1:]])
+    return " ".join(["python", script, *sys.argv[1:]])
 
 
 def process_cpu_s(process) -> float:

@@ -41,7 +41,7 @@ from common import (
     write_result,
 )
 
-from sam3_agent_ros.ros.dds import loopback_env  # noqa: E402  (after common sets sys.path)
+from sam3_agent_ros.ros.dds import loopback_env, profiles_file  # noqa: E402  (after common sets sys.path)
 
 RATE_HZ = 30.0
 NAMESPACE = "/bench"
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     write_result("node_costs", {"command": command_line(), "rate_hz": RATE_HZ,
                                 "window_s": args.window, "phases": phases,
                                 "bare_received": received, "publish_1080p": publish,
-                                "dds_profile": env["FASTDDS_DEFAULT_PROFILES_FILE"]})
+                                "dds_profile": profiles_file(env)})
     return 0
 
 

@@ -261,7 +261,7 @@ def memory_soak(data: dict) -> Section:
 def sam3_cpu(data: dict) -> Section:
     s = Section("6. SAM 3 on this CPU (few iterations)")
     k = data.get("prompts_per_frame")
-    command = data.get("command", ".venv/bin/python bench/sam3_latency.py --device cpu "
+    command = data.get("command", "python bench/sam3_latency.py --device cpu "
                                   "--iterations 1 --prompts 2")
     s.add(f"Command: `{command}`", "",
           f"{data.get('device_name')} ({data.get('device')}, {data.get('dtype')}, "
@@ -351,7 +351,7 @@ def reply_shapes(data: dict) -> Section:
 def segment_action(data: dict) -> Section:
     s = Section("10. The action ~/segment: goal to result over ROS")
     goal, topic = data["goal_to_result_ms"], data["topic_round_trip_ms"]
-    s.add("Command: `.venv/bin/python bench/segment_action.py`", "",
+    s.add("Command: `python bench/segment_action.py`", "",
           f"One node (offline backends, 640x480 frames), {goal['n']} queries each way; the agent "
           f"itself takes {data['agent_total_ms']['median']} ms (median).", "",
           "| path | median ms | p90 ms |", "|---|---|---|",

@@ -1,6 +1,7 @@
 """``sam3-agent``: run one query on an image file (``run``), and the bag tools (``replay``,
 ``record``, ``demo``, registered by ``sam3_agent_ros.bags.commands``), and ``eval`` /
-``eval-compare`` (``sam3_agent_ros.eval.commands``), and ``ask --ros`` (``sam3_agent_ros.client``).
+``eval-compare`` (``sam3_agent_ros.eval.commands``), ``ask --ros`` (``sam3_agent_ros.client``), and
+``lifecycle`` / ``param`` (``sam3_agent_ros.ros.graph_cli``: a running node, without the ros2 CLI).
 
 ``run`` prints the result JSON (CONTRACTS §6) on stdout and nothing else there; logs go to stderr.
 Exit status: 0 succeeded/no_mask, 1 failed/cancelled, 2 bad usage (including a backend that
@@ -54,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     from sam3_agent_ros.client import register as register_ask
 
     register_ask(commands)  # ask --ros: one goal to a running node (docs/ros.md)
+    from sam3_agent_ros.ros.graph_cli import register as register_graph
+
+    register_graph(commands)  # lifecycle, param: a running node's services, without ros2 CLI
     return parser
 
 

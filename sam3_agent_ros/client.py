@@ -1,4 +1,5 @@
-"""A client for the node's action ``~/segment``, and ``sam3-agent ask --ros "query"``.
+"""A client for the node's action ``~/segment``, and ``sam3-agent ask --ros "query"`` (the action;
+``--topic`` and ``--stop-follow`` are handled by ``ros/graph_cli.py``).
 
 ``SegmentClient(node).ask("the leftmost blue object", timeout_s=30.0)`` sends one goal and
 returns the ``Segment.Result`` message (``status``, ``error``, ``header``, ``masks``, ``mask``,
@@ -128,34 +129,69 @@ class SegmentClient:
 def register(subparsers: Any) -> None:
     """Add ``ask`` to the ``sam3-agent`` sub-command parsers."""
     ask = subparsers.add_parser(
-        "ask", help="send one query to a running node over ROS (action ~/segment)",
-        description="Send one goal to the action of a running sam3_agent_node and print the "
-                    "result JSON (as on ~/result). Exit status: 0 succeeded/no_mask, "
-                    "1 failed/cancelled/no answer, 2 bad usage.")
-    ask.add_argument("query", help='e.g. "the leftmost blue object"')
+        "ask", help="send one query to a running node over ROS (action ~/segment, or --topic)",
+        description="Send one query to a running sam3_agent_node and print the result JSON (as "
+                    "on ~/result): by default as a goal of its action ~/segment; with --topic "
+                    "as a message on its query topic, answered on ~/result. --stop-follow ends "
+                    "follow mode instead. Exit status: 0 succeeded/no_mask, 1 failed/cancelled/"
+                    "no answer, 2 bad usage.")
+    ask.add_argument("query", nargs="?", default="", help='e.g. "the leftmost blue object"')
     ask.add_argument("--ros", action="store_true", required=True,
                      help="ask the node over ROS (the only way for now; required)")
-    ask.add_argument("--action", default=DEFAULT_ACTION,
-                     help=f"the node's action (default {DEFAULT_ACTION})")
-    ask.add_argument("--query-id", default="", help="query_id (default: the node assigns one)")
+    ask.add_argument("--topic", action="store_true",
+                     help="publish on the node's query topic and wait for its ~/result "
+                          "(default: the action)")
+    ask.add_argument("--stop-follow", action="store_true",
+                     help="end follow mode: the node's ~/stop_follow service (with --topic: "
+                          '{"stop_follow": true} on its query topic); no query')
+    ask.add_argument("--node", default="/sam3_agent",
+                     help="the node's fully qualified name (default /sam3_agent); the action, "
+                          "query and result topics follow from it")
+    ask.add_argument("--action", help=f"the node's action (default {DEFAULT_ACTION})")
+    ask.add_argument("--query-topic", help="with --topic: where to publish (default: query in "
+                                           "the node's namespace, /query for /sam3_agent)")
+    ask.add_argument("--result-topic", help="with --topic: where results come (default: "
+                                            "<node>/result)")
+    ask.add_argument("--id", "--query-id", dest="query_id", default="",
+                     help="query_id (default: the node assigns one; with --topic one is made)")
     ask.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                      help="give up (and cancel the goal) after this long (default 60)")
     ask.add_argument("--follow", action="store_true",
                      help="keep the answer current on new frames afterwards (~/follow/*)")
     ask.add_argument("--feedback", action="store_true",
-                     help="print each feedback message as JSON on stderr")
+                     help="print each feedback (with --topic: each status) as JSON on stderr")
     ask.add_argument("--loopback", action="store_true",
                      help="keep DDS on this machine (127.0.0.1 only)")
     ask.set_defaults(handler=cmd_ask)
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    if not args.query.strip():
-        print("sam3-agent ask: the query is empty", file=sys.stderr)
-        return EXIT_USAGE
+    from sam3_agent_ros.ros.graph_client import node_topics
+
     if args.timeout <= 0:
         print("sam3-agent ask: --timeout must be > 0", file=sys.stderr)
         return EXIT_USAGE
+    try:
+        topics = node_topics(args.node)
+    except ValueError as exc:
+        print(f"sam3-agent ask: --node: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.stop_follow:
+        if args.query.strip() or args.follow:
+            print("sam3-agent ask: --stop-follow takes no query and no --follow",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        from sam3_agent_ros.ros.graph_cli import cmd_stop_follow
+
+        return cmd_stop_follow(args)
+    if not args.query.strip():
+        print("sam3-agent ask: the query is empty", file=sys.stderr)
+        return EXIT_USAGE
+    if args.topic:
+        from sam3_agent_ros.ros.graph_cli import cmd_ask_topic
+
+        return cmd_ask_topic(args)
+    action = args.action or topics["segment"]
     if args.loopback:
         from sam3_agent_ros.ros.dds import apply_loopback_env
 
@@ -178,7 +214,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     node = rclpy.create_node("sam3_agent_ask", context=context)
     client = None
     try:
-        client = SegmentClient(node, args.action)
+        client = SegmentClient(node, action)
         try:
             result = client.ask(args.query, timeout_s=args.timeout, query_id=args.query_id,
                                 on_feedback=print_feedback if args.feedback else None,

@@ -21,3 +21,15 @@ def test_ask_needs_ros(capsys):
 def test_ask_usage_errors_exit_2_before_touching_ros(args, message, capsys):
     assert main(["ask", "--ros", *args]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["the cup", "--stop-follow"], "--stop-follow takes no query and no --follow"),
+    (["--stop-follow", "--follow"], "--stop-follow takes no query and no --follow"),
+    (["--topic"], "the query is empty"),
+    (["the cup", "--node", "/"], "--node: the node name is empty"),
+])
+def test_ask_topic_and_stop_follow_usage_errors_exit_2_before_touching_ros(args, message,
+                                                                           capsys):
+    assert main(["ask", "--ros", *args]) == 2
+    assert message in capsys.readouterr().err

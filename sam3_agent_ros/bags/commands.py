@@ -41,7 +41,8 @@ def register(subparsers) -> None:
     record = subparsers.add_parser(
         "record", help="record topics (default: the node's outputs) into a new rosbag2 bag",
         description="Record topics into a new rosbag2 bag (raw CDR, mcap by default) until "
-                    "Ctrl-C / SIGTERM or --duration.")
+                    "Ctrl-C / SIGTERM or --duration. Exit status 1 when nothing was recorded "
+                    "(the reason per topic is printed), 2 for bad usage.")
     record.add_argument("out", help="new bag directory (must not exist)")
     record.add_argument("--topics", nargs="+", metavar="TOPIC",
                         help="topics to record (default: /sam3_agent/{result,status,mask,"
@@ -169,6 +170,7 @@ def cmd_record(args) -> int:
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     recorder = None
+    status = EXIT_OK
     try:
         recorder = BagRecorder(node, args.out, args.topics or NODE_OUTPUT_TOPICS,
                                storage=args.storage)
@@ -186,14 +188,24 @@ def cmd_record(args) -> int:
         stop.set()
     finally:
         if recorder is not None:
-            recorder.close()
-            counts = ", ".join(f"{t}: {n}" for t, n in recorder.counts.items())
-            print(f"[record] wrote {args.out} ({counts})", file=sys.stderr)
-            for topic, reason in recorder.skipped.items():
-                print(f"[record] skipped {topic}: {reason}", file=sys.stderr)
+            status = _finish_recording(recorder, args.out)
         executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
         rclpy.try_shutdown(context=context)
+    return status
+
+
+def _finish_recording(recorder, out: str) -> int:
+    """Close the bag and say what it holds: 1 when it holds nothing or a write failed."""
+    recorder.close()
+    counts = ", ".join(f"{t}: {n}" for t, n in recorder.counts.items())
+    print(f"[record] wrote {out} ({counts})", file=sys.stderr)
+    for topic, reason in recorder.skipped.items():
+        print(f"[record] skipped {topic}: {reason}", file=sys.stderr)
+    problem = recorder.write_error or recorder.nothing_recorded()
+    if problem:
+        _error(problem)
+        return EXIT_FAILED
     return EXIT_OK
 
 

@@ -1,10 +1,11 @@
 """``sam3-agent demo``: the node on the bundled sample bag, scored against its ground truth.
 
-Steps: put DDS on loopback; start ``sam3_agent_node`` in a subprocess (offline backends and depth
-on, unless ``--params-file`` / ``-p`` say otherwise) with the camera topics remapped onto its
-inputs; record its outputs into ``OUT/output_bag``; replay the bag; print each result as it
-arrives; write the overlays as PNGs; print a summary (answered, correct, latency, IoU, 3D error)
-and write it as ``OUT/report.json``. The node subprocess is always stopped, whatever happens.
+Steps: put DDS on loopback (on the exported ``ROS_DOMAIN_ID``, else a random one, printed);
+start ``sam3_agent_node`` in a subprocess (offline backends and depth on, unless
+``--params-file`` / ``-p`` say otherwise) with the camera topics remapped onto its inputs; record
+its outputs into ``OUT/output_bag``; replay the bag; print each result as it arrives; write the
+overlays as PNGs; print a summary (answered, correct, latency, IoU, 3D error) and write it as
+``OUT/report.json``. The node subprocess is always stopped, whatever happens.
 
 The parts: ``node_process.py`` (the node subprocess), ``demo_session.py`` (the rclpy listener,
 recorder and replay), ``demo_scoring.py`` (pure scoring and printing); this file runs them.
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import shutil
 import signal
 import sys
@@ -81,7 +81,7 @@ def _run(options: DemoOptions, out) -> DemoReport:
 
 def _run_locked(options: DemoOptions, out, truth: sample.GroundTruth, report: DemoReport,
                 sample_dir: Path, started: float) -> DemoReport:
-    from sam3_agent_ros.ros.dds import loopback_env
+    from sam3_agent_ros.ros.dds import apply_demo_env
 
     outcomes, out_dir = report.outcomes, options.out_dir
     for old in out_dir.glob("*_overlay.png"):
@@ -93,10 +93,12 @@ def _run_locked(options: DemoOptions, out, truth: sample.GroundTruth, report: De
     params_file.write_text(_yaml({"/**": {"ros__parameters": DEMO_PARAMETERS}}))
     params_files = [params_file] + ([options.params_file] if options.params_file else [])
 
-    dds = loopback_env()  # a fresh domain, whatever the shell exports: the demo is isolated
-    os.environ.update(dds)  # before rclpy.init here, inherited by the node subprocess
-    print(f"[demo] DDS on loopback, ROS_DOMAIN_ID={dds['ROS_DOMAIN_ID']}; sample "
-          f"{sample_dir / sample.BAG_DIRNAME}", file=out)
+    try:  # before rclpy.init here; inherited by the node subprocess
+        where = apply_demo_env()
+    except ValueError as exc:
+        report.error = str(exc)
+        return report
+    print(f"[demo] {where}; sample {sample_dir / sample.BAG_DIRNAME}", file=out)
     command = node_command() + node_arguments(params_files, options.overrides)
     node_log = out_dir / "node.log"
     report.node_log = str(node_log)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import signal
 import sys
 import threading
@@ -105,7 +104,7 @@ def _run_locked(options, sample_dir: Path, truth, description: dict, report: dic
                 out) -> list[FollowOutcome]:
     import yaml
 
-    from sam3_agent_ros.ros.dds import loopback_env
+    from sam3_agent_ros.ros.dds import apply_demo_env
 
     out_dir = options.out_dir
     for old in out_dir.glob("*.png"):
@@ -114,10 +113,12 @@ def _run_locked(options, sample_dir: Path, truth, description: dict, report: dic
     params_file.write_text(yaml.safe_dump({"/**": {"ros__parameters": DEMO_FOLLOW_PARAMETERS}},
                                           sort_keys=False))
     params_files = [params_file] + ([options.params_file] if options.params_file else [])
-    dds = loopback_env()
-    os.environ.update(dds)
-    print(f"[demo-follow] DDS on loopback, ROS_DOMAIN_ID={dds['ROS_DOMAIN_ID']}; sample "
-          f"{sample_dir / sample.BAG_DIRNAME}", file=out)
+    try:  # before rclpy.init here; inherited by the node subprocess
+        where = apply_demo_env()
+    except ValueError as exc:
+        report["error"] = str(exc)
+        return []
+    print(f"[demo-follow] {where}; sample {sample_dir / sample.BAG_DIRNAME}", file=out)
     process = NodeProcess(node_command() + node_arguments(params_files, options.overrides),
                           out_dir / "node.log", node_env())
     collected = Collected()

@@ -3,8 +3,12 @@
 Subscriptions are raw (``raw=True``): the CDR bytes a publisher sent go into the bag unchanged,
 with the receive time as the bag timestamp (as ``ros2 bag record`` does). A topic's type is taken
 from the graph, so a topic that has no publisher yet is subscribed as soon as one appears. The
-bag is a regular rosbag2 directory (``metadata.yaml`` + ``.mcap``) that rosbags, ``ros2 bag`` and
-Foxglove open.
+bag is a regular rosbag2 directory (``metadata.yaml`` + ``.mcap``, or ``.db3`` with
+``storage="sqlite3"``) that rosbags, ``ros2 bag`` and Foxglove open.
+
+The bag writer lives on one thread of its own: rosbags' sqlite3 storage refuses a connection used
+from another thread than the one that opened it, and the executor's callbacks (topic discovery,
+messages) may run anywhere. Callbacks only hand work to that thread.
 
 Python API: ``BagRecorder(node, out, topics)``; the command line is ``sam3-agent record``.
 """
@@ -12,8 +16,10 @@ Python API: ``BagRecorder(node, out, topics)``; the command line is ``sam3-agent
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 NODE_OUTPUT_TOPICS = ("/sam3_agent/result", "/sam3_agent/status", "/sam3_agent/mask",
                       "/sam3_agent/labels", "/sam3_agent/overlay", "/sam3_agent/target",
@@ -45,11 +51,38 @@ def subscription_qos(publisher_qos: list, depth: int = RECORD_QOS_DEPTH):
                       else DurabilityPolicy.VOLATILE)
 
 
+class _WriterThread:
+    """One thread that owns the rosbags ``Writer``: every call on it runs there, in order."""
+
+    def __init__(self) -> None:
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bag-writer")
+        self.error: str | None = None  # the first failed write
+
+    def call(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run on the writer thread and wait for the result (exceptions propagate)."""
+        return self._thread.submit(function, *args, **kwargs).result()
+
+    def post(self, function: Callable[..., Any], *args: Any) -> None:
+        """Run on the writer thread without waiting; the first failure is kept in ``error``."""
+        def guarded() -> None:
+            try:
+                function(*args)
+            except Exception as exc:
+                self.error = self.error or f"writing the bag failed: {exc}"
+
+        self._thread.submit(guarded)
+
+    def shutdown(self) -> None:
+        self._thread.shutdown(wait=True)
+
+
 class BagRecorder:
     """Writes the messages of ``topics`` into the new bag ``out_dir`` while ``node`` is spun.
 
-    Thread-safe: callbacks may run on a multi-threaded executor. Call ``close()`` to finish the
-    bag (metadata.yaml is written then); messages after ``close()`` are dropped.
+    Thread-safe: callbacks may run on a multi-threaded executor, and ``close()`` on any thread.
+    Call ``close()`` to finish the bag (metadata.yaml is written then); messages after
+    ``close()`` are dropped. ``counts``, ``skipped``, ``write_error`` and ``nothing_recorded()``
+    say what the bag holds and why a topic is missing.
     """
 
     def __init__(self, node, out_dir: str | Path, topics: Iterable[str], *,
@@ -69,8 +102,14 @@ class BagRecorder:
             raise RecordError(f"unknown storage {storage!r}: use mcap or sqlite3")
         self.out_dir.parent.mkdir(parents=True, exist_ok=True)
         self._typestore = get_typestore(Stores.ROS2_KILTED)
-        self._writer = Writer(self.out_dir, version=9, storage_plugin=plugins[storage])
-        self._writer.open()
+        self._writer_thread = _WriterThread()
+        try:
+            self._writer = self._writer_thread.call(
+                Writer, self.out_dir, version=9, storage_plugin=plugins[storage])
+            self._writer_thread.call(self._writer.open)
+        except Exception:
+            self._writer_thread.shutdown()
+            raise
         self._lock = threading.Lock()
         self._closed = False
         self._qos_depth = qos_depth
@@ -111,8 +150,8 @@ class BagRecorder:
             if self._closed:
                 return
             try:
-                self._connections[topic] = self._writer.add_connection(
-                    topic, msgtype, typestore=self._typestore)
+                self._connections[topic] = self._writer_thread.call(
+                    self._writer.add_connection, topic, msgtype, typestore=self._typestore)
             except Exception as exc:  # the typestore does not know a custom type
                 self.skipped[topic] = f"cannot describe {msgtype} in the bag: {exc}"
                 return
@@ -127,7 +166,7 @@ class BagRecorder:
         with self._lock:
             if self._closed:
                 return
-            self._writer.write(self._connections[topic], stamp, data)
+            self._writer_thread.post(self._writer.write, self._connections[topic], stamp, data)
             self.counts[topic] += 1
 
     def close(self) -> None:
@@ -140,8 +179,29 @@ class BagRecorder:
         for subscription in self._subscriptions.values():
             self.node.destroy_subscription(subscription)
         self._subscriptions.clear()
-        with self._lock:
-            self._writer.close()
+        try:
+            self._writer_thread.call(self._writer.close)
+        finally:
+            self._writer_thread.shutdown()
+
+    @property
+    def write_error(self) -> str | None:
+        """Why a message could not be written, if one could not."""
+        return self._writer_thread.error
+
+    def nothing_recorded(self) -> str | None:
+        """None when the bag holds a message; otherwise why it holds none, topic by topic."""
+        if any(self.counts.values()):
+            return None
+        reasons = []
+        for topic in self.topics:
+            if topic in self.skipped:
+                reasons.append(f"{topic}: skipped ({self.skipped[topic]})")
+            elif topic in self._connections:
+                reasons.append(f"{topic}: subscribed, no message arrived")
+            else:
+                reasons.append(f"{topic}: never published (no publisher seen)")
+        return "nothing was recorded: " + "; ".join(reasons)
 
     def __enter__(self) -> BagRecorder:
         return self

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -12,18 +13,39 @@ from sam3_agent_ros.ros.dds import loopback_env
 from test.bags.test_e2e_bag import REPO_ROOT, run_demo_cli
 
 
-@pytest.mark.ros
-def test_demo_fails_fast_and_shows_why_when_the_node_cannot_start(tmp_path):
+def _env(**changes: str | None) -> dict[str, str]:
     env = dict(os.environ)
     env.update(loopback_env())
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")])
     env.pop("_ROS_WHEELS_BOOTSTRAP_COMPLETE", None)
-    process = run_demo_cli(["--out", str(tmp_path), "-p",
-                            "segmenter.backend:=no_such_module:factory"], env, timeout_s=90)
+    for name, value in changes.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+@pytest.mark.ros
+def test_demo_fails_fast_and_shows_why_when_the_node_cannot_start(tmp_path):
+    # No ROS_DOMAIN_ID exported: the demo picks one and prints it.
+    process = run_demo_cli(["--out", str(tmp_path), "-p", "llm.backend:=offline",
+                            "-p", "segmenter.backend:=no_such_module:factory"],
+                           _env(ROS_DOMAIN_ID=None), timeout_s=90)
     assert process.returncode == 1
     assert "the node did not start" in process.stdout
     assert "no_such_module" in process.stdout  # the node log's tail is shown
     assert (tmp_path / "report.json").is_file()
+    assert re.search(r"DDS on loopback, ROS_DOMAIN_ID=\d+ \(picked at random; export "
+                     r"ROS_DOMAIN_ID to choose it\)", process.stdout), process.stdout
+
+
+@pytest.mark.parametrize("command", ["demo", "demo-follow"])
+def test_demos_refuse_an_exported_domain_id_that_is_not_one(tmp_path, command):
+    process = run_demo_cli(["--out", str(tmp_path)], _env(ROS_DOMAIN_ID="robot7"),
+                           timeout_s=60, command=command)
+    assert process.returncode == 1
+    assert "ROS_DOMAIN_ID='robot7' is not a domain id in 0..232" in process.stdout
 
 
 def test_a_second_demo_on_the_same_output_directory_is_refused(tmp_path):

@@ -36,9 +36,13 @@ def demo_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
     env = dict(os.environ)
     env.update(loopback_env())  # a fresh random domain: nothing else talks to this run
+    # A shell that exported a profile under both Fast DDS variable names (as older docs said):
+    # the demo must keep only the one the installed Fast DDS reads, so nothing warns.
+    env["FASTDDS_DEFAULT_PROFILES_FILE"] = env["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(
+        REPO_ROOT / "config" / "fastdds_large_images.xml")
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")])
     env.pop("_ROS_WHEELS_BOOTSTRAP_COMPLETE", None)
-    return out, run_demo_cli(["--out", str(out)], env)
+    return out, run_demo_cli(["--out", str(out)], env), env
 
 
 def run_demo_cli(args: list[str], env: dict[str, str], timeout_s: float = 180.0,
@@ -60,7 +64,7 @@ def run_demo_cli(args: list[str], env: dict[str, str], timeout_s: float = 180.0,
 
 
 def test_demo_exits_cleanly_with_every_query_correct(demo_run):
-    out, process = demo_run
+    out, process, _ = demo_run
     assert process.returncode == 0, process.stdout + process.stderr
     report = json.loads((out / "report.json").read_text())
     assert (report["answered"], report["correct"], report["total"]) == (4, 4, 4)
@@ -72,7 +76,7 @@ def test_demo_exits_cleanly_with_every_query_correct(demo_run):
 
 
 def test_output_bag_holds_one_correct_result_per_query(demo_run):
-    out, _ = demo_run
+    out, _, _ = demo_run
     truth = sample.load_ground_truth(sample.default_sample_dir())
     with Reader(out / "output_bag") as reader:
         messages = [(c.topic, STORE.deserialize_cdr(d, c.msgtype)) for c, _, d in reader.messages()]
@@ -108,7 +112,7 @@ def test_output_bag_holds_one_correct_result_per_query(demo_run):
 
 
 def test_output_bag_is_a_valid_rosbag2(demo_run):
-    out, _ = demo_run
+    out, _, _ = demo_run
     bag = out / "output_bag"
     assert (bag / "metadata.yaml").is_file()
     with Reader(bag) as reader:
@@ -117,3 +121,10 @@ def test_output_bag_is_a_valid_rosbag2(demo_run):
     assert types["/sam3_agent/result"] == "std_msgs/msg/String"
     assert types["/sam3_agent/overlay"] == "sensor_msgs/msg/Image"
     assert types["/sam3_agent/target"] == "geometry_msgs/msg/PointStamped"
+
+
+def test_demo_runs_on_the_exported_domain_id_without_a_deprecation_warning(demo_run):
+    out, process, env = demo_run
+    assert f"ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} (exported)" in process.stdout
+    for text in (process.stdout, process.stderr, (out / "node.log").read_text()):
+        assert "deprecated" not in text, text

@@ -25,8 +25,11 @@ def _env() -> dict[str, str]:
 
 
 def test_demo_follow_scores_every_followed_query(tmp_path):
-    process = run_demo_cli(["--out", str(tmp_path)], _env(), command="demo-follow")
+    env = _env()
+    process = run_demo_cli(["--out", str(tmp_path)], env, command="demo-follow")
     assert process.returncode == 0, process.stdout + process.stderr
+    assert f"ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} (exported)" in process.stdout
+    assert "deprecated" not in process.stdout + process.stderr
     assert "followed queries correct: 3/3" in process.stdout
     assert "follow-blue: lost at frame stamp" in process.stdout
     assert "follow-green: stopped at frame stamp" in process.stdout

@@ -1,5 +1,6 @@
-"""Record: raw subscriptions into a new rosbag2 bag that reads back (round trip), topics that
-appear later, best-effort publishers, the CLI stopped by SIGTERM, and usage errors."""
+"""Record: raw subscriptions into a new rosbag2 bag that reads back (round trip, mcap and
+sqlite3), topics that appear later, best-effort publishers, the CLI stopped by SIGTERM, a
+recording that captured nothing (exit 1 with the reason), and usage errors."""
 
 from __future__ import annotations
 
@@ -38,7 +39,11 @@ def _qos(reliable: bool = True):
                       else ReliabilityPolicy.BEST_EFFORT)
 
 
-def test_round_trip_with_a_topic_that_appears_later(ros_node, tmp_path):
+BAG_FILE_SUFFIX = {"mcap": ".mcap", "sqlite3": ".db3"}
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_round_trip_with_a_topic_that_appears_later(ros_node, tmp_path, storage):
     from geometry_msgs.msg import PointStamped
     from sensor_msgs.msg import Image
     from std_msgs.msg import String
@@ -48,7 +53,8 @@ def test_round_trip_with_a_topic_that_appears_later(ros_node, tmp_path):
     publishers = [text_pub, image_pub]
     assert _wait(lambda: "/rec/image" in dict(ros_node.get_topic_names_and_types()))
     out = tmp_path / "out_bag"
-    recorder = BagRecorder(ros_node, out, ["/rec/text", "rec/image", "/rec/late"])
+    recorder = BagRecorder(ros_node, out, ["/rec/text", "rec/image", "/rec/late"],
+                           storage=storage)
     try:
         assert _wait(lambda: text_pub.get_subscription_count() > 0
                      and image_pub.get_subscription_count() > 0)
@@ -72,7 +78,9 @@ def test_round_trip_with_a_topic_that_appears_later(ros_node, tmp_path):
         recorder.close()
         for publisher in publishers:
             ros_node.destroy_publisher(publisher)
-    assert (out / "metadata.yaml").is_file() and (out / "out_bag.mcap").is_file()
+    assert recorder.write_error is None and recorder.nothing_recorded() is None
+    assert (out / "metadata.yaml").is_file()
+    assert (out / f"out_bag{BAG_FILE_SUFFIX[storage]}").is_file()
     with Reader(out) as reader:
         types = {c.topic: c.msgtype for c in reader.connections}
         messages = [(c.topic, STORE.deserialize_cdr(d, c.msgtype)) for c, _, d in reader.messages()]
@@ -97,17 +105,39 @@ def test_usage_errors(ros_node, tmp_path):
         BagRecorder(ros_node, tmp_path / "c", ["/a"], storage="rosbag1")
 
 
-def test_cli_record_until_sigterm(ros_node, tmp_path):
+def test_nothing_recorded_says_why_per_topic(ros_node, tmp_path):
     from std_msgs.msg import String
 
-    out = tmp_path / "cli_bag"
+    publisher = ros_node.create_publisher(String, "/rec/silent", _qos())
+    try:
+        with BagRecorder(ros_node, tmp_path / "empty", ["/rec/silent", "/rec/absent"]) as rec:
+            assert _wait(lambda: publisher.get_subscription_count() > 0)
+    finally:
+        ros_node.destroy_publisher(publisher)
+    reason = rec.nothing_recorded()
+    assert reason.startswith("nothing was recorded")
+    assert "/rec/silent: subscribed, no message arrived" in reason
+    assert "/rec/absent: never published" in reason
+    assert read_bag_counts(tmp_path / "empty") == {"/rec/silent": 0}
+
+
+def _cli_env() -> dict[str, str]:
     env = dict(os.environ)  # the loopback environment of this session (ros_node applied it)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")])
     env.pop("_ROS_WHEELS_BOOTSTRAP_COMPLETE", None)
+    return env
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_cli_record_until_sigterm(ros_node, tmp_path, storage):
+    from std_msgs.msg import String
+
+    out = tmp_path / "cli_bag"
     publisher = ros_node.create_publisher(String, "/cli/chatter", _qos())
     process = subprocess.Popen(
         [sys.executable, "-m", "sam3_agent_ros.cli", "record", str(out), "--topics",
-         "/cli/chatter", "--loopback"], env=env, stderr=subprocess.PIPE, text=True)
+         "/cli/chatter", "--loopback", "--storage", storage], env=_cli_env(),
+        stderr=subprocess.PIPE, text=True)
     try:
         assert _wait(lambda: publisher.get_subscription_count() > 0, timeout_s=30.0)
         for index in range(10):
@@ -120,8 +150,19 @@ def test_cli_record_until_sigterm(ros_node, tmp_path):
             process.kill()
         ros_node.destroy_publisher(publisher)
     assert process.returncode == 0, stderr
-    assert "/cli/chatter: 10" in stderr
+    assert "/cli/chatter: 10" in stderr and "skipped" not in stderr
     assert read_bag_counts(out) == {"/cli/chatter": 10}
+    assert (out / f"cli_bag{BAG_FILE_SUFFIX[storage]}").is_file()
+
+
+def test_cli_record_that_captured_nothing_fails_with_the_reason(tmp_path):
+    out = tmp_path / "empty_bag"
+    process = subprocess.run(
+        [sys.executable, "-m", "sam3_agent_ros.cli", "record", str(out), "--topics",
+         "/cli/nobody_publishes_this", "--duration", "1", "--loopback"], env=_cli_env(),
+        capture_output=True, text=True, timeout=60)
+    assert process.returncode == 1, process.stderr
+    assert "nothing was recorded: /cli/nobody_publishes_this: never published" in process.stderr
 
 
 def test_cli_record_refuses_an_existing_output(tmp_path):

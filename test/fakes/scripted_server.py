@@ -36,6 +36,7 @@ import dataclasses
 import http.server
 import itertools
 import json
+import os
 import socket
 import threading
 import time
@@ -448,12 +449,20 @@ def _main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible server (tests).")
     parser.add_argument("--script", required=True,
                         help="JSON file: a list of strings or Reply field dicts")
+    parser.add_argument("--url-file", help="write the base URL into this file once serving "
+                                           "(a script can wait for it: the port is free, not "
+                                           "fixed)")
     args = parser.parse_args(argv)
     with open(args.script, encoding="utf-8") as handle:
         steps = [s if isinstance(s, str) else Reply(**s) for s in json.load(handle)]
     with ScriptedServer(steps) as server:
         print(f"serving {len(steps)} scripted replies at {server.base_url} (Ctrl-C stops)",
               flush=True)
+        if args.url_file:  # written whole, then renamed: a reader never sees half a URL
+            partial = f"{args.url_file}.partial"
+            with open(partial, "w", encoding="utf-8") as handle:
+                handle.write(server.base_url + "\n")
+            os.replace(partial, args.url_file)
         try:
             while True:
                 time.sleep(1.0)

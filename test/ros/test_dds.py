@@ -3,7 +3,8 @@
 The last test sends 640x480 rgb8 frames best-effort between two processes under that environment:
 with Fast DDS's default 512 KB shared-memory segments most of them are lost, with the profile's
 64 MiB segments all arrive, in the Jazzy venv too, where Fast DDS 2.14 reads only
-FASTRTPS_DEFAULT_PROFILES_FILE. That the traffic stays off the network is checked by
+FASTRTPS_DEFAULT_PROFILES_FILE, and no process warns that a variable name is deprecated (Fast
+DDS 3 does when the old name is set). That the traffic stays off the network is checked by
 scripts/check_dds_loopback.sh, which needs root for tcpdump.
 """
 
@@ -44,15 +45,70 @@ def _default_participant(profile: Path) -> ET.Element:
     return participants[0]
 
 
-def test_loopback_env_with_given_domain():
-    env = dds.loopback_env(42)
+NEW_NAME, OLD_NAME = "FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE"
+
+
+@pytest.mark.parametrize(("major", "names"), [(3, [NEW_NAME]), (2, [OLD_NAME]),
+                                              (None, [NEW_NAME, OLD_NAME])])
+def test_loopback_env_names_the_profile_as_the_fast_dds_version_reads_it(major, names):
+    env = dds.loopback_env(42, fastdds_major=major)
     assert env["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
     assert env["ROS_DOMAIN_ID"] == "42"
-    profile = Path(env["FASTDDS_DEFAULT_PROFILES_FILE"])
+    assert sorted(k for k in env if k.endswith("_PROFILES_FILE")) == sorted(names)
+    profile = Path(env[names[0]])
     assert profile.name == "fastdds_loopback.xml"
     assert profile.is_file()
-    # Fast DDS 2.x (Jazzy, Humble) reads the older name only: both name the same file.
-    assert env["FASTRTPS_DEFAULT_PROFILES_FILE"] == str(profile)
+    assert all(env[name] == str(profile) for name in names)
+
+
+PROBE_LOADED_FAST_DDS = """
+import json, re, rclpy
+rclpy.init()
+node = rclpy.create_node("probe")
+maps = open("/proc/self/maps").read()
+print(json.dumps(sorted(set(re.findall(r"lib(fastdds|fastrtps)\\.so\\.(\\d+)", maps)))))
+node.destroy_node()
+rclpy.shutdown()
+"""
+
+
+def _fastdds_library_major_loaded_by_rclpy() -> int:
+    """Independent of dds.py: the Fast DDS shared library a fresh rclpy process maps."""
+    out = subprocess.run([sys.executable, "-c", PROBE_LOADED_FAST_DDS], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    libraries = json.loads(out.strip().splitlines()[-1])
+    assert libraries in ([["fastdds", "3"]], [["fastrtps", "2"]]), libraries
+    return int(libraries[0][1])
+
+
+def test_the_installed_fast_dds_version_is_the_one_rclpy_loads():
+    assert dds.fastdds_major_version() == _fastdds_library_major_loaded_by_rclpy()
+    probe = subprocess.run(  # and telling it does not import rclpy
+        [sys.executable, "-c", "import sys; from sam3_agent_ros.ros import dds; "
+         "print(dds.fastdds_major_version(), 'rclpy' in sys.modules)"],
+        capture_output=True, text=True, timeout=60, check=True)
+    major, imported = probe.stdout.split()
+    assert (int(major), imported) == (dds.fastdds_major_version(), "False")
+
+
+def _write_version_file(prefix: Path, package: str, version: str) -> None:
+    cmake = prefix / "share" / package / "cmake"
+    cmake.mkdir(parents=True)
+    (cmake / f"{package}-config-version.cmake").write_text(
+        f'set(PACKAGE_VERSION "{version}")\n\nif(PACKAGE_VERSION VERSION_LESS 1)\n')
+
+
+def test_fast_dds_version_from_install_prefixes(tmp_path):
+    kilted, jazzy, empty, broken = (tmp_path / n for n in ("kilted", "jazzy", "empty", "broken"))
+    _write_version_file(kilted, "fastdds", "3.2.2")
+    _write_version_file(jazzy, "fastrtps", "2.14.5")
+    (broken / "share" / "fastdds" / "cmake").mkdir(parents=True)
+    (broken / "share" / "fastdds" / "cmake" / "fastdds-config-version.cmake").write_text("junk")
+    empty.mkdir()
+    assert dds.fastdds_major_from_prefixes([kilted]) == 3
+    assert dds.fastdds_major_from_prefixes([jazzy]) == 2
+    assert dds.fastdds_major_from_prefixes([empty, broken, "/nonexistent", jazzy]) == 2
+    assert dds.fastdds_major_from_prefixes([empty, broken]) is None
 
 
 def test_random_domain_ids_stay_in_the_safe_band():
@@ -71,43 +127,93 @@ def test_unusable_domain_ids_are_rejected(bad_id):
 
 def test_apply_fills_missing_variables():
     environ: dict[str, str] = {}
-    applied = dds.apply_loopback_env(17, environ)
-    assert environ == applied == dds.loopback_env(17)
+    applied = dds.apply_loopback_env(17, environ, fastdds_major=3)
+    assert environ == applied == dds.loopback_env(17, fastdds_major=3)
 
 
 def test_apply_keeps_user_choices_but_forces_localhost():
     environ = {
         "ROS_DOMAIN_ID": "7",
-        "FASTDDS_DEFAULT_PROFILES_FILE": "/robot/profile.xml",
-        "FASTRTPS_DEFAULT_PROFILES_FILE": "/robot/profile_fastdds2.xml",
+        NEW_NAME: "/robot/profile.xml",
+        OLD_NAME: "/robot/profile_fastdds2.xml",
         "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET",
     }
-    applied = dds.apply_loopback_env(17, environ)
+    applied = dds.apply_loopback_env(17, environ, fastdds_major=None)
     assert applied == {
         "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
         "ROS_DOMAIN_ID": "7",
-        "FASTDDS_DEFAULT_PROFILES_FILE": "/robot/profile.xml",
-        "FASTRTPS_DEFAULT_PROFILES_FILE": "/robot/profile_fastdds2.xml",
+        NEW_NAME: "/robot/profile.xml",
+        OLD_NAME: "/robot/profile_fastdds2.xml",
     }
     assert environ == applied
 
 
-@pytest.mark.parametrize("exported", ["FASTDDS_DEFAULT_PROFILES_FILE",
-                                      "FASTRTPS_DEFAULT_PROFILES_FILE"])
-def test_a_profile_exported_under_one_name_is_used_under_both(exported):
+@pytest.mark.parametrize("exported", [NEW_NAME, OLD_NAME])
+@pytest.mark.parametrize(("major", "read_by_it"), [(3, NEW_NAME), (2, OLD_NAME)])
+def test_a_profile_exported_under_either_name_reaches_the_name_fast_dds_reads(
+        exported, major, read_by_it):
     environ = {exported: "/robot/profile.xml"}
-    dds.apply_loopback_env(17, environ)
-    assert environ["FASTDDS_DEFAULT_PROFILES_FILE"] == "/robot/profile.xml"
-    assert environ["FASTRTPS_DEFAULT_PROFILES_FILE"] == "/robot/profile.xml"
+    dds.apply_loopback_env(17, environ, fastdds_major=major)
+    assert environ[read_by_it] == "/robot/profile.xml"
+    assert {k for k in environ if k.endswith("_PROFILES_FILE")} == {exported, read_by_it}
 
 
 def test_apply_treats_empty_values_as_unset():
-    environ = {"ROS_DOMAIN_ID": "", "FASTDDS_DEFAULT_PROFILES_FILE": "",
-               "FASTRTPS_DEFAULT_PROFILES_FILE": ""}
-    dds.apply_loopback_env(9, environ)
+    environ = {"ROS_DOMAIN_ID": "", NEW_NAME: "", OLD_NAME: ""}
+    dds.apply_loopback_env(9, environ, fastdds_major=None)
     assert environ["ROS_DOMAIN_ID"] == "9"
-    assert environ["FASTDDS_DEFAULT_PROFILES_FILE"].endswith("fastdds_loopback.xml")
-    assert environ["FASTRTPS_DEFAULT_PROFILES_FILE"] == environ["FASTDDS_DEFAULT_PROFILES_FILE"]
+    assert environ[NEW_NAME].endswith("fastdds_loopback.xml")
+    assert environ[OLD_NAME] == environ[NEW_NAME]
+
+
+def test_a_demo_runs_on_the_exported_domain_id():
+    environ = {"ROS_DOMAIN_ID": "42", "PATH": "/bin"}
+    line = dds.apply_demo_env(environ, fastdds_major=3)
+    assert environ["ROS_DOMAIN_ID"] == "42"
+    assert line == "DDS on loopback, ROS_DOMAIN_ID=42 (exported)"
+    assert environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
+    assert environ["PATH"] == "/bin"
+
+
+def test_a_demo_without_an_exported_domain_id_picks_one_and_says_so():
+    environ = {"ROS_DOMAIN_ID": " "}
+    line = dds.apply_demo_env(environ, fastdds_major=3)
+    low, high = dds.RANDOM_DOMAIN_RANGE
+    assert low <= int(environ["ROS_DOMAIN_ID"]) <= high
+    assert line == (f"DDS on loopback, ROS_DOMAIN_ID={environ['ROS_DOMAIN_ID']} "
+                    "(picked at random; export ROS_DOMAIN_ID to choose it)")
+
+
+@pytest.mark.parametrize("exported", ["abc", "300", "-1"])
+def test_a_demo_refuses_an_exported_domain_id_that_is_not_one(exported):
+    with pytest.raises(ValueError, match=f"ROS_DOMAIN_ID='{exported}' is not a domain id"):
+        dds.apply_demo_env({"ROS_DOMAIN_ID": exported}, fastdds_major=3)
+
+
+@pytest.mark.parametrize(("major", "kept", "dropped"), [(3, NEW_NAME, OLD_NAME),
+                                                        (2, OLD_NAME, NEW_NAME)])
+def test_a_demo_uses_the_loopback_profile_under_the_name_fast_dds_reads_only(
+        major, kept, dropped):
+    environ = {NEW_NAME: "/robot/large.xml", OLD_NAME: "/robot/large.xml"}
+    dds.apply_demo_env(environ, fastdds_major=major)
+    assert environ[kept].endswith("fastdds_loopback.xml")
+    assert dropped not in environ  # Fast DDS 3 would warn about the old name
+
+
+@pytest.mark.parametrize(("major", "name"), [(3, NEW_NAME), (2, OLD_NAME), (None, NEW_NAME)])
+def test_profile_assignment_for_a_shell(major, name):
+    assignment = dds.profile_assignment("large_images", fastdds_major=major)
+    variable, path = assignment.split("=", 1)
+    assert variable == name
+    assert Path(path) == dds.find_config_file(dds.LARGE_IMAGES_PROFILE)
+
+
+def test_profile_assignment_on_the_command_line(capsys):
+    assert dds.main(["large_images"]) == 0
+    assert capsys.readouterr().out == dds.profile_assignment("large_images") + "\n"
+    assert dds.main(["no_such"]) == 1
+    assert "fastdds_no_such.xml not found" in capsys.readouterr().err
+    assert dds.main([]) == 2
 
 
 def test_session_environment_is_applied(ros_env):
@@ -181,6 +287,7 @@ def test_best_effort_640x480_images_all_arrive_between_processes(ros_env):
     assert subscriber.returncode == 0, err
     for stderr in (publisher.stderr, err):
         assert "XMLPARSER" not in stderr, f"Fast DDS rejected the profile:\n{stderr}"
+        assert "deprecated" not in stderr, stderr
     report = json.loads(out.strip().splitlines()[-1])
     assert report["bad"] == []
     assert report["received"] == list(range(FRAME_COUNT))

@@ -1,0 +1,422 @@
+"""A running node's graph interface from a short-lived process: its lifecycle and parameter
+services, and a query sent on its ``query`` topic answered on ``~/result``.
+
+This is what ``sam3-agent lifecycle | param | ask --ros --topic`` run (``graph_cli.py`` parses
+the command lines), for users without the ``ros2`` CLI (a venv with the ROS 2 wheels). Each
+function takes an rclpy node that nobody else spins: it spins the node itself while it waits.
+
+A fresh client may lose the reply to its first request (the server can answer before it has
+matched the client's reply reader), so idempotent requests (get state, get/describe/list/set
+parameters) are sent again every few seconds until the deadline; a lifecycle transition, which
+is not idempotent, is sent once and, if its reply is lost, judged by the state the node reaches.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+RESEND_AFTER_S = 2.0
+DEFAULT_NODE = "/sam3_agent"
+# The state a successful transition ends in, by transition label (ros2 lifecycle's labels).
+TRANSITION_TARGETS = {"configure": "inactive", "cleanup": "unconfigured", "activate": "active",
+                      "deactivate": "inactive", "shutdown": "finalized"}
+
+
+class GraphError(RuntimeError):
+    """The node did not answer, or answered something we cannot use; the message says why."""
+
+
+def qualified_node_name(name: str) -> str:
+    """``sam3_agent`` -> ``/sam3_agent``; ``/robot1/sam3_agent/`` -> ``/robot1/sam3_agent``."""
+    name = name.strip().rstrip("/")
+    if not name or name == "/":
+        raise ValueError("the node name is empty")
+    return name if name.startswith("/") else "/" + name
+
+
+def node_topics(node_name: str) -> dict[str, str]:
+    """The topics of a node in the default wiring: ``query`` is relative (in the node's
+    namespace), the outputs are private (``~/result`` = ``<node>/result``)."""
+    node_name = qualified_node_name(node_name)
+    namespace = node_name.rsplit("/", 1)[0]
+    return {"query": f"{namespace}/query", "result": f"{node_name}/result",
+            "status": f"{node_name}/status", "stop_follow": f"{node_name}/stop_follow",
+            "segment": f"{node_name}/segment"}
+
+
+def domain_hint() -> str:
+    """Where this process looks for nodes (for 'not found' messages)."""
+    import os
+
+    domain = os.environ.get("ROS_DOMAIN_ID") or "0 (unset)"
+    scope = os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE") or "SUBNET (unset)"
+    return f"ROS_DOMAIN_ID={domain}, ROS_AUTOMATIC_DISCOVERY_RANGE={scope}"
+
+
+class _Waiter:
+    """Spins ``node`` on a private executor until a predicate holds or a deadline passes."""
+
+    def __init__(self, node: Any) -> None:
+        from rclpy.executors import SingleThreadedExecutor
+
+        self.node = node
+        self.executor = SingleThreadedExecutor(context=node.context)
+        self.executor.add_node(node)
+
+    def until(self, predicate: Callable[[], Any], deadline: float) -> Any:
+        while True:
+            value = predicate()
+            if value or time.monotonic() >= deadline:
+                return value
+            self.executor.spin_once(timeout_sec=min(0.05, max(0.0, deadline - time.monotonic())))
+
+    def close(self) -> None:
+        self.executor.remove_node(self.node)
+        self.executor.shutdown(timeout_sec=1.0)
+
+
+class GraphClient:
+    """Calls on one node's services (``node_name``, e.g. ``/sam3_agent``) from ``node``."""
+
+    def __init__(self, node: Any, node_name: str = DEFAULT_NODE, timeout_s: float = 10.0):
+        self.node = node
+        self.node_name = qualified_node_name(node_name)
+        self.timeout_s = timeout_s
+        self._waiter = _Waiter(node)
+
+    def close(self) -> None:
+        self._waiter.close()
+
+    # --- services ------------------------------------------------------------------------------
+    def call(self, srv_type: Any, service: str, request: Any, resend: bool = True) -> Any:
+        """One service call on ``<node>/<service>``; ``GraphError`` when nobody answers."""
+        name = f"{self.node_name}/{service}"
+        client = self.node.create_client(srv_type, name)
+        try:
+            deadline = time.monotonic() + self.timeout_s
+            if not self._waiter.until(client.service_is_ready, deadline):
+                raise GraphError(f"no node {self.node_name} answering (service {name} not found "
+                                 f"after {self.timeout_s:g} s; {domain_hint()}); is it running?")
+            futures: list[Any] = []
+            while True:
+                futures.append(client.call_async(request))
+                resend_at = time.monotonic() + RESEND_AFTER_S if resend else deadline
+                done = self._waiter.until(lambda: any(f.done() for f in futures),
+                                          min(deadline, resend_at))
+                if done:
+                    return next(f for f in futures if f.done()).result()
+                if time.monotonic() >= deadline:
+                    raise GraphError(f"{name} did not answer within {self.timeout_s:g} s")
+        finally:
+            self.node.destroy_client(client)
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def lifecycle_state(self) -> str:
+        from lifecycle_msgs.srv import GetState
+
+        return self.call(GetState, "get_state", GetState.Request()).current_state.label
+
+    def transition(self, label: str) -> str:
+        """Run the transition ``label`` (configure, activate, ...) and return the new state;
+        ``GraphError`` when it is not available from the current state or fails."""
+        from lifecycle_msgs.srv import ChangeState, GetAvailableTransitions
+
+        available = self.call(GetAvailableTransitions, "get_available_transitions",
+                              GetAvailableTransitions.Request()).available_transitions
+        chosen = next((t.transition for t in available if t.transition.label == label), None)
+        if chosen is None:
+            state = self.lifecycle_state()
+            labels = sorted({t.transition.label for t in available}) or ["none"]
+            raise GraphError(f"{self.node_name} is {state}: cannot {label} from there "
+                             f"(available: {', '.join(labels)})")
+        request = ChangeState.Request()
+        request.transition.id = chosen.id
+        client = self.node.create_client(ChangeState, f"{self.node_name}/change_state")
+        try:
+            deadline = time.monotonic() + self.timeout_s
+            if not self._waiter.until(client.service_is_ready, deadline):
+                raise GraphError(f"{self.node_name}/change_state not found")
+            future = client.call_async(request)
+            target = TRANSITION_TARGETS.get(label)
+            while not self._waiter.until(future.done,
+                                         min(deadline, time.monotonic() + RESEND_AFTER_S)):
+                # The reply may be lost: the state the node reaches says how it went.
+                if target is not None and target != "finalized" \
+                        and self.lifecycle_state() == target:
+                    return target
+                if time.monotonic() >= deadline:
+                    raise GraphError(f"{label} did not finish within {self.timeout_s:g} s "
+                                     f"(state now: {self.lifecycle_state()})")
+            succeeded = future.result().success
+        finally:
+            self.node.destroy_client(client)
+        if label == "shutdown" and succeeded:
+            return "finalized"  # the node's services may be gone now
+        state = self.lifecycle_state()
+        if not succeeded:
+            raise GraphError(f"{label} failed: {self.node_name} is {state} (the node's log "
+                             "says why)")
+        return state
+
+    # --- parameters ----------------------------------------------------------------------------
+    def list_parameters(self) -> list[str]:
+        from rcl_interfaces.srv import ListParameters
+
+        reply = self.call(ListParameters, "list_parameters", ListParameters.Request())
+        return sorted(reply.result.names)
+
+    def describe_parameter(self, name: str) -> Any:
+        """The ``ParameterDescriptor`` of ``name``; ``GraphError`` when it is not declared."""
+        from rcl_interfaces.msg import ParameterType
+        from rcl_interfaces.srv import DescribeParameters
+
+        request = DescribeParameters.Request(names=[name])
+        descriptors = self.call(DescribeParameters, "describe_parameters", request).descriptors
+        if not descriptors or descriptors[0].type == ParameterType.PARAMETER_NOT_SET:
+            raise GraphError(self._not_declared(name))
+        return descriptors[0]
+
+    def get_parameter(self, name: str) -> Any:
+        """The value of ``name`` as a Python value; ``GraphError`` when it is not set."""
+        from rcl_interfaces.msg import ParameterType
+        from rcl_interfaces.srv import GetParameters
+        from rclpy.parameter import parameter_value_to_python
+
+        values = self.call(GetParameters, "get_parameters",
+                           GetParameters.Request(names=[name])).values
+        if not values or values[0].type == ParameterType.PARAMETER_NOT_SET:
+            raise GraphError(self._not_declared(name))
+        return parameter_value_to_python(values[0])
+
+    def set_parameter(self, name: str, text: str) -> tuple[bool, str, Any]:
+        """Set ``name`` from its command-line text, converted to the declared type; returns
+        (successful, the node's reason, the value sent)."""
+        from rcl_interfaces.msg import Parameter
+        from rcl_interfaces.srv import SetParameters
+
+        descriptor = self.describe_parameter(name)
+        value = parse_parameter_text(text, descriptor.type)
+        request = SetParameters.Request(parameters=[
+            Parameter(name=name, value=parameter_value(value, descriptor.type))])
+        result = self.call(SetParameters, "set_parameters", request).results[0]
+        return result.successful, result.reason, value
+
+    def _not_declared(self, name: str) -> str:
+        import difflib
+
+        message = f"{self.node_name} has no parameter {name!r}"
+        try:
+            close = difflib.get_close_matches(name, self.list_parameters(), n=1)
+        except GraphError:
+            close = []
+        return message + (f" (did you mean {close[0]!r}?)" if close else "")
+
+
+# --- parameter values ------------------------------------------------------------------------
+
+
+def parse_parameter_text(text: str, parameter_type: int) -> Any:
+    """A command-line value for a parameter of ``parameter_type`` (rcl_interfaces
+    ``ParameterType``): ``12`` for a double is 12.0, ``[a, b]`` for a string array is a list,
+    ``true`` for a string stays the text ``true``. ``ValueError`` says what was expected."""
+    import yaml
+    from rcl_interfaces.msg import ParameterType as T
+
+    if parameter_type == T.PARAMETER_STRING:
+        return text
+    try:
+        value = yaml.safe_load(text) if text.strip() else None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{text!r} is not a value ({exc.__class__.__name__})") from None
+    expected = {T.PARAMETER_BOOL: "true or false", T.PARAMETER_INTEGER: "an integer",
+                T.PARAMETER_DOUBLE: "a number", T.PARAMETER_BYTE_ARRAY: "a list of bytes",
+                T.PARAMETER_BOOL_ARRAY: "a list of true/false",
+                T.PARAMETER_INTEGER_ARRAY: "a list of integers",
+                T.PARAMETER_DOUBLE_ARRAY: "a list of numbers",
+                T.PARAMETER_STRING_ARRAY: "a list of strings, e.g. [a, b]"}
+
+    def scalar(item: Any, kind: int) -> Any:
+        if kind == T.PARAMETER_BOOL and isinstance(item, bool):
+            return item
+        if kind == T.PARAMETER_INTEGER and isinstance(item, int) and not isinstance(item, bool):
+            return item
+        if kind == T.PARAMETER_DOUBLE and isinstance(item, (int, float)) \
+                and not isinstance(item, bool):
+            return float(item)
+        if kind == T.PARAMETER_STRING:
+            return item if isinstance(item, str) else json.dumps(item)
+        raise ValueError
+
+    element = {T.PARAMETER_BOOL_ARRAY: T.PARAMETER_BOOL,
+               T.PARAMETER_INTEGER_ARRAY: T.PARAMETER_INTEGER,
+               T.PARAMETER_BYTE_ARRAY: T.PARAMETER_INTEGER,
+               T.PARAMETER_DOUBLE_ARRAY: T.PARAMETER_DOUBLE,
+               T.PARAMETER_STRING_ARRAY: T.PARAMETER_STRING}
+    try:
+        if parameter_type in element:
+            if not isinstance(value, list):
+                raise ValueError
+            return [scalar(item, element[parameter_type]) for item in value]
+        if parameter_type in expected:
+            return scalar(value, parameter_type)
+    except ValueError:
+        raise ValueError(f"{text!r} is not {expected[parameter_type]}") from None
+    raise ValueError(f"parameter type {parameter_type} cannot be set from the command line")
+
+
+def parameter_value(value: Any, parameter_type: int) -> Any:
+    """An ``rcl_interfaces/ParameterValue`` of ``parameter_type`` holding ``value``."""
+    from rcl_interfaces.msg import ParameterType as T
+    from rcl_interfaces.msg import ParameterValue
+
+    field = {T.PARAMETER_BOOL: "bool_value", T.PARAMETER_INTEGER: "integer_value",
+             T.PARAMETER_DOUBLE: "double_value", T.PARAMETER_STRING: "string_value",
+             T.PARAMETER_BYTE_ARRAY: "byte_array_value",
+             T.PARAMETER_BOOL_ARRAY: "bool_array_value",
+             T.PARAMETER_INTEGER_ARRAY: "integer_array_value",
+             T.PARAMETER_DOUBLE_ARRAY: "double_array_value",
+             T.PARAMETER_STRING_ARRAY: "string_array_value"}[parameter_type]
+    if parameter_type == T.PARAMETER_BYTE_ARRAY:
+        value = [bytes([item]) for item in value]
+    message = ParameterValue(type=parameter_type)
+    setattr(message, field, value)
+    return message
+
+
+def format_value(value: Any) -> str:
+    """A parameter value as one line: strings as they are, the rest as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return json.dumps([v.hex() if isinstance(v, bytes) else v for v in value])
+    return json.dumps(value)
+
+
+def describe_lines(name: str, descriptor: Any) -> list[str]:
+    """``param describe``: the descriptor as ``key: value`` lines."""
+    from rcl_interfaces.msg import ParameterType
+
+    types = {value: key.removeprefix("PARAMETER_").lower()
+             for key, value in vars(ParameterType).items()
+             if key.startswith("PARAMETER_") and isinstance(value, int)}
+    lines = [f"parameter: {name}", f"type: {types.get(descriptor.type, descriptor.type)}",
+             f"description: {descriptor.description}"]
+    if descriptor.additional_constraints:
+        lines.append(f"constraints: {descriptor.additional_constraints}")
+    for kind, ranges in (("integer range", descriptor.integer_range),
+                         ("floating point range", descriptor.floating_point_range)):
+        for r in ranges:
+            step = f", step {r.step:g}" if r.step else ""
+            lines.append(f"{kind}: {r.from_value:g} .. {r.to_value:g}{step}")
+    lines.append(f"read only: {str(bool(descriptor.read_only)).lower()}")
+    if getattr(descriptor, "dynamic_typing", False):
+        lines.append("dynamic typing: true")
+    return lines
+
+
+# --- a query on the topic ----------------------------------------------------------------------
+
+
+def new_query_id() -> str:
+    return f"ask-{uuid.uuid4().hex[:12]}"
+
+
+class TopicQuery:
+    """Publishes queries on a node's ``query`` topic and collects ``~/result`` (and ``~/status``)
+    messages; the subscriptions exist before anything is published."""
+
+    def __init__(self, node: Any, query_topic: str, result_topic: str,
+                 status_topic: str | None = None,
+                 on_status: Callable[[dict], None] | None = None) -> None:
+        from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+        from std_msgs.msg import String
+
+        self.node = node
+        self.query_topic, self.result_topic = query_topic, result_topic
+        qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE,
+                         history=HistoryPolicy.KEEP_LAST, depth=50,
+                         durability=DurabilityPolicy.VOLATILE)
+        self._string = String
+        self._results: list[dict] = []
+        self._waiter = _Waiter(node)
+        self._publisher = node.create_publisher(String, query_topic, qos)
+        self._subscriptions = [node.create_subscription(
+            String, result_topic, lambda m: self._results.append(_json_or_none(m.data)), qos)]
+        if status_topic and on_status is not None:
+            self._subscriptions.append(node.create_subscription(
+                String, status_topic, lambda m: on_status(_json_or_none(m.data) or {}), qos))
+
+    def close(self) -> None:
+        for subscription in self._subscriptions:
+            self.node.destroy_subscription(subscription)
+        self.node.destroy_publisher(self._publisher)
+        self._waiter.close()
+
+    def wait_for_node(self, deadline: float, want_result: bool = True) -> None:
+        """Until the node's query subscription matches our publisher (and, with
+        ``want_result``, its result publisher matches our subscription)."""
+        result_subscription = self._subscriptions[0]
+
+        def result_matched() -> bool:
+            count = getattr(result_subscription, "get_publisher_count", None)
+            if count is not None:
+                return count() > 0
+            return self.node.count_publishers(self.result_topic) > 0  # rclpy without it
+
+        def connected() -> bool:
+            if self._publisher.get_subscription_count() == 0:
+                return False
+            return not want_result or result_matched()
+
+        if not self._waiter.until(connected, deadline):
+            missing = (f"nobody subscribes to {self.query_topic}"
+                       if self._publisher.get_subscription_count() == 0
+                       else f"nobody publishes {self.result_topic}")
+            raise GraphError(f"no node to ask: {missing} ({domain_hint()}); is the node running "
+                             "and active? (sam3-agent lifecycle get)")
+
+    def publish(self, payload: dict, wait_acked_s: float = 0.0) -> bool:
+        """Publish ``payload`` as JSON; with ``wait_acked_s``, wait until every matched
+        subscriber acknowledged it (reliable QoS), so the process may exit right after."""
+        self._publisher.publish(self._string(data=json.dumps(payload)))
+        if wait_acked_s <= 0:
+            return True
+        from rclpy.duration import Duration
+
+        return self._publisher.wait_for_all_acked(Duration(nanoseconds=int(wait_acked_s * 1e9)))
+
+    def wait_result(self, query_id: str, deadline: float) -> dict | None:
+        """The first ``~/result`` of ``query_id``, or None at the deadline. A message the node
+        could not parse (oversized, say) is answered under an id the node made, echoing the
+        start of the message: such a ``failed`` result that quotes our id is ours too."""
+        def ours(result: Any) -> bool:
+            if not isinstance(result, dict):
+                return False
+            if result.get("query_id") == query_id:
+                return True
+            echoed = str(result.get("query", ""))  # quoted as sent, or escaped once more
+            return result.get("status") == "failed" and (
+                f'"{query_id}"' in echoed or f'\\"{query_id}\\"' in echoed)
+
+        def found() -> dict | None:
+            return next((r for r in self._results if ours(r)), None)
+
+        return self._waiter.until(found, deadline)
+
+    def spin_until(self, predicate: Callable[[], Any], deadline: float) -> Any:
+        """Handle messages until ``predicate()`` holds or ``deadline`` (monotonic) passes."""
+        return self._waiter.until(predicate, deadline)
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None

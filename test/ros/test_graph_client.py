@@ -1,0 +1,94 @@
+"""sam3_agent_ros/ros/graph_client.py without a graph: node names and topics, parameter values
+from the command line (typed by the declared type), and how they are printed. The calls on a
+running node: test/ros/test_graph_cli.py."""
+
+from __future__ import annotations
+
+import pytest
+from rcl_interfaces.msg import IntegerRange, ParameterDescriptor, ParameterType
+
+from sam3_agent_ros.ros.graph_client import (
+    describe_lines,
+    format_value,
+    node_topics,
+    parameter_value,
+    parse_parameter_text,
+    qualified_node_name,
+)
+
+T = ParameterType
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ("sam3_agent", "/sam3_agent"), ("/sam3_agent", "/sam3_agent"),
+    ("/robot1/sam3_agent/", "/robot1/sam3_agent"), (" robot1/sam3_agent ", "/robot1/sam3_agent"),
+])
+def test_node_names_are_fully_qualified(given, expected):
+    assert qualified_node_name(given) == expected
+
+
+@pytest.mark.parametrize("empty", ["", "/", "  "])
+def test_an_empty_node_name_is_refused(empty):
+    with pytest.raises(ValueError, match="empty"):
+        qualified_node_name(empty)
+
+
+def test_topics_follow_the_node_name_like_the_node_resolves_them():
+    assert node_topics("/sam3_agent") == {
+        "query": "/query", "result": "/sam3_agent/result", "status": "/sam3_agent/status",
+        "stop_follow": "/sam3_agent/stop_follow", "segment": "/sam3_agent/segment"}
+    robot = node_topics("robot1/sam3_agent")
+    assert (robot["query"], robot["result"]) == ("/robot1/query", "/robot1/sam3_agent/result")
+
+
+@pytest.mark.parametrize(("text", "kind", "value"), [
+    ("12", T.PARAMETER_INTEGER, 12),
+    ("12", T.PARAMETER_DOUBLE, 12.0),
+    ("0.25", T.PARAMETER_DOUBLE, 0.25),
+    ("true", T.PARAMETER_BOOL, True),
+    ("False", T.PARAMETER_BOOL, False),
+    ("true", T.PARAMETER_STRING, "true"),  # a string parameter takes the text as it is
+    ("http://127.0.0.1:8000/v1", T.PARAMETER_STRING, "http://127.0.0.1:8000/v1"),
+    ("[red mug, blue box]", T.PARAMETER_STRING_ARRAY, ["red mug", "blue box"]),
+    ("[1, 2]", T.PARAMETER_DOUBLE_ARRAY, [1.0, 2.0]),
+    ("[]", T.PARAMETER_INTEGER_ARRAY, []),
+    ("[true, false]", T.PARAMETER_BOOL_ARRAY, [True, False]),
+])
+def test_values_are_read_as_the_declared_type(text, kind, value):
+    parsed = parse_parameter_text(text, kind)
+    assert parsed == value and type(parsed) is type(value)
+    parameter_value(parsed, kind)  # and fit the message field of that type
+
+
+@pytest.mark.parametrize(("text", "kind", "message"), [
+    ("abc", T.PARAMETER_INTEGER, "'abc' is not an integer"),
+    ("1.5", T.PARAMETER_INTEGER, "is not an integer"),
+    ("true", T.PARAMETER_INTEGER, "is not an integer"),
+    ("yes please", T.PARAMETER_BOOL, "is not true or false"),
+    ("fast", T.PARAMETER_DOUBLE, "is not a number"),
+    ("red mug", T.PARAMETER_STRING_ARRAY, "is not a list of strings"),
+    ("[1, x]", T.PARAMETER_DOUBLE_ARRAY, "is not a list of numbers"),
+    ("[1, 2", T.PARAMETER_INTEGER_ARRAY, "is not a value"),
+    ("", T.PARAMETER_INTEGER, "is not an integer"),
+])
+def test_values_that_do_not_fit_the_type_say_what_was_expected(text, kind, message):
+    with pytest.raises(ValueError, match=message):
+        parse_parameter_text(text, kind)
+
+
+def test_values_print_on_one_line():
+    assert format_value("offline") == "offline"
+    assert format_value(12) == "12"
+    assert format_value(0.5) == "0.5"
+    assert format_value(True) == "true"
+    assert format_value(["a", "b"]) == '["a", "b"]'
+    assert format_value([1.0, 2.5]) == "[1.0, 2.5]"
+
+
+def test_a_descriptor_prints_its_type_range_and_read_only_flag():
+    descriptor = ParameterDescriptor(
+        name="agent.max_rounds", type=T.PARAMETER_INTEGER, description="Most rounds.",
+        read_only=True, integer_range=[IntegerRange(from_value=1, to_value=200, step=1)])
+    assert describe_lines("agent.max_rounds", descriptor) == [
+        "parameter: agent.max_rounds", "type: integer", "description: Most rounds.",
+        "integer range: 1 .. 200, step 1", "read only: true"]
