@@ -33,10 +33,12 @@ from sam3_agent_ros.core.types import (
     Timings,
     Usage,
 )
-from sam3_agent_ros.core.verifier import Verifier
+from sam3_agent_ros.core.untrusted_text import clip
+from sam3_agent_ros.core.verifier import CallBudget, Verifier
 from sam3_agent_ros.core.view import LlmView
 
 log = logging.getLogger(__name__)
+REFUSED_REPLY_CHARS = 4000  # the most of a refused reply's text kept in the conversation
 StatusCallback = Callable[[StatusEvent], None]
 _query_serial = itertools.count(1)
 
@@ -77,8 +79,9 @@ class _QueryRun:
         self.usage_lock = threading.Lock()
         self.last_messages: list[Message] = []
         verifier = Verifier(agent.llm, agent.prompts.verifier, self.cfg.examine_concurrency,
-                            self.cfg.verifier_retries)
-        self.tools = ToolBox(agent.segmenter, self._examiner(verifier), self.cfg.max_masks_in_table)
+                            self.cfg.verifier_retries, CallBudget(self.cfg.max_verifier_calls))
+        self.tools = ToolBox(agent.segmenter, self._examiner(verifier), self.cfg.max_masks_in_table,
+                             self.cfg.max_text_prompt_chars)
 
     def execute(self) -> Result:
         try:
@@ -147,6 +150,7 @@ class _QueryRun:
         try:
             if parsed.call is None:
                 raise ModelMistake(parsed.mistake or "no tool call")
+            self.tools.check(parsed.call, self.state)  # refused before any status shows it
             if parsed.call.name in _PHASES:
                 self._status(_PHASES[parsed.call.name], parsed.call)
             outcome = self.tools.execute(parsed.call, self.state)
@@ -157,7 +161,11 @@ class _QueryRun:
                                  f"{self.mistakes} invalid model replies in a row; last: "
                                  f"{mistake}") from None
             correction = Message.text("user", f"Error: {mistake}")
-            self.turns.append(context.Turn(assistant, _with_note(correction, note)))
+            # A refused reply goes back to the model cut short: a megabyte text_prompt is not
+            # re-sent with every following request.
+            refused = Message("assistant", (clip(parsed.kept_text, REFUSED_REPLY_CHARS),),
+                              tool_calls=calls)
+            self.turns.append(context.Turn(refused, _with_note(correction, note)))
             return None
         except SegmenterError as exc:
             raise QueryEnded(QueryStatus.FAILED, str(exc)) from None

@@ -78,7 +78,7 @@ def evaluate_sample(agent: Agent, sample: Sample, cancel: CancelToken,
            "prompt_tokens": 0, "completion_tokens": 0, "latency_s": None, "mask": None,
            "absent": sample.absent, "is_sentence": sample.is_sentence, "text_prompts": []}
     try:
-        image = load_image(sample)
+        image = load_image(sample, agent.config.node.max_image_pixels)
         truth, ignore = load_truth(sample, image.shape[:2])
     except SampleError as exc:
         row["error"] = str(exc)  # scored IoU 0 (a miss), left out of cIoU: its union is unknown

@@ -29,10 +29,17 @@ from typing import Any
 
 from sensor_msgs.msg import Image
 
+from sam3_agent_ros.config import PARAMETERS_BY_NAME
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.core.untrusted_text import clip, for_log
 from sam3_agent_ros.ros.outputs import frame_header, image_messages
+from sam3_agent_ros.ros.query_message import ECHO_CHARS, MAX_QUERY_ID_CHARS
 
 ACTION_NAME = "~/segment"
+# action.result_timeout_s: how long rclpy keeps a finished goal's result (its mask and labels
+# images included) for a client that asks late; set explicitly, rclpy's default differs between
+# releases (10 s on Kilted, 900 s before).
+DEFAULT_RESULT_TIMEOUT_S: int = PARAMETERS_BY_NAME["action.result_timeout_s"].default
 RESULT_IMAGE_KINDS = ("mask", "labels")
 
 
@@ -43,11 +50,18 @@ class GoalRejected(ValueError):
 def goal_query(text: str, query_id: str, max_chars: int, new_query_id: Callable[[], str]
                ) -> Query:
     """The query of a goal: ids as for topic queries (generated when empty); raises
-    ``GoalRejected`` (carrying the query) for an empty or oversized query."""
-    query = Query(query_id.strip() or new_query_id(), text.strip())
+    ``GoalRejected`` (carrying the query) for an empty or oversized query or id. Lengths are
+    checked first: a rejected query carries at most ``ECHO_CHARS`` of its text, a node-made id in
+    place of an oversized one, so nothing long is logged or echoed."""
+    query_id = query_id.strip()
+    if len(query_id) > MAX_QUERY_ID_CHARS:
+        raise GoalRejected(f"query_id is {len(query_id)} characters long, more than "
+                           f"{MAX_QUERY_ID_CHARS}", Query(new_query_id(), clip(text, ECHO_CHARS)))
+    query_id = query_id or new_query_id()
     if len(text) > max_chars:
         raise GoalRejected(f"query is {len(text)} characters long, more than "
-                           f"max_query_chars={max_chars}", query)
+                           f"max_query_chars={max_chars}", Query(query_id, clip(text, ECHO_CHARS)))
+    query = Query(query_id, text.strip())
     if not query.text:
         raise GoalRejected("empty query", query)
     return query
@@ -106,12 +120,14 @@ class _Goal:
 
 class SegmentActionServer:
     """``~/segment`` on ``node``. ``runner()`` is the node's current QueryRunner (None while
-    unconfigured), ``active()`` whether the node is active, ``max_query_chars()`` the limit."""
+    unconfigured), ``active()`` whether the node is active, ``max_query_chars()`` the limit;
+    ``result_timeout_s`` is fixed for the server's life (the node keeps its first server)."""
 
     def __init__(self, node: Any, interfaces: tuple[Any, Any], *,
                  runner: Callable[[], Any], active: Callable[[], bool],
                  new_query_id: Callable[[], str], max_query_chars: Callable[[], int],
-                 request_follow: Callable[[str, str, bool | None], None] | None = None):
+                 request_follow: Callable[[str, str, bool | None], None] | None = None,
+                 result_timeout_s: int = DEFAULT_RESULT_TIMEOUT_S):
         from rclpy.action import ActionServer
 
         self._node = node
@@ -123,7 +139,8 @@ class SegmentActionServer:
         self._goals: dict[str, _Goal] = {}  # query id -> goal, while its query has no result
         self._server = ActionServer(
             node, self._action, ACTION_NAME, execute_callback=self._execute,
-            goal_callback=self._on_goal, cancel_callback=self._on_cancel)
+            goal_callback=self._on_goal, cancel_callback=self._on_cancel,
+            result_timeout=int(result_timeout_s))
 
     # --- executor side -------------------------------------------------------------------------
     def _on_goal(self, goal: Any) -> Any:
@@ -135,7 +152,8 @@ class SegmentActionServer:
         else:
             reason = runner.refusal()  # the reason a topic query would be refused now
         if reason is not None:
-            self._node.get_logger().warning(f"segment goal {goal.query!r} rejected: {reason}")
+            self._node.get_logger().warning(
+                f"segment goal {for_log(repr(goal.query))} rejected: {reason}")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
@@ -167,7 +185,8 @@ class SegmentActionServer:
             duplicate = query.id in self._goals
             if not duplicate:
                 self._goals[query.id] = _Goal(goal_handle, query, done)
-        self._node.get_logger().info(f"segment goal, query {query.id}: {query.text!r}")
+        self._node.get_logger().info(
+            f"segment goal, query {for_log(query.id)}: {for_log(repr(query.text))}")
         if duplicate:  # its result would end the other goal: refuse it alone
             failed = Result(query.id, query.text, QueryStatus.FAILED,
                             error=f"query_id {query.id!r} is already in use by a running goal")
@@ -216,7 +235,8 @@ class SegmentActionServer:
         try:
             goal.handle.publish_feedback(self._action.Feedback(**feedback_fields(event)))
         except Exception as exc:  # noqa: BLE001 (a lost feedback must not stop the query)
-            self._node.get_logger().warning(f"segment feedback of {event.query_id} failed: {exc}")
+            self._node.get_logger().warning(
+                f"segment feedback of {for_log(event.query_id)} failed: {exc}")
 
     def has_goal(self, query_id: str) -> bool:
         """Whether a goal runs (or waits) under this query id."""
@@ -231,7 +251,7 @@ class SegmentActionServer:
         try:
             message = result_message(self._action, self._mask_info, result, published)
         except Exception as exc:  # noqa: BLE001 (the goal must still end)
-            self._node.get_logger().error(f"segment result of {result.query_id}: {exc}")
+            self._node.get_logger().error(f"segment result of {for_log(result.query_id)}: {exc}")
             message = self._action.Result(status=QueryStatus.FAILED.value,
                                           error=f"internal error building the result: {exc}")
             result = Result(result.query_id, result.query, QueryStatus.FAILED)
