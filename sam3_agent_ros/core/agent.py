@@ -33,7 +33,7 @@ from sam3_agent_ros.core.types import (
     Timings,
     Usage,
 )
-from sam3_agent_ros.core.untrusted_text import clip
+from sam3_agent_ros.core.untrusted_text import clip, for_log
 from sam3_agent_ros.core.verifier import CallBudget, Verifier
 from sam3_agent_ros.core.view import LlmView
 
@@ -96,7 +96,7 @@ class _QueryRun:
         except QueryEnded as ended:
             return self._result(ended.status, ended.reason)
         except Exception as exc:  # a bug must still end the query with one result
-            log.exception("query %s: internal error", self.query.id)
+            log.exception("query %s: internal error", for_log(self.query.id))
             return self._result(QueryStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}")
         finally:
             self.parent_cancel.release(self.cancel)

@@ -16,6 +16,7 @@ from sam3_agent_ros.action import Segment
 from sam3_agent_ros.core.types import Frame, Mask, Phase, Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.msg import MaskInfo
 from sam3_agent_ros.ros.outputs import AnswerMessages, frame_header
+from sam3_agent_ros.ros.query_message import ECHO_CHARS, MAX_QUERY_ID_CHARS
 from sam3_agent_ros.ros.segment_action import (
     GoalRejected,
     feedback_fields,
@@ -44,6 +45,28 @@ def test_goal_query_rejects_with_the_reason_and_the_query(text, reason):
         goal_query(text, "g-1", 10, ids())
     assert caught.value.args[0] == reason
     assert caught.value.args[1].id == "g-1"
+
+
+def test_a_megabyte_goal_is_rejected_carrying_only_a_clipped_text():
+    """Nothing long is logged or echoed: the rejected query (logged, then published as the failed
+    result) holds at most ECHO_CHARS of the text."""
+    with pytest.raises(GoalRejected) as caught:
+        goal_query("blue " * 200_000, "g-1", 2000, ids())
+    reason, query = caught.value.args
+    assert reason == "query is 1000000 characters long, more than max_query_chars=2000"
+    assert query.id == "g-1" and len(query.text) <= ECHO_CHARS
+    assert query.text.endswith("... (1000000 characters)")
+
+
+def test_a_long_goal_id_is_replaced_by_a_node_made_one():
+    long_id = "i" * (MAX_QUERY_ID_CHARS + 1)
+    with pytest.raises(GoalRejected) as caught:
+        goal_query("the cup", long_id, 100, ids())
+    reason, query = caught.value.args
+    assert reason == f"query_id is {MAX_QUERY_ID_CHARS + 1} characters long, more than 128"
+    assert query == Query("q-1", "the cup")
+    assert goal_query("the cup", "i" * MAX_QUERY_ID_CHARS, 100, ids()).id == (
+        "i" * MAX_QUERY_ID_CHARS)
 
 
 def test_feedback_fields_fill_none_with_empty_strings():
