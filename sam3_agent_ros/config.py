@@ -203,6 +203,12 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("action.result_timeout_s", 10,
               "How long (s) the action server keeps a finished goal's result (with its mask and "
               "labels images) for clients that ask for it late.", min=1, max=86400),
+    # read_only (issue 17: a limit that protects the node against a peer)
+    Parameter("action.max_results_with_images", 16,
+              "Most finished goals whose kept result still holds its mask and labels images; "
+              "older ones keep the rest (status, error, masks, result_json) until "
+              "action.result_timeout_s. A client waiting for its result gets it whole.",
+              min=0, max=100000),
     # --- 3D from aligned depth -------------------------------------------------------------------
     Parameter("depth.enabled", False,
               "Subscribe to 'depth' and 'camera_info' and publish ~/target, ~/targets."),

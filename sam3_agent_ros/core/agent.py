@@ -100,6 +100,9 @@ class _QueryRun:
             return self._result(QueryStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}")
         finally:
             self.parent_cancel.release(self.cancel)
+            # The examiner closure in the tools refers back to this run: without this, the run
+            # (frame, views, masks) would wait for the next full garbage collection.
+            self.tools = None
 
     def _check_limits(self) -> None:
         if self.cancel.cancelled:

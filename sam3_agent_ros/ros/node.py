@@ -171,7 +171,8 @@ class Sam3AgentNode(LifecycleNode):
                 new_query_id=self._new_query_id,
                 max_query_chars=lambda: self._config.node.max_query_chars if self._config else 0,
                 request_follow=self._request_follow,
-                result_timeout_s=self._config.action.result_timeout_s)
+                result_timeout_s=self._config.action.result_timeout_s,
+                max_results_with_images=self._config.action.max_results_with_images)
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:

@@ -15,14 +15,24 @@ ROS-thin glue between rclpy's ``ActionServer`` and the node's ``QueryRunner`` (C
 - ``cancel_callback`` (executor): accept and cancel the goal's query; the agent stops within one
   step and the goal ends CANCELED with its ``cancelled`` result.
 
+Memory of finished goals: rclpy keeps each finished goal's result for ``action.result_timeout_s``
+(for a client that asks late; a waiting client got it when the goal ended), then drops it. Only
+the ``action.max_results_with_images`` most recent of those keep their mask and labels images
+(2 bytes a pixel: 4 MiB at 1080p); older ones lose them, keeping status, error, masks and
+result_json. glibc keeps freed memory in the process for reuse, so ``action.result_timeout_s`` +
+1 s after the last goal ended (every result has expired by then) the server collects garbage and
+hands the free memory back to the OS (``malloc_trim``). ``bench/action_memory.py`` measures it.
+
 The interfaces are generated (CMakeLists.txt, scripts/build_interfaces.sh). When they cannot be
 imported, ``serve`` logs it once and returns None: the node runs with topics only.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +50,8 @@ ACTION_NAME = "~/segment"
 # images included) for a client that asks late; set explicitly, rclpy's default differs between
 # releases (10 s on Kilted, 900 s before).
 DEFAULT_RESULT_TIMEOUT_S: int = PARAMETERS_BY_NAME["action.result_timeout_s"].default
+DEFAULT_MAX_RESULTS_WITH_IMAGES: int = PARAMETERS_BY_NAME["action.max_results_with_images"].default
+TRIM_DELAY_S = 1.0  # after the result timeout: rclpy has dropped the expired results by then
 RESULT_IMAGE_KINDS = ("mask", "labels")
 
 
@@ -111,6 +123,42 @@ def result_message(action_type: Any, mask_info_type: Any, result: Result,
     return message
 
 
+class KeptImages:
+    """The finished results that still hold their mask and labels images: at most ``limit``, and
+    none older than ``timeout_s`` (rclpy has dropped those). ``add`` takes the images out of the
+    oldest result past the limit. Executor thread only (rclpy sends results from it too)."""
+
+    def __init__(self, limit: int, timeout_s: float, clock: Callable[[], float] = time.monotonic):
+        self.limit, self.timeout_s, self._clock = limit, timeout_s, clock
+        self._kept: collections.deque[tuple[float, Any]] = collections.deque()
+
+    def add(self, message: Any) -> None:
+        now = self._clock()
+        while self._kept and now - self._kept[0][0] > self.timeout_s:
+            self._kept.popleft()  # expired in rclpy: only our reference goes
+        if not _has_images(message):
+            return
+        self._kept.append((now, message))
+        while len(self._kept) > self.limit:
+            drop_images(self._kept.popleft()[1])
+
+    def clear(self) -> None:
+        self._kept.clear()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+
+def _has_images(message: Any) -> bool:
+    return bool(len(message.mask.data) or len(message.labels.data))
+
+
+def drop_images(message: Any) -> None:
+    """Replace a result message's mask and labels by empty images with the same header."""
+    message.mask = Image(header=message.header)
+    message.labels = Image(header=message.header)
+
+
 @dataclass
 class _Goal:
     handle: Any  # rclpy ServerGoalHandle
@@ -127,7 +175,8 @@ class SegmentActionServer:
                  runner: Callable[[], Any], active: Callable[[], bool],
                  new_query_id: Callable[[], str], max_query_chars: Callable[[], int],
                  request_follow: Callable[[str, str, bool | None], None] | None = None,
-                 result_timeout_s: int = DEFAULT_RESULT_TIMEOUT_S):
+                 result_timeout_s: int = DEFAULT_RESULT_TIMEOUT_S,
+                 max_results_with_images: int = DEFAULT_MAX_RESULTS_WITH_IMAGES):
         from rclpy.action import ActionServer
 
         self._node = node
@@ -137,6 +186,9 @@ class SegmentActionServer:
         self._request_follow = request_follow
         self._lock = threading.Lock()
         self._goals: dict[str, _Goal] = {}  # query id -> goal, while its query has no result
+        self._result_timeout_s = int(result_timeout_s)
+        self._with_images = KeptImages(max_results_with_images, self._result_timeout_s)
+        self._trim_timer = None  # one-shot: after the last ended goal's result expired
         self._server = ActionServer(
             node, self._action, ACTION_NAME, execute_callback=self._execute,
             goal_callback=self._on_goal, cancel_callback=self._on_cancel,
@@ -206,9 +258,11 @@ class SegmentActionServer:
             runner.submit(query)
         status, message = await done
         self._end(goal_handle, status)
+        self._with_images.add(message)
         return message
 
     def _end(self, goal_handle: Any, status: QueryStatus) -> None:
+        self._trim_after_expiry()
         if status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK):
             goal_handle.succeed()
         elif status == QueryStatus.CANCELLED:
@@ -225,6 +279,19 @@ class SegmentActionServer:
             goal_handle.canceled()
         else:
             goal_handle.abort()
+
+    def _trim_after_expiry(self) -> None:
+        """(Re)start the one-shot timer that frees memory once this goal's result expired."""
+        if self._trim_timer is None:
+            self._trim_timer = self._node.create_timer(self._result_timeout_s + TRIM_DELAY_S,
+                                                       self._on_trim_timer)
+        else:
+            self._trim_timer.reset()
+
+    def _on_trim_timer(self) -> None:
+        self._trim_timer.cancel()
+        self._with_images.clear()
+        release_free_memory()
 
     # --- worker side ---------------------------------------------------------------------------
     def on_status(self, event: StatusEvent) -> None:
@@ -256,6 +323,20 @@ class SegmentActionServer:
                                           error=f"internal error building the result: {exc}")
             result = Result(result.query_id, result.query, QueryStatus.FAILED)
         goal.done.set_result((result.status, message))
+
+
+def release_free_memory() -> bool:
+    """Collect garbage (an expired result can sit in a reference cycle of rclpy's futures and
+    tasks until the next full collection), then hand the free heap memory back to the OS (glibc
+    ``malloc_trim``); False where the C library has no such call."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
+    except (OSError, AttributeError):  # not glibc: its allocator's own policy applies
+        return False
 
 
 def load_interfaces() -> tuple[Any, Any] | None:

@@ -437,3 +437,25 @@ def test_the_text_prompt_cap_is_a_parameter():
     result = run(llm, max_text_prompt_chars=5)
     assert result.status is QueryStatus.SUCCEEDED and result.text_prompts == ["cup"]
     assert "8 characters long, more than 5" in llm.main_requests[1][-1].text_content
+
+
+def test_a_finished_query_frees_its_frame_without_waiting_for_the_garbage_collector():
+    """A node answering goal after goal must not keep every query's frame until the next full
+    collection (the examiner closure made each run a reference cycle)."""
+    import gc
+    import weakref
+
+    def answer() -> weakref.ref:
+        image = np.zeros((H, W, 3), np.uint8)
+        agent = Agent(Config(), llm=ScriptedLlm([segment("cup"), examine(), select(1)],
+                                                verifier=accept_all),
+                      segmenter=BoxSegmenter(BOXES))
+        result = agent.run(Frame(image), Query("q", "cup"))
+        assert result.status is QueryStatus.SUCCEEDED
+        return weakref.ref(image)
+
+    gc.disable()
+    try:
+        assert answer()() is None
+    finally:
+        gc.enable()

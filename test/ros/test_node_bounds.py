@@ -1,11 +1,12 @@
 """Issue 17 attacks on a running node, each as a plain rclpy peer would send it (DDS on loopback).
 
 One node for the module (/bounds1: offline backends, compressed frames, max_query_chars raised so
-the JSON guards themselves are exercised, action.result_timeout_s 2):
+the JSON guards themselves are exercised, action.result_timeout_s 4, one result with images):
 - a decompression bomb on the image topic: its query fails from the PNG header, no memory spike;
 - pathological query JSON: exactly one failed result each;
 - an id with a newline: no forged log line; a 1 MB goal: aborted, not logged in full;
-- finished goal results expire after action.result_timeout_s.
+- finished goal results lose their images past action.max_results_with_images and expire after
+  action.result_timeout_s.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from test.ros.helpers import Camera, Harness, NodeProcess
 
 NS = "/bounds1"
 CONFIG = {"image_transport": "compressed", "image_qos": "reliable", "max_query_chars": 20_000,
-          "frame_wait_s": 2.0, "action": {"result_timeout_s": 2}}
+          "frame_wait_s": 2.0, "action": {"result_timeout_s": 4, "max_results_with_images": 1}}
 QUERY = "the leftmost blue object"
 WAIT_S = 30.0
 
@@ -169,20 +170,32 @@ def test_a_megabyte_goal_is_aborted_and_never_logged_in_full(ros):
     assert len(proc.log()) - log_size < 5_000
 
 
-def test_finished_goal_results_expire_after_action_result_timeout_s(ros):
-    """action.result_timeout_s is handed to rclpy (2 s here; rclpy's own default is 10 s on
-    Kilted, 900 s before): a late result request then finds nothing held."""
+def test_finished_results_keep_images_for_the_latest_goal_only_then_expire(ros):
+    """A goal flood cannot pin images: past action.max_results_with_images (1 here) a kept
+    result loses its mask and labels (a client waiting for it got them whole), and every result
+    is gone after action.result_timeout_s (4 s here; rclpy's own default is 10 s on Kilted, 900 s
+    before)."""
     harness, _ = ros
     goals = Goals(harness)
     scene = render_scene()
     with Camera(harness, f"{NS}/image/compressed", png_message(scene.rgb)):
-        handle, response = goals.send(QUERY, "expiring")
+        first, first_response = goals.send(QUERY, "kept-1")
+        second, second_response = goals.send(QUERY, "kept-2")
     finished = time.monotonic()
-    assert response.status == GoalStatus.STATUS_SUCCEEDED
-    assert response.result.mask.width == 640  # the result holds its images
+    for response in (first_response, second_response):  # waiting clients: whole results
+        assert response.status == GoalStatus.STATUS_SUCCEEDED
+        assert response.result.mask.width == 640 and len(response.result.labels.data) > 0
+    late_first = goals.wait(first.get_result_async())  # late clients
+    late_second = goals.wait(second.get_result_async())
+    assert late_first.status == late_second.status == GoalStatus.STATUS_SUCCEEDED
+    assert len(late_first.result.mask.data) == len(late_first.result.labels.data) == 0
+    assert late_first.result.mask.header.frame_id == "camera"  # the header stays
+    assert json.loads(late_first.result.result_json)["status"] == "succeeded"
+    assert len(late_first.result.masks) == 1
+    assert len(late_second.result.mask.data) == 640 * 480
     statuses = []
-    while time.monotonic() - finished < 8.0:
-        statuses.append(goals.wait(handle.get_result_async()).status)
+    while time.monotonic() - finished < 9.0:
+        statuses.append(goals.wait(second.get_result_async()).status)
         if statuses[-1] == GoalStatus.STATUS_UNKNOWN:
             break
         time.sleep(0.25)

@@ -19,6 +19,7 @@ from sam3_agent_ros.ros.outputs import AnswerMessages, frame_header
 from sam3_agent_ros.ros.query_message import ECHO_CHARS, MAX_QUERY_ID_CHARS
 from sam3_agent_ros.ros.segment_action import (
     GoalRejected,
+    KeptImages,
     feedback_fields,
     goal_query,
     load_interfaces,
@@ -134,3 +135,44 @@ def test_failed_result_has_empty_images_and_the_error():
 
 def test_the_interfaces_load():
     assert load_interfaces() == (Segment, MaskInfo)
+
+
+def finished_result(stamp_sec: int) -> Segment.Result:
+    frame = Frame(np.zeros((6, 8, 3), np.uint8), stamp_sec, 0, "cam")
+    mask = np.zeros((6, 8), bool)
+    mask[1:3, 2:5] = True
+    result = Result("q", "cup", QueryStatus.SUCCEEDED, masks=[Mask.from_array(mask, 0.9,
+                                                                               (2, 1, 5, 3))],
+                    frame=frame)
+    return result_message(Segment, MaskInfo, result)
+
+
+def test_only_the_latest_finished_results_keep_their_images():
+    """A goal flood cannot pin images: the oldest kept result past the limit loses its mask and
+    labels (header, masks and result_json stay)."""
+    now = [0.0]
+    kept = KeptImages(2, timeout_s=10, clock=lambda: now[0])
+    messages = [finished_result(k) for k in range(3)]
+    for message in messages:
+        kept.add(message)
+        now[0] += 1.0
+    assert len(kept) == 2
+    first = messages[0]
+    assert len(first.mask.data) == len(first.labels.data) == 0
+    assert first.mask.header.stamp.sec == 0 and first.labels.header.frame_id == "cam"
+    assert len(first.masks) == 1 and json.loads(first.result_json)["status"] == "succeeded"
+    assert all(len(m.mask.data) == 48 and len(m.labels.data) == 48 for m in messages[1:])
+
+
+def test_expired_results_are_let_go_without_touching_them():
+    now = [0.0]
+    kept = KeptImages(1, timeout_s=10, clock=lambda: now[0])
+    old = finished_result(1)
+    kept.add(old)
+    now[0] = 11.0  # rclpy has dropped it: only our reference goes, its images are not stripped
+    kept.add(finished_result(2))
+    assert len(kept) == 1 and len(old.mask.data) == 48
+    kept.add(result_message(Segment, MaskInfo, Result("q", "x", QueryStatus.FAILED, error="e")))
+    assert len(kept) == 1  # a result without images takes no place
+    kept.clear()
+    assert len(kept) == 0
