@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="answer one query on one image file")
-    run.add_argument("--image", required=True, help="image file (PNG, JPEG, ...)")
+    run.add_argument("--image", required=True, help="image file (PNG or JPEG)")
     run.add_argument("--query", required=True, help='e.g. "the leftmost blue object"')
     run.add_argument("--query-id", default="cli-1", help="query_id of the result")
     run.add_argument("--params-file", help="ROS 2 parameters YAML (sam3_agent: ros__parameters:)")
