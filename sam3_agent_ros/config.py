@@ -208,7 +208,7 @@ PARAMETERS: tuple[Parameter, ...] = (
               "Most finished goals whose kept result still holds its mask and labels images; "
               "older ones keep the rest (status, error, masks, result_json) until "
               "action.result_timeout_s. A client waiting for its result gets it whole.",
-              min=0, max=100000),
+              min=1, max=100000),
     # --- 3D from aligned depth -------------------------------------------------------------------
     Parameter("depth.enabled", False,
               "Subscribe to 'depth' and 'camera_info' and publish ~/target, ~/targets."),

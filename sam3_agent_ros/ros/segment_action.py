@@ -124,12 +124,14 @@ def result_message(action_type: Any, mask_info_type: Any, result: Result,
 
 
 class KeptImages:
-    """The finished results that still hold their mask and labels images: at most ``limit``, and
-    none older than ``timeout_s`` (rclpy has dropped those). ``add`` takes the images out of the
-    oldest result past the limit. Executor thread only (rclpy sends results from it too)."""
+    """The finished results that still hold their mask and labels images: at most ``limit``
+    (>= 1), and none older than ``timeout_s`` (rclpy has dropped those). ``add`` takes the images
+    out of the oldest result past the limit: one that rclpy has already sent to the clients
+    waiting for it (it sends a result as soon as ``execute`` returns it, on the executor thread,
+    the only thread that calls ``add``)."""
 
     def __init__(self, limit: int, timeout_s: float, clock: Callable[[], float] = time.monotonic):
-        self.limit, self.timeout_s, self._clock = limit, timeout_s, clock
+        self.limit, self.timeout_s, self._clock = max(1, limit), timeout_s, clock
         self._kept: collections.deque[tuple[float, Any]] = collections.deque()
 
     def add(self, message: Any) -> None:
