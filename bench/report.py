@@ -386,11 +386,43 @@ def follow_cost(data: dict) -> Section:
     return s
 
 
+def action_memory(data: dict) -> Section:
+    s = Section("12. Action results: node memory after a 1080p goal flood")
+    runs = {run["config"]: run for run in data["runs"]}
+    goals = data["runs"][0]["goals"]
+    s.add(f"Command: `{data['command']}`", "",
+          f"{goals} goals on one node (offline backends, {data['width']}x{data['height']} frames, "
+          "query_policy queue so every goal succeeds); each finished result holds mask + labels "
+          f"= {data['result_images_mib']:.1f} MiB. `bounded`: the defaults "
+          "(action.result_timeout_s 10, action.max_results_with_images 16); `unbounded`: 900 s "
+          "(rclpy's default before Kilted, none set before issue 17) and every result keeping "
+          "its images. RSS of the node process, MiB (heap = RssAnon; the rest is mostly libraries "
+          "and Fast DDS's shared-memory segment, mapped since the warm-up goal).", "",
+          "| config | baseline | peak | at the last result | later | later - baseline | "
+          "heap baseline -> later |", "|---|---|---|---|---|---|---|")
+    for name, run in runs.items():
+        base, last, after = run["baseline_mib"], run["at_last_result_mib"], run["after_mib"]
+        s.add(f"| {name} | {base['rss']} | {run['peak_rss_mib']} | {last['rss']} | "
+              f"{after['rss']} ({run['after_s']:g} s later) | {after['rss'] - base['rss']:+d} | "
+              f"{base['anon']} -> {after['anon']} |")
+    bounded = runs.get("bounded")
+    if bounded:
+        base, after = bounded["baseline_mib"]["rss"], bounded["after_mib"]["rss"]
+        s.figure(f"action goal flood ({goals} x 1080p): node RSS peak / after the timeout",
+                 f"+{bounded['peak_rss_mib'] - base} / {after - base:+d} MiB over the baseline"
+                 + (f" (unbounded: +{runs['unbounded']['peak_rss_mib'] - base} / "
+                    f"{runs['unbounded']['after_mib']['rss'] - base:+d})"
+                    if "unbounded" in runs else ""),
+                 "after: <= +50 MiB", after - base <= 50)
+    return s
+
+
 BUILDERS = [("agent_overhead", agent_overhead), ("context_size", context_size),
             ("verifier_concurrency", verifier_concurrency), ("node_costs", node_costs),
             ("memory_soak", memory_soak), ("sam3_latency", sam3_cpu), ("eval_jobs", eval_jobs),
             ("follow_node", follow_node), ("follow_cost", follow_cost),
-            ("segment_action", segment_action), ("reply_shapes", reply_shapes)]
+            ("segment_action", segment_action), ("reply_shapes", reply_shapes),
+            ("action_memory", action_memory)]
 
 
 def build(total_seconds: float | None, sam3_note: str) -> tuple[str, list]:

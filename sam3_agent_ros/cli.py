@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="answer one query on one image file")
-    run.add_argument("--image", required=True, help="image file (PNG, JPEG, ...)")
+    run.add_argument("--image", required=True, help="image file (PNG or JPEG)")
     run.add_argument("--query", required=True, help='e.g. "the leftmost blue object"')
     run.add_argument("--query-id", default="cli-1", help="query_id of the result")
     run.add_argument("--params-file", help="ROS 2 parameters YAML (sam3_agent: ros__parameters:)")
@@ -110,22 +110,37 @@ def check_backends(config, command: str) -> bool:
     return True
 
 
-def read_rgb(path: str | Path):
-    """An image file as RGB uint8 (H, W, 3); ``ValueError`` saying what is wrong with it."""
+def read_rgb(path: str | Path, max_pixels: int | None = None):
+    """A PNG or JPEG file as RGB uint8 (H, W, 3); ``ValueError`` saying what is wrong with it.
+    Its size is read from its header first: more than ``max_pixels`` (default: the
+    ``max_image_pixels`` default) is refused before decoding (``image_header.py``)."""
     import cv2
     import numpy as np
 
+    from sam3_agent_ros.image_header import (
+        DEFAULT_MAX_PIXELS,
+        ImageHeaderError,
+        ImageTooLarge,
+        decode_bounded,
+    )
+
     if not Path(path).is_file():
         raise ValueError("no such file")
-    image = cv2.imdecode(np.fromfile(path, dtype=np.uint8), cv2.IMREAD_COLOR)
-    if image is None:
-        raise ValueError("not a readable image (PNG, JPEG, ...)")
+    try:
+        image = decode_bounded(np.fromfile(path, dtype=np.uint8),
+                               DEFAULT_MAX_PIXELS if max_pixels is None else max_pixels)
+    except ImageTooLarge as exc:
+        raise ValueError(f"too large: {exc} (not decoded)") from None
+    except ImageHeaderError as exc:
+        raise ValueError(f"not a readable image: {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"not a readable image (PNG, JPEG): {exc}") from None
     return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
 
 
-def read_image(path: str):
+def read_image(path: str, max_pixels: int):
     try:
-        return read_rgb(path)
+        return read_rgb(path, max_pixels)
     except ValueError as exc:
         raise UsageError(f"--image {path}: {exc}") from None
 
@@ -136,7 +151,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     try:
         config = load_config(args.params_file, args.overrides, args.offline)
-        image = read_image(args.image)
+        image = read_image(args.image, config.node.max_image_pixels)
     except (ConfigError, UsageError) as exc:
         print(f"sam3-agent run: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE

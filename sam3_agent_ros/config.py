@@ -180,6 +180,13 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("agent.status_reasoning_chars", 400,
               "How much of each round's reasoning (its end) the status events carry; 0: none.",
               min=0, max=100000),
+    Parameter("agent.max_verifier_calls", 100,
+              "Most verifier (examine_each_mask) LLM calls per query, retries included; an "
+              "examine that would need more than are left ends the query failed.",
+              min=1, max=100000, read_only=True),
+    Parameter("agent.max_text_prompt_chars", 200,
+              "Longest text_prompt the model may give segment_phrase; a longer one is refused "
+              "(the model is told to use a short noun phrase).", min=1, max=100000, read_only=True),
     Parameter("agent.prompts_dir", "",
               "Directory with system.md and verifier.md. Empty: the installed share directory.",
               read_only=True),
@@ -207,6 +214,20 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("max_query_chars", 2000, "Longer query messages are rejected.", min=1,
               read_only=True),
     Parameter("publish_overlay", True, "Publish ~/overlay (costs one rgb8 image per query)."),
+    Parameter("max_image_pixels", 40_000_000,
+              "Largest frame (width*height) converted: raw frames are refused from their header, "
+              "compressed ones from their PNG/JPEG header before decoding (a query on a larger "
+              "frame fails). 40 M covers 8K UHD (7680x4320 = 33.2 M); the decoded RGB frame is "
+              "then at most 120 MB.", min=1, max=2**40, read_only=True),
+    # --- Action ~/segment ------------------------------------------------------------------------
+    Parameter("action.result_timeout_s", 10,
+              "How long (s) the action server keeps a finished goal's result (with its mask and "
+              "labels images) for clients that ask for it late.", min=1, max=86400, read_only=True),
+    Parameter("action.max_results_with_images", 16,
+              "Most finished goals whose kept result still holds its mask and labels images; "
+              "older ones keep the rest (status, error, masks, result_json) until "
+              "action.result_timeout_s. A client waiting for its result gets it whole.",
+              min=1, max=100000, read_only=True),
     # --- 3D from aligned depth -------------------------------------------------------------------
     Parameter("depth.enabled", False,
               "Subscribe to 'depth' and 'camera_info' and publish ~/target, ~/targets."),
@@ -304,6 +325,8 @@ DepthConfig = dataclasses.make_dataclass("DepthConfig", _fields_from("depth"), f
 DepthConfig.__doc__ = "3D target settings (depth.*)."
 FollowConfig = dataclasses.make_dataclass("FollowConfig", _fields_from("follow"), frozen=True)
 FollowConfig.__doc__ = "Follow mode settings (follow.*)."
+ActionConfig = dataclasses.make_dataclass("ActionConfig", _fields_from("action"), frozen=True)
+ActionConfig.__doc__ = "Action server settings (action.*)."
 NodeConfig = dataclasses.make_dataclass(
     "NodeConfig",
     [(p.name, p.type, field(default=p.default)) for p in PARAMETERS if "." not in p.name],
@@ -312,7 +335,7 @@ NodeConfig = dataclasses.make_dataclass(
 NodeConfig.__doc__ = "ROS node settings (un-prefixed parameters)."
 
 _SECTIONS = {"llm": LlmConfig, "segmenter": SegmenterConfig, "agent": AgentConfig,
-             "depth": DepthConfig, "follow": FollowConfig}
+             "depth": DepthConfig, "follow": FollowConfig, "action": ActionConfig}
 
 
 @dataclass(frozen=True)
@@ -324,6 +347,7 @@ class Config:
     agent: AgentConfig = field(default_factory=AgentConfig)
     depth: DepthConfig = field(default_factory=DepthConfig)
     follow: FollowConfig = field(default_factory=FollowConfig)
+    action: ActionConfig = field(default_factory=ActionConfig)
     node: NodeConfig = field(default_factory=NodeConfig)
 
     @classmethod

@@ -40,6 +40,16 @@ def repo_root() -> Path:
 
 
 @pytest.fixture(scope="session")
+def png_bomb_file(tmp_path_factory) -> Path:
+    """A ~390 kB PNG declaring 20000x20000 (test/fakes/image_bombs.py), built once a session."""
+    from test.fakes.image_bombs import png_bomb
+
+    path = tmp_path_factory.mktemp("bombs") / "bomb_20000x20000.png"
+    path.write_bytes(png_bomb(20_000, 20_000))
+    return path
+
+
+@pytest.fixture(scope="session")
 def ros_env() -> dict[str, str]:
     """The DDS variables of this session (also set in os.environ): pass them to subprocesses."""
     return dict(_SESSION_ROS_ENV)

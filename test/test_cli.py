@@ -105,6 +105,34 @@ def test_unreadable_image_is_a_usage_error(tmp_path):
     assert proc.returncode == 2 and "no such file" in proc.stderr
 
 
+def test_a_decompression_bomb_is_refused_before_decoding(png_bomb_file):
+    """The 389 kB PNG declaring 20000x20000 (1.2 GB decoded): a usage error from its header,
+    with no big allocation (peak RSS of the CLI run stays that of importing the package)."""
+    from test.fakes.peak_rss import peak_rss_mb
+
+    code = """
+from sam3_agent_ros.cli import main
+status = main(["run", "--image", {image!r}, "--query", "x",
+               "-p", "llm.backend:=offline", "-p", "segmenter.backend:=color"])
+print("STATUS", status)
+"""
+    baseline, out = peak_rss_mb(code.format(image=str(EXAMPLE)))  # a 640x480 query, answered
+    assert "STATUS 0" in out
+    peak, out = peak_rss_mb(code.format(image=str(png_bomb_file)))
+    assert "STATUS 2" in out
+    assert peak < baseline + 50, (baseline, peak)  # the decoded bomb alone would be 1144 MiB
+    proc = sam3_agent("run", "--image", str(png_bomb_file), "--query", "x", *OFFLINE)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert ("too large: 20000x20000 = 400000000 pixels, more than max_image_pixels=40000000 "
+            "(not decoded)") in proc.stderr
+
+
+def test_max_image_pixels_applies_to_the_cli_image():
+    proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "x", *OFFLINE,
+                      "-p", "max_image_pixels:=1000")
+    assert proc.returncode == 2 and "640x480 = 307200 pixels" in proc.stderr
+
+
 def test_missing_arguments_are_usage_errors():
     assert sam3_agent("run", "--query", "x").returncode == 2
 

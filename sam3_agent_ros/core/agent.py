@@ -33,10 +33,12 @@ from sam3_agent_ros.core.types import (
     Timings,
     Usage,
 )
-from sam3_agent_ros.core.verifier import Verifier
+from sam3_agent_ros.core.untrusted_text import clip, for_log
+from sam3_agent_ros.core.verifier import CallBudget, Verifier
 from sam3_agent_ros.core.view import LlmView
 
 log = logging.getLogger(__name__)
+REFUSED_REPLY_CHARS = 4000  # the most of a refused reply's text kept in the conversation
 StatusCallback = Callable[[StatusEvent], None]
 _query_serial = itertools.count(1)
 
@@ -78,8 +80,9 @@ class _QueryRun:
         self.usage_lock = threading.Lock()
         self.last_messages: list[Message] = []
         verifier = Verifier(agent.llm, agent.prompts.verifier, self.cfg.examine_concurrency,
-                            self.cfg.verifier_retries)
-        self.tools = ToolBox(agent.segmenter, self._examiner(verifier), self.cfg.max_masks_in_table)
+                            self.cfg.verifier_retries, CallBudget(self.cfg.max_verifier_calls))
+        self.tools = ToolBox(agent.segmenter, self._examiner(verifier), self.cfg.max_masks_in_table,
+                             self.cfg.max_text_prompt_chars)
 
     def execute(self) -> Result:
         try:
@@ -94,10 +97,13 @@ class _QueryRun:
         except QueryEnded as ended:
             return self._result(ended.status, ended.reason)
         except Exception as exc:  # a bug must still end the query with one result
-            log.exception("query %s: internal error", self.query.id)
+            log.exception("query %s: internal error", for_log(self.query.id))
             return self._result(QueryStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}")
         finally:
             self.parent_cancel.release(self.cancel)
+            # The examiner closure in the tools refers back to this run: without this, the run
+            # (frame, views, masks) would wait for the next full garbage collection.
+            self.tools = None
 
     def _check_limits(self) -> None:
         if self.cancel.cancelled:
@@ -148,6 +154,7 @@ class _QueryRun:
         try:
             if parsed.call is None:
                 raise ModelMistake(parsed.mistake or "no tool call")
+            self.tools.check(parsed.call, self.state)  # refused before any status shows it
             if parsed.call.name in _PHASES:
                 self._status(_PHASES[parsed.call.name], parsed.call)
             outcome = self.tools.execute(parsed.call, self.state)
@@ -158,7 +165,11 @@ class _QueryRun:
                                  f"{self.mistakes} invalid model replies in a row; last: "
                                  f"{mistake}") from None
             correction = Message.text("user", f"Error: {mistake}")
-            self.turns.append(context.Turn(assistant, _with_note(correction, note)))
+            # A refused reply goes back to the model cut short: a megabyte text_prompt is not
+            # re-sent with every following request.
+            refused = Message("assistant", (clip(parsed.kept_text, REFUSED_REPLY_CHARS),),
+                              tool_calls=calls)
+            self.turns.append(context.Turn(refused, _with_note(correction, note)))
             return None
         except SegmenterError as exc:
             raise QueryEnded(QueryStatus.FAILED, str(exc)) from None

@@ -18,11 +18,11 @@ are counted (``ignored_calls``) and the model is told they did not run.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from sam3_agent_ros.core import guarded_json
 from sam3_agent_ros.core.errors import ModelMistake
 from sam3_agent_ros.core.types import LlmReply, NativeToolCall
 
@@ -138,11 +138,10 @@ def _interpret_native(reply: LlmReply, answer: str, thinking: str) -> Interpreta
                        f"{', '.join(TOOL_SCHEMAS)}.")
     raw = (first.arguments or "").strip() or "{}"
     try:
-        arguments = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        return mistake(f"The arguments of {first.name} are not valid JSON ({exc.msg} at position "
-                       f"{exc.pos}). Call it again with a JSON object, e.g. "
-                       f"{_native_signature(first.name)}.")
+        arguments = guarded_json.loads(raw)
+    except guarded_json.JsonRefused as exc:
+        return mistake(f"The arguments of {first.name} are not valid JSON ({exc}). Call it again "
+                       f"with a JSON object, e.g. {_native_signature(first.name)}.")
     if not isinstance(arguments, dict):
         return mistake(f"The arguments of {first.name} must be a JSON object, e.g. "
                        f"{_native_signature(first.name)}.")
@@ -217,10 +216,10 @@ def _parse_call_body(body: str, tag: str) -> ToolCall:
     if fenced:
         body = fenced.group(1).strip()
     try:
-        payload = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise ModelMistake(f"The text inside <{tag}>...</{tag}> is not valid JSON ({exc.msg} at "
-                           f"position {exc.pos}). {_TEXT_HINT}") from None
+        payload = guarded_json.loads(body)
+    except guarded_json.JsonRefused as exc:
+        raise ModelMistake(f"The text inside <{tag}>...</{tag}> is not valid JSON ({exc}). "
+                           f"{_TEXT_HINT}") from None
     if not isinstance(payload, dict):
         raise ModelMistake('The tool call must be a JSON object '
                            '{"name": ..., "parameters": {...}}.')
@@ -237,8 +236,8 @@ def _parse_call_body(body: str, tag: str) -> ToolCall:
     parameters = payload.get("parameters", payload.get("arguments", {}))
     if isinstance(parameters, str):  # OpenAI-style arguments: a JSON string
         try:
-            parameters = json.loads(parameters) if parameters.strip() else {}
-        except json.JSONDecodeError:
+            parameters = guarded_json.loads(parameters) if parameters.strip() else {}
+        except guarded_json.JsonRefused:
             raise ModelMistake(f'"parameters" of {name} must be a JSON object. '
                                f"Use {_signature(name)}.") from None
     if parameters is None:
@@ -265,8 +264,8 @@ def _parse_xml_call(body: str) -> ToolCall:
         value = raw.strip()
         if TOOL_SCHEMAS[name].get(key, str) is not str:
             try:
-                value = json.loads(value)
-            except json.JSONDecodeError:
+                value = guarded_json.loads(value)
+            except guarded_json.JsonRefused:
                 raise ModelMistake(f"Parameter {key!r} of {name} must be JSON. Use "
                                    f"{_signature(name)}.") from None
         parameters[key] = value

@@ -2,7 +2,9 @@
 
 ``ToolBox.execute`` returns either a ``Continue`` (a user message with the tool result for the
 model) or a ``Finish`` (the terminal selection). A call the model got wrong raises
-``ModelMistake``; a failing segmenter raises ``SegmenterError``.
+``ModelMistake``; a failing segmenter raises ``SegmenterError``. ``ToolBox.check`` refuses the
+mistakes that need no work to see (an over-long text_prompt, an examine with nothing new to
+examine) before anything runs or is reported.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class QueryState:
     prompts: list[str] = field(default_factory=list)  # executed text_prompts, in order
     overlays: int = 0
     segment_s: float = 0.0
+    examined: bool = False  # the current masks went through examine_each_mask already
 
     def image(self, name: str, array) -> ImagePart:
         return ImagePart(array, f"{self.key_prefix}/{name}")
@@ -52,12 +55,34 @@ Examiner = Callable[[QueryState], list[bool]]
 
 
 class ToolBox:
-    def __init__(self, segmenter: Segmenter, examiner: Examiner, table_limit: int):
+    def __init__(self, segmenter: Segmenter, examiner: Examiner, table_limit: int,
+                 max_prompt_chars: int):
         self._segmenter = segmenter
         self._examine = examiner
         self._table_limit = table_limit
+        self._max_prompt_chars = max_prompt_chars
+
+    def check(self, call: protocol.ToolCall, state: QueryState) -> None:
+        """Raise ``ModelMistake`` for a call that must not run; nothing is run or reported."""
+        if call.name == protocol.SEGMENT:
+            length = len(call.parameters["text_prompt"].strip())
+            if length > self._max_prompt_chars:  # never echoed: it may be a megabyte
+                raise ModelMistake(
+                    f"segment_phrase was NOT run: its text_prompt is {length} characters long, "
+                    f"more than {self._max_prompt_chars}. Use a short noun phrase such as "
+                    '"red mug".')
+        elif call.name == protocol.EXAMINE:
+            if not state.masks:
+                raise ModelMistake("examine_each_mask needs current masks, and there are none. "
+                                   "Call segment_phrase first, or report_no_mask.")
+            if state.examined:
+                raise ModelMistake(
+                    "examine_each_mask was NOT run: the current masks were already examined and "
+                    "nothing changed since. Select among them with select_masks_and_return, "
+                    "segment_phrase with a new phrase, or report_no_mask.")
 
     def execute(self, call: protocol.ToolCall, state: QueryState) -> Continue | Finish:
+        self.check(call, state)
         if call.name == protocol.SEGMENT:
             return self._segment(call.parameters["text_prompt"].strip(), state)
         if call.name == protocol.EXAMINE:
@@ -84,6 +109,7 @@ class ToolBox:
         finally:
             state.segment_s += time.monotonic() - started
         state.masks = to_masks(raw, state.frame.height, state.frame.width)
+        state.examined = False
         state.view.keep_only(state.masks)
         state.prompts.append(text_prompt)
         if not state.masks:
@@ -95,10 +121,8 @@ class ToolBox:
         return Continue(self._masks_message(header, state), executed_segment=True)
 
     def _examine_masks(self, state: QueryState) -> Continue:
-        if not state.masks:
-            raise ModelMistake("examine_each_mask needs current masks, and there are none. Call "
-                               "segment_phrase first, or report_no_mask.")
         verdicts = self._examine(state)
+        state.examined = True
         before = len(state.masks)
         rejected = [i + 1 for i, ok in enumerate(verdicts) if not ok]
         state.masks = [m for m, ok in zip(state.masks, verdicts, strict=True) if ok]

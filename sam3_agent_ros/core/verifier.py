@@ -4,23 +4,29 @@ Each conversation is [verifier system prompt, one user message with three images
 the frame with only this mask drawn, a zoomed crop]. Nothing of it enters the main context: the
 caller only gets one verdict per mask. A reply without a verdict is retried a bounded number of
 times, then the mask is rejected. Endpoint failures (``LlmError``) propagate: they end the query.
+
+Every call, retries included, is taken from the query's ``CallBudget`` (agent.max_verifier_calls):
+an examine that needs more calls than are left does not start, and a budget spent by retries
+ends the query; both raise ``QueryEnded`` (failed) with the reason.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from sam3_agent_ros import render
 from sam3_agent_ros.core.cancel import CancelToken
-from sam3_agent_ros.core.errors import LlmError
+from sam3_agent_ros.core.errors import LlmError, QueryEnded
 from sam3_agent_ros.core.ports import LlmClient
 from sam3_agent_ros.core.protocol import parse_verdict
 from sam3_agent_ros.core.tools import QueryState
-from sam3_agent_ros.core.types import LlmReply, Mask, Message
+from sam3_agent_ros.core.types import LlmReply, Mask, Message, QueryStatus
 
 log = logging.getLogger(__name__)
+UNBOUNDED = 2**62  # a Verifier built without a budget (benchmarks); the agent always gives one
 
 
 def verifier_request(system_prompt: str, state: QueryState, index: int, mask: Mask,
@@ -42,22 +48,61 @@ def verifier_request(system_prompt: str, state: QueryState, index: int, mask: Ma
     return [Message.text("system", system_prompt), Message("user", content)]
 
 
+class CallBudget:
+    """The verifier calls one query may still make (``agent.max_verifier_calls``); thread-safe."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self._used = 0
+        self._lock = threading.Lock()
+
+    @property
+    def used(self) -> int:
+        return self._used
+
+    @property
+    def left(self) -> int:
+        return self.total - self._used
+
+    def take(self) -> None:
+        """Count one call, or raise ``QueryEnded`` (failed) when none is left."""
+        with self._lock:
+            if self._used >= self.total:
+                raise QueryEnded(QueryStatus.FAILED, self.spent_reason())
+            self._used += 1
+
+    def spent_reason(self, needed: int | None = None) -> str:
+        if needed is None:
+            return (f"verifier budget spent: all agent.max_verifier_calls={self.total} verifier "
+                    "calls of this query were made (retries included)")
+        return (f"verifier budget spent: examine_each_mask on {needed} mask(s) needs at least "
+                f"{needed} verifier calls, {self.left} of agent.max_verifier_calls={self.total} "
+                "are left")
+
+
 class Verifier:
-    def __init__(self, llm: LlmClient, system_prompt: str, concurrency: int, retries: int):
+    def __init__(self, llm: LlmClient, system_prompt: str, concurrency: int, retries: int,
+                 budget: CallBudget | None = None):
         self._llm = llm
         self._system_prompt = system_prompt
         self._concurrency = concurrency
         self._retries = retries
+        self.budget = budget if budget is not None else CallBudget(UNBOUNDED)
 
     def examine(self, state: QueryState, cancel: CancelToken, examine_round: int,
                 on_reply: Callable[[LlmReply], None]) -> list[bool]:
-        """One verdict per current mask, in mask order. Raises LlmError if the endpoint fails."""
+        """One verdict per current mask, in mask order. Raises LlmError if the endpoint fails,
+        QueryEnded when the call budget does not cover the masks or runs out."""
+        if len(state.masks) > self.budget.left:  # no call at all: it could not finish
+            raise QueryEnded(QueryStatus.FAILED, self.budget.spent_reason(len(state.masks)))
+
         def verify(index: int) -> bool:
             messages = verifier_request(self._system_prompt, state, index, state.masks[index],
                                         examine_round)
             for attempt in range(self._retries + 1):
                 if cancel.cancelled:
                     raise LlmError("cancelled")
+                self.budget.take()
                 reply = self._llm.complete(messages, cancel)
                 on_reply(reply)
                 verdict = parse_verdict(reply.text)

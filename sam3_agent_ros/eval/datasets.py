@@ -21,6 +21,8 @@ dataset folder: a downloaded set must not make the run read, score and copy into
 from elsewhere (``../x.png``, ``/home/...``, a symlink out). A sample with such a path is kept
 but ``refused`` (the reason says which path); nothing of it is read. ``allow_outside_paths``
 (``sam3-agent eval --allow-outside-paths``) lifts the rule for a set one trusts.
+Sizes come from the PNG/JPEG headers before decoding: an image over ``max_image_pixels`` and a mask
+of another size than its image are refused undecoded.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import cv2
 import numpy as np
 
 from sam3_agent_ros.cli import read_rgb
+from sam3_agent_ros.image_header import ImageHeaderError, encoded_size
 
 ANNOTATIONS = "annotations.jsonl"
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
@@ -253,12 +256,12 @@ def _polygon(points, where: str) -> Polygon:
 
 # --- per sample ---------------------------------------------------------------------------------
 
-def load_image(sample: Sample) -> np.ndarray:
-    """RGB uint8 (H, W, 3), or ``SampleError`` (also for a refused sample: nothing is read)."""
+def load_image(sample: Sample, max_pixels: int | None = None) -> np.ndarray:
+    """RGB uint8 (H, W, 3), or ``SampleError`` (also past ``max_pixels``, before decoding)."""
     if sample.refused:
         raise SampleError(sample.refused)
     try:
-        return read_rgb(sample.image)
+        return read_rgb(sample.image, max_pixels)
     except ValueError as exc:
         raise SampleError(f"image {sample.image}: {exc}") from None
 
@@ -267,18 +270,8 @@ def load_truth(sample: Sample, shape: tuple[int, int]) -> tuple[np.ndarray, np.n
     """(truth bool (H, W), ignore bool (H, W) or None) at the image's ``shape``."""
     if sample.refused:
         raise SampleError(sample.refused)
-    height, width = shape
     if sample.mask is not None:
-        data = np.fromfile(sample.mask, dtype=np.uint8) if sample.mask.is_file() else None
-        mask = cv2.imdecode(data, cv2.IMREAD_UNCHANGED) if data is not None else None
-        if mask is None:
-            raise SampleError(f"mask {sample.mask}: missing or not a readable PNG")
-        if mask.ndim == 3:
-            mask = mask.max(axis=2)
-        if mask.shape != (height, width):
-            raise SampleError(f"mask {sample.mask}: {mask.shape[1]}x{mask.shape[0]}, the image "
-                              f"is {width}x{height}")
-        truth, ignore = mask > 0, None
+        truth = _read_mask(sample.mask, shape) > 0
         if not sample.shapes:
             return truth, None
         painted = paint_shapes(sample.shapes, shape)
@@ -286,6 +279,31 @@ def load_truth(sample: Sample, shape: tuple[int, int]) -> tuple[np.ndarray, np.n
     painted = paint_shapes(sample.shapes, shape)
     ignore = painted == 255
     return painted == 1, ignore if ignore.any() else None
+
+
+def _read_mask(path: Path, shape: tuple[int, int]) -> np.ndarray:
+    """The mask file as (H, W) values at the image's ``shape``. Its size is read from its header
+    first: a mask of another size (a decompression bomb included) is never decoded."""
+    height, width = shape
+    data = np.fromfile(path, dtype=np.uint8) if path.is_file() else None
+    try:
+        _, mask_width, mask_height = encoded_size(data) if data is not None else ("", 0, 0)
+    except ImageHeaderError:
+        data = None
+    if data is None:
+        raise SampleError(f"mask {path}: missing or not a readable PNG")
+    if (mask_height, mask_width) != (height, width):
+        raise SampleError(f"mask {path}: {mask_width}x{mask_height}, the image is "
+                          f"{width}x{height}")
+    mask = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
+    if mask is None:
+        raise SampleError(f"mask {path}: missing or not a readable PNG")
+    if mask.ndim == 3:
+        mask = mask.max(axis=2)
+    if mask.shape != (height, width):  # e.g. a JPEG mask turned by its EXIF orientation
+        raise SampleError(f"mask {path}: {mask.shape[1]}x{mask.shape[0]}, the image is "
+                          f"{width}x{height}")
+    return mask
 
 
 def paint_shapes(shapes, shape: tuple[int, int]) -> np.ndarray:

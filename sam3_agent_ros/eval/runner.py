@@ -83,7 +83,7 @@ def evaluate_sample(agent: Agent, sample: Sample, cancel: CancelToken,
         row.update(error=f"refused: {sample.refused}", refused=True, absent=None)
         return row
     try:
-        image = load_image(sample)
+        image = load_image(sample, agent.config.node.max_image_pixels)
         truth, ignore = load_truth(sample, image.shape[:2])
     except SampleError as exc:
         row["error"] = str(exc)  # scored IoU 0 (a miss), left out of cIoU: its union is unknown

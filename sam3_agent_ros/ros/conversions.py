@@ -3,9 +3,11 @@
 ROS 2's cv_bridge is not pip-installable, so the node converts images itself. Readers take any
 object with the message's fields (duck-typed: real messages, rosbags messages, test doubles) and
 return an RGB ``(H, W, 3) uint8`` array, raising ``ImageConversionError`` with a reason for
-anything malformed. Writers build ``sensor_msgs/Image`` through the fast path
-(``msg.data = array.tobytes()``): assigning a numpy array to ``msg.data`` is converted element by
-element by rclpy and costs about a second per 1080p frame.
+anything malformed or larger than ``max_pixels`` (the node's ``max_image_pixels``: raw frames are
+refused from their header fields, compressed ones from their PNG/JPEG header, before any
+conversion or decoding; see ``image_header.py``). Writers build ``sensor_msgs/Image`` through the
+fast path (``msg.data = array.tobytes()``): assigning a numpy array to ``msg.data`` is converted
+element by element by rclpy and costs about a second per 1080p frame.
 """
 
 from __future__ import annotations
@@ -16,6 +18,15 @@ from typing import Any
 
 import cv2
 import numpy as np
+
+from sam3_agent_ros.core.types import Frame
+from sam3_agent_ros.image_header import (
+    DEFAULT_MAX_PIXELS,
+    ImageHeaderError,
+    encoded_size,
+    pixel_cap_problem,
+)
+from sam3_agent_ros.ros.query_runner import FrameUnusable, header_only_frame
 
 # encoding -> (channels, dtype, to-RGB channel order or None for grey)
 _ENCODINGS: dict[str, tuple[int, str, tuple[int, ...] | None]] = {
@@ -44,7 +55,7 @@ class _Layout:
     order: tuple[int, ...] | None
 
 
-def _layout(msg: Any) -> _Layout:
+def _layout(msg: Any, max_pixels: int) -> _Layout:
     """The validated memory layout of an Image message, or ``ImageConversionError``."""
     encoding = str(msg.encoding).strip().lower()
     if encoding not in _ENCODINGS:
@@ -55,6 +66,9 @@ def _layout(msg: Any) -> _Layout:
     height, width, step = int(msg.height), int(msg.width), int(msg.step)
     if height <= 0 or width <= 0:
         raise ImageConversionError(f"zero-size image ({width}x{height})")
+    too_large = pixel_cap_problem(width, height, max_pixels)
+    if too_large:
+        raise ImageConversionError(f"image is {too_large}")
     dtype = np.dtype(kind)
     if dtype.itemsize > 1:
         dtype = dtype.newbyteorder(">" if msg.is_bigendian else "<")
@@ -74,23 +88,58 @@ def _layout(msg: Any) -> _Layout:
     return _Layout(encoding, height, width, step, channels, dtype, order)
 
 
-def check_image_header(msg: Any) -> str | None:
+def check_image_header(msg: Any, max_pixels: int = DEFAULT_MAX_PIXELS) -> str | None:
     """Why ``msg`` cannot be converted (header fields and data length only, O(1)), or None."""
     try:
-        _layout(msg)
+        _layout(msg, max_pixels)
     except ImageConversionError as exc:
         return str(exc)
     return None
 
 
-def image_to_rgb(msg: Any) -> np.ndarray:
+def check_compressed_header(msg: Any, max_pixels: int = DEFAULT_MAX_PIXELS) -> str | None:
+    """Why a ``CompressedImage`` cannot be decoded, from its PNG/JPEG header alone, or None."""
+    try:
+        _check_compressed(msg, max_pixels)
+    except ImageConversionError as exc:
+        return str(exc)
+    return None
+
+
+def is_compressed(msg: Any) -> bool:
+    """A ``CompressedImage`` (``format``, no ``encoding``) rather than an ``Image``."""
+    return not hasattr(msg, "encoding") and hasattr(msg, "format")
+
+
+def frame_problem(msg: Any, max_pixels: int = DEFAULT_MAX_PIXELS) -> str | None:
+    """Why an Image or CompressedImage cannot become a frame, from its header alone, or None
+    (cheap enough for an image callback)."""
+    if is_compressed(msg):
+        return check_compressed_header(msg, max_pixels)
+    return check_image_header(msg, max_pixels)
+
+
+def message_to_frame(msg: Any, max_pixels: int = DEFAULT_MAX_PIXELS) -> Frame:
+    """An Image or CompressedImage as a ``Frame`` with its header; ``FrameUnusable`` (carrying
+    a header-only frame) when it is malformed or larger than ``max_pixels``."""
+    stamp = msg.header.stamp
+    try:
+        rgb = compressed_to_rgb(msg, max_pixels) if is_compressed(msg) \
+            else image_to_rgb(msg, max_pixels)
+    except ImageConversionError as exc:
+        raise FrameUnusable(str(exc), header_only_frame(
+            stamp.sec, stamp.nanosec, msg.header.frame_id)) from None
+    return Frame(rgb, stamp.sec, stamp.nanosec, msg.header.frame_id)
+
+
+def image_to_rgb(msg: Any, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
     """A ``sensor_msgs/Image`` as a read-only RGB ``(H, W, 3) uint8`` array.
 
     rgb8 with ``step == width * 3`` is a zero-copy view of ``msg.data`` (keep ``msg`` alive while
     the array is used; it is marked read-only). Other encodings, padded rows and big-endian mono16
     are converted into a new array. mono16 is scaled so the frame's largest value becomes 255.
     """
-    layout = _layout(msg)
+    layout = _layout(msg, max_pixels)
     height, width, channels, order = layout.height, layout.width, layout.channels, layout.order
     needed = layout.step * height
     buffer = np.frombuffer(msg.data, dtype=np.uint8, count=needed)
@@ -129,11 +178,25 @@ def _scale_to_u8(values: np.ndarray) -> np.ndarray:
     return np.rint(scaled).astype(np.uint8)
 
 
-def compressed_to_rgb(msg: Any) -> np.ndarray:
-    """A ``sensor_msgs/CompressedImage`` (JPEG or PNG) as an RGB ``(H, W, 3) uint8`` array."""
+def _check_compressed(msg: Any, max_pixels: int) -> None:
     data = msg.data
     if len(data) == 0:
         raise ImageConversionError("compressed image has no data")
+    try:
+        _, width, height = encoded_size(data)
+    except ImageHeaderError as exc:
+        raise ImageConversionError(f"cannot decode compressed image (format {msg.format!r}, "
+                                   f"{len(data)} bytes): {exc}") from None
+    too_large = pixel_cap_problem(width, height, max_pixels)
+    if too_large:
+        raise ImageConversionError(f"compressed image declares {too_large} (not decoded)")
+
+
+def compressed_to_rgb(msg: Any, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
+    """A ``sensor_msgs/CompressedImage`` (JPEG or PNG) as an RGB ``(H, W, 3) uint8`` array;
+    its size is checked from its header before it is decoded."""
+    _check_compressed(msg, max_pixels)
+    data = msg.data
     encoded = np.frombuffer(data, dtype=np.uint8)
     decoded = cv2.imdecode(encoded, cv2.IMREAD_COLOR)
     if decoded is None or decoded.size == 0:

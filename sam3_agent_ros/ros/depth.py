@@ -25,6 +25,7 @@ from sam3_agent_ros.geometry3d import (
     resize_depth_to,
     scale_intrinsics,
 )
+from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS, pixel_cap_problem
 
 DEPTH_TOPIC = "depth"
 CAMERA_INFO_TOPIC = "camera_info"
@@ -48,9 +49,11 @@ def _stamp_ns(sec: int, nanosec: int) -> int:
 class DepthTargets:
     """Subscribes ``depth`` and ``camera_info``, measures masks, publishes ``~/target(s)``."""
 
-    def __init__(self, node: Any, cfg: DepthConfig, callback_group: Any = None):
+    def __init__(self, node: Any, cfg: DepthConfig, callback_group: Any = None,
+                 max_pixels: int = DEFAULT_MAX_PIXELS):
         self._node = node
         self._cfg = cfg
+        self._max_pixels = max_pixels  # max_image_pixels: larger depth frames are not converted
         self._logger = node.get_logger()
         self._lock = threading.Lock()
         self._depth_frames: collections.deque = collections.deque(maxlen=cfg.buffer_size)
@@ -118,6 +121,11 @@ class DepthTargets:
 
     def _prepare(self, frame: Any, depth_msg: Image, info: CameraInfo):
         """(depth in metres at the colour resolution, colour intrinsics, None) or a reason."""
+        too_large = pixel_cap_problem(depth_msg.width, depth_msg.height, self._max_pixels)
+        if too_large:  # from the header: nothing converted
+            reason = f"unusable depth frame: {too_large}"
+            self._warn_once("depth:too-large", reason)
+            return None, None, reason
         try:
             depth_m = depth_from_buffer(depth_msg.data, depth_msg.width, depth_msg.height,
                                         depth_msg.step, depth_msg.encoding,

@@ -20,6 +20,7 @@ from typing import Any
 
 from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.types import Frame, QueryStatus, Result
+from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.ros.follow_runner import STOPPED, FollowRunner, session_source, status_json
 from sam3_agent_ros.ros.outputs import OUTPUT_QOS, FollowPublisher
 
@@ -74,7 +75,7 @@ class FollowControl:
         """End following (``stopped`` follows from the follow thread); the id, or None."""
         query_id = self._runner.end(reason)
         if query_id is not None:
-            self._node.get_logger().info(f"follow of {query_id} ends: {reason}")
+            self._node.get_logger().info(f"follow of {for_log(query_id)} ends: {for_log(reason)}")
         return query_id
 
     def _on_stop_service(self, request: Any, response: Any) -> Any:
@@ -122,11 +123,11 @@ class FollowControl:
             return
         self._runner.follow(result.query_id, session, len(result.masks), frame, text)
         self._node.get_logger().info(
-            f"following {result.query_id} ({len(result.masks)} object(s), "
+            f"following {for_log(result.query_id)} ({len(result.masks)} object(s), "
             f"follow.mode={self._config.mode})")
 
     def _publish_refusal(self, result: Result, reason: str) -> None:
-        self._node.get_logger().warning(f"query {result.query_id}: {reason}")
+        self._node.get_logger().warning(f"query {for_log(result.query_id)}: {for_log(reason, 500)}")
         self._publish(result.frame, [], status_json(
             result.query_id, self._config.mode, STOPPED, session_source(self._config), result.frame,
             None, [], reason))
@@ -137,7 +138,7 @@ class FollowControl:
                                 self._depth())
 
     def _on_reground(self, query_id: str, text: str) -> None:
-        self._node.get_logger().info(f"follow of {query_id} lost: re-running the query "
+        self._node.get_logger().info(f"follow of {for_log(query_id)} lost: re-running the query "
                                      "(follow.reground_on_lost)")
         self._reground(query_id, text)
 

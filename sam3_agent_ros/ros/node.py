@@ -51,23 +51,15 @@ from sam3_agent_ros.config import (
     offline_overrides,
 )
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS
 from sam3_agent_ros.redact import install_log_redaction, redact_text
 from sam3_agent_ros.ros import hints, node_cli, params, rclpy_compat, segment_action
-from sam3_agent_ros.ros.conversions import (
-    ImageConversionError,
-    check_image_header,
-    compressed_to_rgb,
-    image_to_rgb,
-)
+from sam3_agent_ros.ros.conversions import frame_problem, message_to_frame
 from sam3_agent_ros.ros.follow_control import FollowControl
 from sam3_agent_ros.ros.outputs import OUTPUT_QOS, AnswerPublisher
 from sam3_agent_ros.ros.query_message import QueryRejected, StopFollow, parse_query_message
-from sam3_agent_ros.ros.query_runner import (
-    FrameUnusable,
-    LatestFrame,
-    QueryRunner,
-    header_only_frame,
-)
+from sam3_agent_ros.ros.query_runner import LatestFrame, QueryRunner
 
 QUERY_QOS = OUTPUT_QOS
 IMAGE_QOS = {
@@ -82,6 +74,7 @@ TRY_OFFLINE = ("to try without a model: ros2 launch sam3_agent_ros sam3_agent.la
                "offline:=true, or " + " ".join(f"-p {o}" for o in offline_overrides()))
 DEACTIVATE_WAIT_S = 5.0  # how long deactivate waits for a cancelled query to publish its result
 CLEANUP_WAIT_S = 30.0  # how long cleanup waits for the worker before freeing the models
+ERROR_LOG_CHARS = 500  # the most of a result's error that its log line repeats
 
 
 class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
@@ -96,6 +89,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         self._query_ids = itertools.count(1)
         self._frames = LatestFrame()
         self._config: Config | None = None
+        self._max_image_pixels = DEFAULT_MAX_PIXELS  # config.node.max_image_pixels once configured
         self._agent = None
         self._runner: QueryRunner | None = None
         self._answers: AnswerPublisher | None = None  # ~/mask, ~/labels, ~/overlay, ~/result
@@ -182,6 +176,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             self.get_logger().error(f"to configure: {hints.fix_backends(name)}")
             return TransitionCallbackReturn.FAILURE
         self._config = config
+        self._max_image_pixels = config.node.max_image_pixels
         self._answers = AnswerPublisher(self, config.node.publish_overlay, OUTPUT_QOS)
         self._status_pub = self.create_publisher(String, "~/status", OUTPUT_QOS)
         node = config.node
@@ -211,7 +206,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
                 from sam3_agent_ros.ros.depth import DepthTargets
 
                 self._depth = DepthTargets(self, self._config.depth,
-                                           callback_group=self.default_callback_group)
+                                           callback_group=self.default_callback_group,
+                                           max_pixels=self._max_image_pixels)
             except Exception as exc:
                 self.get_logger().error(f"depth disabled: {type(exc).__name__}: {exc}")
                 self._depth = None
@@ -223,7 +219,9 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
                 self, runner=lambda: self._runner, active=lambda: bool(self._inputs),
                 new_query_id=self._new_query_id,
                 max_query_chars=lambda: self._config.node.max_query_chars if self._config else 0,
-                request_follow=self._request_follow, backends=self._backends)
+                request_follow=self._request_follow, backends=self._backends,
+                result_timeout_s=self._config.action.result_timeout_s,
+                max_results_with_images=self._config.action.max_results_with_images)
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -311,11 +309,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         follow = self._follow
         if follow is not None:
             follow.offer(msg)
-        try:
-            if isinstance(msg, CompressedImage):
-                problem = "compressed image has no data" if len(msg.data) == 0 else None
-            else:
-                problem = check_image_header(msg)  # O(1): header fields and len(data) only
+        try:  # header fields, len(data), the PNG/JPEG header: cheap, nothing decoded
+            problem = frame_problem(msg, self._max_image_pixels)
         except Exception as exc:  # a callback that raises would stop the executor
             problem = f"{type(exc).__name__}: {exc}"
         if problem:
@@ -336,7 +331,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             parsed = parse_query_message(msg.data, config.node.max_query_chars)
         except QueryRejected as exc:
             query = Query(exc.query_id or self._new_query_id(), exc.text)
-            self.get_logger().warning(f"query {query.id} rejected: {exc.reason}",
+            self.get_logger().warning(f"query {for_log(query.id)} rejected: {for_log(exc.reason)}",
                                       throttle_duration_sec=1.0)
             runner.reject(query, exc.reason)
             return
@@ -349,12 +344,12 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         if self._segment is not None and self._segment.has_goal(query.id):
             # Its result would end that goal: refuse it alone, past the action's result hook.
             reason = f"query_id {query.id!r} is already in use by a running goal"
-            self.get_logger().warning(f"query rejected: {reason}")
+            self.get_logger().warning(f"query rejected: {for_log(reason)}")
             if self._answers is not None:
                 self._answers.publish(self._with_backends(
                     Result(query.id, query.text, QueryStatus.FAILED, error=reason)), None)
             return
-        self.get_logger().info(f"query {query.id}: {query.text!r}")
+        self.get_logger().info(f"query {for_log(query.id)}: {for_log(repr(query.text))}")
         if follow is not None:
             follow.stop(f"new query {query.id}")  # following must not slow the query
             follow.request(query.id, query.text, parsed.follow)
@@ -388,13 +383,9 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         return f"q-{next(self._query_ids)}"
 
     def _to_frame(self, msg: Any) -> Frame:
-        stamp = msg.header.stamp
-        try:
-            rgb = compressed_to_rgb(msg) if isinstance(msg, CompressedImage) else image_to_rgb(msg)
-        except ImageConversionError as exc:
-            raise FrameUnusable(str(exc), header_only_frame(
-                stamp.sec, stamp.nanosec, msg.header.frame_id)) from None
-        return Frame(rgb, stamp.sec, stamp.nanosec, msg.header.frame_id)
+        """A frame message as a Frame (query worker, follow thread); ``FrameUnusable`` for a
+        malformed one or one over ``max_image_pixels`` (refused before decoding)."""
+        return message_to_frame(msg, self._max_image_pixels)
 
     # --- outputs -------------------------------------------------------------------------------
     def _backends(self) -> dict[str, str]:
@@ -438,8 +429,9 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         if answers is None:
             return
         self.get_logger().info(
-            f"query {result.query_id}: {result.status.value}"
-            + (f" ({result.error})" if result.error else f", {len(result.masks)} mask(s)"))
+            f"query {for_log(result.query_id)}: {result.status.value}"
+            + (f" ({for_log(result.error, ERROR_LOG_CHARS)})" if result.error
+               else f", {len(result.masks)} mask(s)"))
         follow = self._follow
         if follow is not None:
             follow.after_result(result)

@@ -8,8 +8,14 @@ Pure: no ROS. Anything unusable raises ``QueryRejected`` with a reason; the node
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
+
+from sam3_agent_ros.core import guarded_json
+from sam3_agent_ros.core.untrusted_text import clip
+
+MAX_QUERY_ID_CHARS = 128  # ids name queries in results, logs and goals: short labels
+ECHO_CHARS = 200  # how much of a rejected message its failed result repeats
+QUERY_EXAMPLE = '{"id": "q-1", "query": "the red cup"}'
 
 
 class QueryRejected(ValueError):
@@ -42,30 +48,35 @@ def parse_query_message(raw: str, max_chars: int) -> ParsedQuery | StopFollow:
     if len(raw) > max_chars:
         raise QueryRejected(
             f"query is {len(raw)} characters long, more than max_query_chars={max_chars}",
-            text=raw[:200])
+            text=raw[:ECHO_CHARS])
     stripped = raw.strip()
     if not stripped.startswith("{"):
         if not stripped:
             raise QueryRejected("empty query")
         return ParsedQuery(None, stripped)
-    try:
-        payload = json.loads(stripped)
-    except json.JSONDecodeError as exc:
-        raise QueryRejected(f"invalid JSON query: {exc.msg} at character {exc.pos}",
-                            text=stripped) from None
+    try:  # depth and number length bounded: any text gets its one result (guarded_json)
+        payload = guarded_json.loads(stripped)
+    except guarded_json.JsonRefused as exc:
+        raise QueryRejected(f"invalid JSON query: {exc}", text=stripped[:ECHO_CHARS]) from None
     if not isinstance(payload, dict):
         raise QueryRejected("invalid JSON query: expected an object", text=stripped)
     query_id = payload.get("id")
     if isinstance(query_id, bool) or not isinstance(query_id, (str, int, type(None))):
-        raise QueryRejected(f"invalid JSON query: 'id' must be a string, got {query_id!r}",
-                            text=stripped)
+        raise QueryRejected(f"invalid JSON query: 'id' must be a string, got "
+                            f"{clip(repr(query_id), 60)}", text=stripped)
     query_id = None if query_id is None or query_id == "" else str(query_id)
+    if query_id is not None and len(query_id) > MAX_QUERY_ID_CHARS:
+        raise QueryRejected(f"invalid JSON query: 'id' is {len(query_id)} characters long, more "
+                            f"than {MAX_QUERY_ID_CHARS}", text=stripped[:ECHO_CHARS])
     if "stop_follow" in payload:
         return _stop_follow(payload, query_id, stripped)
     follow = payload.get("follow")
     if follow is not None and not isinstance(follow, bool):
-        raise QueryRejected(f"invalid JSON query: 'follow' must be true or false, got {follow!r}",
-                            query_id, text=stripped)
+        raise QueryRejected("invalid JSON query: 'follow' must be true or false, got "
+                            f"{clip(repr(follow), 60)}", query_id, text=stripped)
+    if "query" not in payload:
+        raise QueryRejected(f'invalid JSON query: it needs a "query" field with the text, e.g. '
+                            f"{QUERY_EXAMPLE}", query_id, text=stripped)
     text = payload.get("query")
     if not isinstance(text, str):
         raise QueryRejected("invalid JSON query: 'query' must be a string", query_id,
@@ -78,7 +89,7 @@ def parse_query_message(raw: str, max_chars: int) -> ParsedQuery | StopFollow:
 def _stop_follow(payload: dict, query_id: str | None, raw: str) -> StopFollow:
     if payload["stop_follow"] is not True:
         raise QueryRejected("invalid JSON query: 'stop_follow' must be true, got "
-                            f"{payload['stop_follow']!r}", query_id, text=raw)
+                            f"{clip(repr(payload['stop_follow']), 60)}", query_id, text=raw)
     if "query" in payload or "follow" in payload:
         raise QueryRejected("invalid JSON query: a 'stop_follow' message cannot also carry "
                             "'query' or 'follow'", query_id, text=raw)

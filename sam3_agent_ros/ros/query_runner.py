@@ -24,6 +24,7 @@ import numpy as np
 
 from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.types import Frame, Phase, Query, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.core.untrusted_text import for_log
 
 PREEMPT = "preempt"
 QUEUE = "queue"
@@ -155,7 +156,7 @@ class QueryRunner:
         for old in dropped:
             self._finish(old.query, QueryStatus.CANCELLED, f"preempted by query {query.id}")
         if overflow:
-            log.warning("query %s rejected: %s", query.id, overflow)
+            log.warning("query %s rejected: %s", for_log(query.id), overflow)
             self._finish(query, QueryStatus.FAILED, overflow)
 
     def reject(self, query: Query, reason: str,
@@ -241,7 +242,7 @@ class QueryRunner:
             try:
                 self._run(item)
             except Exception:  # the worker must survive anything
-                log.exception("query %s: unexpected error in the worker", item.query.id)
+                log.exception("query %s: unexpected error in the worker", for_log(item.query.id))
                 self._finish(item.query, QueryStatus.FAILED, "internal error in the node")
             finally:
                 with self._lock:
@@ -261,7 +262,7 @@ class QueryRunner:
         try:
             frame = self._to_frame(snapshot.message)
         except FrameUnusable as exc:
-            log.warning("query %s: unusable frame: %s", item.query.id, exc.reason)
+            log.warning("query %s: unusable frame: %s", for_log(item.query.id), exc.reason)
             self._finish(item.query, QueryStatus.FAILED, f"unusable frame: {exc.reason}",
                          exc.frame)
             return
@@ -287,13 +288,13 @@ class QueryRunner:
         try:
             self._status(event)
         except Exception:
-            log.exception("publishing status of query %s failed", event.query_id)
+            log.exception("publishing status of query %s failed", for_log(event.query_id))
 
     def _publish_safely(self, result: Result) -> None:
         try:
             self._publish(result)
         except Exception:
-            log.exception("publishing the result of query %s failed", result.query_id)
+            log.exception("publishing the result of query %s failed", for_log(result.query_id))
 
 
 def header_only_frame(stamp_sec: int, stamp_nanosec: int, frame_id: str) -> Frame:

@@ -15,24 +15,43 @@ ROS-thin glue between rclpy's ``ActionServer`` and the node's ``QueryRunner`` (C
 - ``cancel_callback`` (executor): accept and cancel the goal's query; the agent stops within one
   step and the goal ends CANCELED with its ``cancelled`` result.
 
+Memory of finished goals: rclpy keeps each finished goal's result for ``action.result_timeout_s``
+(for a client that asks late; a waiting client got it when the goal ended), then drops it. Only
+the ``action.max_results_with_images`` most recent of those keep their mask and labels images
+(2 bytes a pixel: 4 MiB at 1080p); older ones lose them, keeping status, error, masks and
+result_json. glibc keeps freed memory in the process for reuse, so ``action.result_timeout_s`` +
+1 s after the last goal ended (every result has expired by then) the server collects garbage and
+hands the free memory back to the OS (``malloc_trim``). ``bench/action_memory.py`` measures it.
+
 The interfaces are generated (CMakeLists.txt, scripts/build_interfaces.sh). When they cannot be
 imported, ``serve`` logs it once and returns None: the node runs with topics only.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from sensor_msgs.msg import Image
 
+from sam3_agent_ros.config import PARAMETERS_BY_NAME
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.core.untrusted_text import clip, for_log
 from sam3_agent_ros.ros.outputs import frame_header, image_messages
+from sam3_agent_ros.ros.query_message import ECHO_CHARS, MAX_QUERY_ID_CHARS
 
 ACTION_NAME = "~/segment"
+# action.result_timeout_s: how long rclpy keeps a finished goal's result (its mask and labels
+# images included) for a client that asks late; set explicitly, rclpy's default differs between
+# releases (10 s on Kilted, 900 s before).
+DEFAULT_RESULT_TIMEOUT_S: int = PARAMETERS_BY_NAME["action.result_timeout_s"].default
+DEFAULT_MAX_RESULTS_WITH_IMAGES: int = PARAMETERS_BY_NAME["action.max_results_with_images"].default
+TRIM_DELAY_S = 1.0  # after the result timeout: rclpy has dropped the expired results by then
 RESULT_IMAGE_KINDS = ("mask", "labels")
 
 
@@ -43,11 +62,18 @@ class GoalRejected(ValueError):
 def goal_query(text: str, query_id: str, max_chars: int, new_query_id: Callable[[], str]
                ) -> Query:
     """The query of a goal: ids as for topic queries (generated when empty); raises
-    ``GoalRejected`` (carrying the query) for an empty or oversized query."""
-    query = Query(query_id.strip() or new_query_id(), text.strip())
+    ``GoalRejected`` (carrying the query) for an empty or oversized query or id. Lengths are
+    checked first: a rejected query carries at most ``ECHO_CHARS`` of its text, a node-made id in
+    place of an oversized one, so nothing long is logged or echoed."""
+    query_id = query_id.strip()
+    if len(query_id) > MAX_QUERY_ID_CHARS:
+        raise GoalRejected(f"query_id is {len(query_id)} characters long, more than "
+                           f"{MAX_QUERY_ID_CHARS}", Query(new_query_id(), clip(text, ECHO_CHARS)))
+    query_id = query_id or new_query_id()
     if len(text) > max_chars:
         raise GoalRejected(f"query is {len(text)} characters long, more than "
-                           f"max_query_chars={max_chars}", query)
+                           f"max_query_chars={max_chars}", Query(query_id, clip(text, ECHO_CHARS)))
+    query = Query(query_id, text.strip())
     if not query.text:
         raise GoalRejected("empty query", query)
     return query
@@ -97,6 +123,44 @@ def result_message(action_type: Any, mask_info_type: Any, result: Result,
     return message
 
 
+class KeptImages:
+    """The finished results that still hold their mask and labels images: at most ``limit``
+    (>= 1), and none older than ``timeout_s`` (rclpy has dropped those). ``add`` takes the images
+    out of the oldest result past the limit: one that rclpy has already sent to the clients
+    waiting for it (it sends a result as soon as ``execute`` returns it, on the executor thread,
+    the only thread that calls ``add``)."""
+
+    def __init__(self, limit: int, timeout_s: float, clock: Callable[[], float] = time.monotonic):
+        self.limit, self.timeout_s, self._clock = max(1, limit), timeout_s, clock
+        self._kept: collections.deque[tuple[float, Any]] = collections.deque()
+
+    def add(self, message: Any) -> None:
+        now = self._clock()
+        while self._kept and now - self._kept[0][0] > self.timeout_s:
+            self._kept.popleft()  # expired in rclpy: only our reference goes
+        if not _has_images(message):
+            return
+        self._kept.append((now, message))
+        while len(self._kept) > self.limit:
+            drop_images(self._kept.popleft()[1])
+
+    def clear(self) -> None:
+        self._kept.clear()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+
+def _has_images(message: Any) -> bool:
+    return bool(len(message.mask.data) or len(message.labels.data))
+
+
+def drop_images(message: Any) -> None:
+    """Replace a result message's mask and labels by empty images with the same header."""
+    message.mask = Image(header=message.header)
+    message.labels = Image(header=message.header)
+
+
 @dataclass
 class _Goal:
     handle: Any  # rclpy ServerGoalHandle
@@ -106,13 +170,16 @@ class _Goal:
 
 class SegmentActionServer:
     """``~/segment`` on ``node``. ``runner()`` is the node's current QueryRunner (None while
-    unconfigured), ``active()`` whether the node is active, ``max_query_chars()`` the limit."""
+    unconfigured), ``active()`` whether the node is active, ``max_query_chars()`` the limit;
+    ``result_timeout_s`` is fixed for the server's life (the node keeps its first server)."""
 
     def __init__(self, node: Any, interfaces: tuple[Any, Any], *,
                  runner: Callable[[], Any], active: Callable[[], bool],
                  new_query_id: Callable[[], str], max_query_chars: Callable[[], int],
                  request_follow: Callable[[str, str, bool | None], None] | None = None,
-                 backends: Callable[[], dict[str, str]] = dict):
+                 backends: Callable[[], dict[str, str]] = dict,
+                 result_timeout_s: int = DEFAULT_RESULT_TIMEOUT_S,
+                 max_results_with_images: int = DEFAULT_MAX_RESULTS_WITH_IMAGES):
         from rclpy.action import ActionServer
 
         self._node = node
@@ -123,9 +190,13 @@ class SegmentActionServer:
         self._backends = backends  # named in the results made here (CONTRACTS §8d)
         self._lock = threading.Lock()
         self._goals: dict[str, _Goal] = {}  # query id -> goal, while its query has no result
+        self._result_timeout_s = int(result_timeout_s)
+        self._with_images = KeptImages(max_results_with_images, self._result_timeout_s)
+        self._trim_timer = None  # one-shot: after the last ended goal's result expired
         self._server = ActionServer(
             node, self._action, ACTION_NAME, execute_callback=self._execute,
-            goal_callback=self._on_goal, cancel_callback=self._on_cancel)
+            goal_callback=self._on_goal, cancel_callback=self._on_cancel,
+            result_timeout=int(result_timeout_s))
 
     # --- executor side -------------------------------------------------------------------------
     def _on_goal(self, goal: Any) -> Any:
@@ -137,7 +208,8 @@ class SegmentActionServer:
         else:
             reason = runner.refusal()  # the reason a topic query would be refused now
         if reason is not None:
-            self._node.get_logger().warning(f"segment goal {goal.query!r} rejected: {reason}")
+            self._node.get_logger().warning(
+                f"segment goal {for_log(repr(goal.query))} rejected: {reason}")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
@@ -169,7 +241,8 @@ class SegmentActionServer:
             duplicate = query.id in self._goals
             if not duplicate:
                 self._goals[query.id] = _Goal(goal_handle, query, done)
-        self._node.get_logger().info(f"segment goal, query {query.id}: {query.text!r}")
+        self._node.get_logger().info(
+            f"segment goal, query {for_log(query.id)}: {for_log(repr(query.text))}")
         if duplicate:  # its result would end the other goal: refuse it alone
             failed = Result(query.id, query.text, QueryStatus.FAILED,
                             error=f"query_id {query.id!r} is already in use by a running goal",
@@ -190,9 +263,11 @@ class SegmentActionServer:
             runner.submit(query)
         status, message = await done
         self._end(goal_handle, status)
+        self._with_images.add(message)
         return message
 
     def _end(self, goal_handle: Any, status: QueryStatus) -> None:
+        self._trim_after_expiry()
         if status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK):
             goal_handle.succeed()
         elif status == QueryStatus.CANCELLED:
@@ -210,6 +285,19 @@ class SegmentActionServer:
         else:
             goal_handle.abort()
 
+    def _trim_after_expiry(self) -> None:
+        """(Re)start the one-shot timer that frees memory once this goal's result expired."""
+        if self._trim_timer is None:
+            self._trim_timer = self._node.create_timer(self._result_timeout_s + TRIM_DELAY_S,
+                                                       self._on_trim_timer)
+        else:
+            self._trim_timer.reset()
+
+    def _on_trim_timer(self) -> None:
+        self._trim_timer.cancel()
+        self._with_images.clear()
+        release_free_memory()
+
     # --- worker side ---------------------------------------------------------------------------
     def on_status(self, event: StatusEvent) -> None:
         with self._lock:
@@ -219,7 +307,8 @@ class SegmentActionServer:
         try:
             goal.handle.publish_feedback(self._action.Feedback(**feedback_fields(event)))
         except Exception as exc:  # noqa: BLE001 (a lost feedback must not stop the query)
-            self._node.get_logger().warning(f"segment feedback of {event.query_id} failed: {exc}")
+            self._node.get_logger().warning(
+                f"segment feedback of {for_log(event.query_id)} failed: {exc}")
 
     def has_goal(self, query_id: str) -> bool:
         """Whether a goal runs (or waits) under this query id."""
@@ -234,11 +323,25 @@ class SegmentActionServer:
         try:
             message = result_message(self._action, self._mask_info, result, published)
         except Exception as exc:  # noqa: BLE001 (the goal must still end)
-            self._node.get_logger().error(f"segment result of {result.query_id}: {exc}")
+            self._node.get_logger().error(f"segment result of {for_log(result.query_id)}: {exc}")
             message = self._action.Result(status=QueryStatus.FAILED.value,
                                           error=f"internal error building the result: {exc}")
             result = Result(result.query_id, result.query, QueryStatus.FAILED)
         goal.done.set_result((result.status, message))
+
+
+def release_free_memory() -> bool:
+    """Collect garbage (an expired result can sit in a reference cycle of rclpy's futures and
+    tasks until the next full collection), then hand the free heap memory back to the OS (glibc
+    ``malloc_trim``); False where the C library has no such call."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
+    except (OSError, AttributeError):  # not glibc: its allocator's own policy applies
+        return False
 
 
 def load_interfaces() -> tuple[Any, Any] | None:

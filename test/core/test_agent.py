@@ -143,6 +143,13 @@ MISTAKES = {
     "empty selection": (tool("select_masks_and_return", final_answer_masks=[]), "report_no_mask"),
     "examine without masks": (examine(), "there are none"),
     "select without masks": (select(1), "no current masks"),
+    # Attacks on the parser (issue 17): Python's json raises RecursionError / ValueError here.
+    "5000-deep json": ('<tool>{"name": "segment_phrase", "parameters": {"text_prompt": '
+                       + "[" * 5000 + "]" * 5000 + "}}</tool>", "nested more than 32 levels"),
+    "5000-digit integer": ('<tool>{"name": "select_masks_and_return", "parameters": '
+                           '{"final_answer_masks": [' + "7" * 5000 + "]}}</tool>",
+                           "a number of 5000 digits"),
+    "1 MB text_prompt": (segment("blue " * 200_000), "more than 200"),
 }
 
 
@@ -345,14 +352,15 @@ def test_untrained_segmenter_marks_the_result():
 
 
 def test_long_conversation_keeps_every_request_bounded_and_flat():
-    """14 rounds: duplicates, examine with rejections, re-segmenting, mistakes."""
+    """14 rounds: duplicates, examine with rejections, re-examining (refused), re-segmenting,
+    mistakes."""
     def reject_second(messages):
         key = messages[1].images[2].key
         return "<verdict>Reject</verdict>" if "mask-2" in key else "<verdict>Accept</verdict>"
 
     script = [segment("cup"), examine(), segment("cup"), "oops no tool", segment("mug"),
-              examine(), segment("bowl"), examine(), examine(), examine(), segment("mug"),
-              segment("cups"), examine(), select(1)]
+              examine(), segment("bowl"), examine(), examine(), examine(), segment("cups"),
+              segment("mug"), examine(), select(1)]
     boxes = dict(BOXES, cups=BOXES["cup"])
     llm = ScriptedLlm(script, verifier=reject_second)
     result = run(llm, BoxSegmenter(boxes))
@@ -363,5 +371,104 @@ def test_long_conversation_keeps_every_request_bounded_and_flat():
     assert max(sizes) <= 10
     last_first = llm.main_requests[-1][1].text_content
     assert '"cup", "mug", "bowl"' in last_first  # warning injection lists replaced prompts
-    # cup: 3 masks; mug: 1; bowl: 1, examined three times; cups: 3
-    assert len(llm.verifier_requests) == 3 + 1 + 1 + 1 + 1 + 3
+    # cup: 3 masks; mug: 1; bowl: 1 (examined once: the next two examines are refused); cups: 3
+    assert len(llm.verifier_requests) == 3 + 1 + 1 + 3
+
+
+# --- attacks: budgets and bounds per query (issue 17) --------------------------------------------
+
+def grid_boxes(count: int, score: float = 0.9) -> list[tuple]:
+    """``count`` disjoint 10x10 boxes on the 320x240 frame."""
+    return [(20 * (k % 16), 20 * (k // 16), 20 * (k % 16) + 10, 20 * (k // 16) + 10,
+             score - k * 1e-4) for k in range(count)]
+
+
+HUNDRED = {f"thing {k}": grid_boxes(100) for k in range(10)}
+
+
+def test_a_model_examining_100_masks_again_and_again_gets_corrected_without_verifier_calls():
+    """Text in the scene steers the model to examine over and over: only the first examine of
+    the same masks runs; the repeats are refused (no verifier call) until the mistakes end it."""
+    llm = ScriptedLlm([segment("thing 0")] + [examine()] * 10, verifier=accept_all)
+    result = run(llm, BoxSegmenter(HUNDRED), max_consecutive_mistakes=3)
+    assert result.status is QueryStatus.FAILED and "already examined" in result.error
+    assert len(llm.verifier_requests) == 100  # the first examine only
+    assert len(llm.main_requests) == 1 + 1 + 3  # segment, examine, three refused examines
+
+
+def test_a_model_re_segmenting_and_examining_100_masks_stops_at_the_verifier_budget():
+    """The same, with a new phrase before every examine: max_verifier_calls bounds the LLM calls
+    (the issue saw 1,516 for one query)."""
+    script = []
+    for k in range(10):
+        script += [segment(f"thing {k}"), examine()]
+    llm = ScriptedLlm(script, verifier=accept_all)
+    result = run(llm, BoxSegmenter(HUNDRED), max_verifier_calls=250)
+    assert result.status is QueryStatus.FAILED
+    assert "agent.max_verifier_calls=250" in result.error and "50 of" in result.error
+    assert len(llm.verifier_requests) == 200  # two examines; the third never starts
+    assert len(llm.main_requests) == 6
+
+
+def test_an_examine_larger_than_the_budget_left_makes_no_verifier_call():
+    llm = ScriptedLlm([segment("thing 0"), examine()], verifier=accept_all)
+    result = run(llm, BoxSegmenter(HUNDRED), max_verifier_calls=99)
+    assert result.status is QueryStatus.FAILED
+    assert "needs at least 100 verifier calls, 99 of agent.max_verifier_calls=99" in result.error
+    assert llm.verifier_requests == []
+
+
+def test_verifier_retries_count_against_the_budget():
+    """Replies without a verdict are retried: the budget still caps the calls, exactly."""
+    llm = ScriptedLlm([segment("thing 0"), examine()], verifier=lambda messages: "Hmm.")
+    result = run(llm, BoxSegmenter({"thing 0": grid_boxes(10)}), max_verifier_calls=15,
+                 verifier_retries=2)
+    assert result.status is QueryStatus.FAILED
+    assert "all agent.max_verifier_calls=15 verifier calls" in result.error
+    assert len(llm.verifier_requests) == 15
+
+
+def test_a_megabyte_text_prompt_never_reaches_the_segmenter_nor_the_status():
+    huge = "the " * 250_000
+    segmenter = BoxSegmenter(BOXES)
+    statuses: list = []
+    llm = ScriptedLlm([segment(huge), segment("cup"), select(1)])
+    result = run(llm, segmenter, statuses=statuses)
+    assert result.status is QueryStatus.SUCCEEDED
+    assert segmenter.calls == ["cup"]
+    assert result.text_prompts == ["cup"]
+    assert all(len(event.text_prompt or "") <= 200 for event in statuses)
+    correction = llm.main_requests[1]
+    assert "999999 characters long, more than 200" in correction[-1].text_content  # stripped
+    refused = correction[-2]  # the model's own reply, cut short before it is sent back
+    assert refused.role == "assistant" and len(refused.text_content) <= 4000
+    assert sum(len(m.text_content) for m in llm.main_requests[2]) < 20_000
+
+
+def test_the_text_prompt_cap_is_a_parameter():
+    llm = ScriptedLlm([segment("blue cup"), segment("cup"), select(1)])
+    result = run(llm, max_text_prompt_chars=5)
+    assert result.status is QueryStatus.SUCCEEDED and result.text_prompts == ["cup"]
+    assert "8 characters long, more than 5" in llm.main_requests[1][-1].text_content
+
+
+def test_a_finished_query_frees_its_frame_without_waiting_for_the_garbage_collector():
+    """A node answering goal after goal must not keep every query's frame until the next full
+    collection (the examiner closure made each run a reference cycle)."""
+    import gc
+    import weakref
+
+    def answer() -> weakref.ref:
+        image = np.zeros((H, W, 3), np.uint8)
+        agent = Agent(Config(), llm=ScriptedLlm([segment("cup"), examine(), select(1)],
+                                                verifier=accept_all),
+                      segmenter=BoxSegmenter(BOXES))
+        result = agent.run(Frame(image), Query("q", "cup"))
+        assert result.status is QueryStatus.SUCCEEDED
+        return weakref.ref(image)
+
+    gc.disable()
+    try:
+        assert answer()() is None
+    finally:
+        gc.enable()

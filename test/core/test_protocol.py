@@ -145,3 +145,41 @@ def test_clip_reasoning_keeps_the_end():
 def test_verdicts_ignore_thinking():
     assert parse_verdict("<verdict>Reject</verdict> hmm </think> <verdict>Accept</verdict>")
     assert parse_verdict("Maybe <verdict>Accept</verdict></think> No verdict here.") is None
+
+
+# --- attacks: a pathological reply is a model mistake (a corrective turn), never an exception --
+
+DEEP = "[" * 5000 + "]" * 5000
+HUGE_INT = "9" * 5000
+
+
+@pytest.mark.parametrize("body,fragment", [
+    (f'{{"name": "segment_phrase", "parameters": {{"text_prompt": {DEEP}}}}}',
+     "nested more than 32 levels deep"),
+    (f'{{"name": "select_masks_and_return", "parameters": {{"final_answer_masks": [{HUGE_INT}]}}}}',
+     "a number of 5000 digits"),
+    (f'{{"name": "select_masks_and_return", "parameters": "{{\\"final_answer_masks\\": '
+     f'{DEEP}}}"}}', "must be a JSON object"),  # parameters as a JSON string
+], ids=["deep", "huge-int", "deep-in-string-parameters"])
+def test_text_protocol_turns_pathological_json_into_a_mistake(body, fragment):
+    parsed = interpret(LlmReply(f"Answer. <tool>{body}</tool>"))
+    assert parsed.call is None and fragment in parsed.mistake
+
+
+def test_xml_call_form_turns_pathological_json_into_a_mistake():
+    parsed = interpret(LlmReply(
+        "<tool_call><function=select_masks_and_return><parameter=final_answer_masks>"
+        f"[{HUGE_INT}]</parameter></function></tool_call>"))
+    assert parsed.call is None and "must be JSON" in parsed.mistake
+
+
+@pytest.mark.parametrize("arguments,fragment", [
+    (f'{{"text_prompt": {DEEP}}}', "nested more than 32 levels deep"),
+    (f'{{"final_answer_masks": [{HUGE_INT}]}}', "a number of 5000 digits"),
+], ids=["deep", "huge-int"])
+def test_native_protocol_turns_pathological_arguments_into_a_mistake(arguments, fragment):
+    name = "segment_phrase" if "text_prompt" in arguments else "select_masks_and_return"
+    parsed = interpret(LlmReply("", tool_calls=(NativeToolCall("c1", name, arguments),)),
+                       native=True)
+    assert parsed.call is None and fragment in parsed.mistake
+    assert parsed.native_call.id == "c1"  # answered by a tool message, as any mistake

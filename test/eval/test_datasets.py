@@ -160,6 +160,21 @@ def test_unreadable_sample_files_are_sample_errors(tmp_path):
         load_truth(Sample("1", "q", tmp_path / "a.jpg", mask=tmp_path / "small.png"), (8, 10))
 
 
+def test_bombs_in_a_dataset_are_refused_undecoded(tmp_path, png_bomb_file):
+    """An image over the pixel cap, and a mask whose header disagrees with its image (a 389 kB
+    PNG declaring 20000x20000), are refused from their headers: no 1.2 GB decode."""
+    with pytest.raises(SampleError, match="too large: 20000x20000 = 400000000 pixels, more than "
+                                          "max_image_pixels=40000000 \\(not decoded\\)"):
+        load_image(Sample("1", "q", png_bomb_file))
+    cv2.imwrite(str(tmp_path / "a.png"), np.zeros((8, 10, 3), np.uint8))
+    with pytest.raises(SampleError, match="too large: 10x8 = 80 pixels, more than "
+                                          "max_image_pixels=79"):
+        load_image(Sample("1", "q", tmp_path / "a.png"), max_pixels=79)
+    assert load_image(Sample("1", "q", tmp_path / "a.png"), max_pixels=80).shape == (8, 10, 3)
+    with pytest.raises(SampleError, match="20000x20000, the image is 10x8"):
+        load_truth(Sample("1", "q", tmp_path / "a.png", mask=png_bomb_file), (8, 10))
+
+
 def test_first_queries_keeps_query_zero_of_each_image(tmp_path):
     for stem in ("a", "b"):
         _image(tmp_path / f"{stem}.jpg")

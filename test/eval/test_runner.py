@@ -65,6 +65,17 @@ def test_unreadable_image_is_a_failed_sample_without_any_model_call(tmp_path):
     assert not llm.main_requests
 
 
+def test_an_image_over_max_image_pixels_is_a_failed_sample_without_any_model_call(
+        tmp_path, png_bomb_file):
+    """A decompression bomb in a dataset fails its sample, undecoded; the run goes on."""
+    llm = ScriptedLlm([])  # any call fails the test
+    row = evaluate_sample(offline_agent(llm=llm), Sample("bomb", "q", png_bomb_file),
+                          CancelToken(), tmp_path)
+    assert row["status"] == "failed"
+    assert "20000x20000 = 400000000 pixels, more than max_image_pixels=" in row["error"]
+    assert not llm.main_requests
+
+
 def test_jobs_over_http_score_exactly_like_the_in_process_backend(tmp_path):
     samples = load_dataset(SHIPPED).samples[:12]
     serial = EvalRunner(offline_agent, tmp_path / "serial", jobs=1).run(samples)

@@ -10,16 +10,22 @@ import pytest
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Header
 
+from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS
 from sam3_agent_ros.ros.conversions import (
     SUPPORTED_ENCODINGS,
     ImageConversionError,
     array_to_image,
+    check_compressed_header,
     check_image_header,
     compressed_to_rgb,
+    frame_problem,
     image_to_rgb,
+    message_to_frame,
     mono8_image,
     rgb8_image,
 )
+from sam3_agent_ros.ros.query_runner import FrameUnusable
+from test.fakes.image_bombs import png_bomb
 
 SIZES = [(1, 1), (3, 5), (480, 640), (7, 13)]
 
@@ -216,3 +222,69 @@ def test_undecodable_compressed_images_raise(data, match):
     msg.data = data
     with pytest.raises(ImageConversionError, match=match):
         compressed_to_rgb(msg)
+
+
+# --- attacks: frames larger than max_image_pixels are refused from their header ---------------
+
+def compressed(data: bytes, fmt: str = "png", stamp=(12, 34), frame_id="cam") -> CompressedImage:
+    msg = CompressedImage(format=fmt)
+    msg.data = data
+    msg.header.stamp.sec, msg.header.stamp.nanosec = stamp
+    msg.header.frame_id = frame_id
+    return msg
+
+
+def test_the_decompression_bomb_is_refused_before_decoding():
+    """389 kB declaring 20000x20000: refused from the PNG header, by every entry point."""
+    bomb = compressed(png_bomb(20_000, 20_000))
+    reason = (f"compressed image declares 20000x20000 = 400000000 pixels, more than "
+              f"max_image_pixels={DEFAULT_MAX_PIXELS} (not decoded)")
+    with pytest.raises(ImageConversionError) as caught:
+        compressed_to_rgb(bomb)
+    assert str(caught.value) == reason
+    assert check_compressed_header(bomb) == reason == frame_problem(bomb)
+    with pytest.raises(FrameUnusable) as unusable:
+        message_to_frame(bomb)
+    assert unusable.value.reason == reason
+    frame = unusable.value.frame  # the failed result still names the frame it refers to
+    assert (frame.stamp_sec, frame.stamp_nanosec, frame.frame_id) == (12, 34, "cam")
+    assert frame.image.size == 0
+
+
+def test_the_cap_is_a_parameter_for_compressed_frames():
+    ok, data = cv2.imencode(".jpg", np.zeros((30, 40, 3), np.uint8))
+    msg = compressed(data.tobytes(), "jpeg")
+    assert compressed_to_rgb(msg, max_pixels=1200).shape == (30, 40, 3)
+    assert message_to_frame(msg, max_pixels=1200).width == 40
+    assert "40x30 = 1200 pixels, more than max_image_pixels=1199" in frame_problem(msg, 1199)
+
+
+def test_a_raw_frame_over_the_cap_is_refused_from_its_header_fields():
+    """A raw frame declaring 20000x20000 is refused for its size, before its data is looked at."""
+    msg = _bad(height=20_000, width=20_000, step=60_000, data=bytes(10))
+    reason = "image is 20000x20000 = 400000000 pixels, more than max_image_pixels="
+    with pytest.raises(ImageConversionError, match=reason):
+        image_to_rgb(msg)
+    assert reason in check_image_header(msg) and reason in frame_problem(msg)
+    small = rgb8_image(random_rgb(4, 5))
+    assert image_to_rgb(small, max_pixels=20).shape == (4, 5, 3)
+    with pytest.raises(FrameUnusable, match="5x4 = 20 pixels, more than max_image_pixels=19"):
+        message_to_frame(small, max_pixels=19)
+
+
+@pytest.mark.parametrize("data,match", [
+    (png_bomb(64, 64)[:20], "truncated PNG header"),
+    (b"\xff\xd8\xff\xe0\x00\x10JFIF", "truncated JPEG header"),
+    (b"GIF89a" + bytes(20), "neither PNG nor JPEG"),
+])
+def test_truncated_or_foreign_compressed_frames_are_refused_with_the_reason(data, match):
+    msg = compressed(data)
+    with pytest.raises(ImageConversionError, match=match) as caught:
+        compressed_to_rgb(msg)
+    assert str(caught.value).startswith("cannot decode compressed image (format 'png'")
+    assert match in frame_problem(msg)
+
+
+def test_frame_problem_accepts_good_frames_of_both_kinds():
+    assert frame_problem(rgb8_image(random_rgb(3, 3))) is None
+    assert frame_problem(compressed(cv2.imencode(".png", random_rgb(3, 3))[1].tobytes())) is None

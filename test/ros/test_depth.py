@@ -66,7 +66,8 @@ class Rig:
         namespace = f"/depth_test_{os.getpid()}_{next(_namespaces)}"
         self.node = rclpy.create_node("sam3_agent", namespace=namespace, context=context)
         self.feeder = rclpy.create_node("camera", namespace=namespace, context=context)
-        self.targets = DepthTargets(self.node, config.depth)
+        self.targets = DepthTargets(self.node, config.depth,
+                                    max_pixels=config.node.max_image_pixels)
         self.depth_pub = self.feeder.create_publisher(Image, "depth", _qos(depth_reliable))
         self.info_pub = self.feeder.create_publisher(CameraInfo, "camera_info", _qos(False))
         self.received: dict[str, list] = {"target": [], "targets": []}
@@ -307,6 +308,19 @@ def test_bad_depth_messages_give_reasons_not_exceptions(rig, scene):
     extras = r.locate_when(frame, masks, lambda e: e[0]["position"] is None)
     assert "unusable camera_info" in extras[0]["position_error"]
     assert r.targets.locate(frame, []) == []
+
+
+def test_a_depth_frame_over_max_image_pixels_is_not_converted(rig, scene):
+    """The cap of the colour frames holds for depth: refused from the header fields, whatever
+    the data, with the reason in position_error."""
+    r = rig(Config.from_params({"depth.enabled": True, "max_image_pixels": 640 * 480 - 1}))
+    _, masks = scene_masks(scene)
+    r.send_info(scene.intrinsics.K, 640, 480)
+    r.send_depth(scene.depth_mm(), "16UC1")
+    extras = r.locate_when(colour_frame(scene), masks, inputs_arrived)
+    assert all(e["position"] is None for e in extras)
+    assert extras[0]["position_error"] == (
+        "unusable depth frame: 640x480 = 307200 pixels, more than max_image_pixels=307199")
 
 
 def test_too_few_valid_pixels_reason(rig, scene):

@@ -188,6 +188,38 @@ def test_a_new_follow_stops_the_previous_one_and_bad_frames_are_skipped(runner):
     assert "replaced by the follow of q-2" in runner.published.statuses()[0]["reason"]
 
 
+def test_a_decompression_bomb_on_the_image_topic_is_skipped_undecoded_while_following():
+    """Follow mode converts frames with the node's converter (message_to_frame, the
+    max_image_pixels cap): the bomb is skipped from its header, the follow goes on."""
+    import cv2
+    from sensor_msgs.msg import CompressedImage
+
+    from sam3_agent_ros.ros.conversions import message_to_frame
+    from test.fakes.image_bombs import png_bomb
+
+    def compressed(data: bytes, sec: int) -> CompressedImage:
+        msg = CompressedImage(format="png")
+        msg.data, msg.header.stamp.sec, msg.header.frame_id = data, sec, "cam"
+        return msg
+
+    published = Recorder()
+    runner = FollowRunner(to_frame=lambda msg: message_to_frame(msg, 40_000_000),
+                          publish=published)
+    runner.start()
+    try:
+        session = FakeSession()
+        runner.follow("q-1", session, 1, None)
+        runner.offer(compressed(png_bomb(20_000, 20_000), 5))
+        wait_until(lambda: runner.stats.unusable == 1, "the bomb to be refused")
+        assert session.seen == [] and published.calls == []
+        runner.offer(compressed(cv2.imencode(".png", np.zeros((4, 6, 3), np.uint8))[1]
+                                .tobytes(), 6))
+        published.wait(lambda s: len(s) == 1, "the next frame followed")
+        assert session.seen == [6.0]
+    finally:
+        assert runner.shutdown(TIMEOUT)
+
+
 def test_shutdown_stops_the_follow_and_a_publisher_failure_does_not_kill_the_thread():
     calls = []
 

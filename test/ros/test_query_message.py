@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sam3_agent_ros.ros.query_message import (
+    ECHO_CHARS,
+    MAX_QUERY_ID_CHARS,
     ParsedQuery,
     QueryRejected,
     StopFollow,
@@ -30,10 +32,12 @@ def test_valid_queries(raw, expected):
     ("", "empty query", None),
     (" \t\n", "empty query", None),
     ("{oops", "invalid JSON query: Expecting property name enclosed in double quotes at "
-              "character 1", None),
+              "position 1", None),
     ('{"id": "a"', "invalid JSON query", None),
     ('{"id": "a", "query": 3}', "invalid JSON query: 'query' must be a string", "a"),
-    ('{"id": "a"}', "invalid JSON query: 'query' must be a string", "a"),
+    ('{"id": "a"}', 'it needs a "query" field with the text, e.g. {"id": "q-1", "query": '
+                    '"the red cup"}', "a"),
+    ('{"id": "a", "text": "the red cup"}', 'it needs a "query" field', "a"),
     ('{"id": "a", "query": "  "}', "empty query", "a"),
     ('{"id": true, "query": "x"}', "invalid JSON query: 'id' must be a string, got True", None),
     ('{"id": ["a"], "query": "x"}', "'id' must be a string", None),
@@ -71,3 +75,35 @@ def test_bad_follow_fields_are_rejected(raw, reason):
     with pytest.raises(QueryRejected) as caught:
         parse_query_message(raw, 2000)
     assert reason in caught.value.reason
+
+
+# --- attacks: every text gets its one result, with a clear reason and a bounded echo -----------
+
+@pytest.mark.parametrize("raw,reason", [
+    ('{"query": ' + "[" * 1500, "nested more than 32 levels deep"),  # RecursionError in json
+    ('{"query": "x", "id": ' + "9" * 5000 + "}", "a number of 5000 digits"),  # ValueError
+    ('{"query": ' + "[" * 20 + "]" * 20 + "}", "'query' must be a string"),  # shallow: fine
+], ids=["deep-nesting", "5000-digit-int", "shallow-nesting"])
+def test_pathological_json_is_rejected_with_a_reason_not_an_exception(raw, reason):
+    with pytest.raises(QueryRejected) as caught:
+        parse_query_message(raw, 10_000)
+    assert reason in caught.value.reason
+    assert len(caught.value.text) <= ECHO_CHARS
+
+
+def test_a_long_id_is_rejected_and_not_kept():
+    long_id = "i" * (MAX_QUERY_ID_CHARS + 1)
+    with pytest.raises(QueryRejected) as caught:
+        parse_query_message(f'{{"id": "{long_id}", "query": "the red cup"}}', 2000)
+    assert f"'id' is {MAX_QUERY_ID_CHARS + 1} characters long" in caught.value.reason
+    assert caught.value.query_id is None  # the node names the failed result itself
+    at_limit = "i" * MAX_QUERY_ID_CHARS
+    parsed = parse_query_message(f'{{"id": "{at_limit}", "query": "the red cup"}}', 2000)
+    assert parsed.query_id == at_limit
+
+
+def test_bad_values_are_quoted_clipped_in_the_reason():
+    with pytest.raises(QueryRejected) as caught:
+        parse_query_message('{"query": "x", "follow": "' + "y" * 1500 + '"}', 2000)
+    assert "'follow' must be true or false" in caught.value.reason
+    assert len(caught.value.reason) < 200

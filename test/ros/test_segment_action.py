@@ -16,8 +16,10 @@ from sam3_agent_ros.action import Segment
 from sam3_agent_ros.core.types import Frame, Mask, Phase, Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.msg import MaskInfo
 from sam3_agent_ros.ros.outputs import AnswerMessages, frame_header
+from sam3_agent_ros.ros.query_message import ECHO_CHARS, MAX_QUERY_ID_CHARS
 from sam3_agent_ros.ros.segment_action import (
     GoalRejected,
+    KeptImages,
     feedback_fields,
     goal_query,
     load_interfaces,
@@ -44,6 +46,28 @@ def test_goal_query_rejects_with_the_reason_and_the_query(text, reason):
         goal_query(text, "g-1", 10, ids())
     assert caught.value.args[0] == reason
     assert caught.value.args[1].id == "g-1"
+
+
+def test_a_megabyte_goal_is_rejected_carrying_only_a_clipped_text():
+    """Nothing long is logged or echoed: the rejected query (logged, then published as the failed
+    result) holds at most ECHO_CHARS of the text."""
+    with pytest.raises(GoalRejected) as caught:
+        goal_query("blue " * 200_000, "g-1", 2000, ids())
+    reason, query = caught.value.args
+    assert reason == "query is 1000000 characters long, more than max_query_chars=2000"
+    assert query.id == "g-1" and len(query.text) <= ECHO_CHARS
+    assert query.text.endswith("... (1000000 characters)")
+
+
+def test_a_long_goal_id_is_replaced_by_a_node_made_one():
+    long_id = "i" * (MAX_QUERY_ID_CHARS + 1)
+    with pytest.raises(GoalRejected) as caught:
+        goal_query("the cup", long_id, 100, ids())
+    reason, query = caught.value.args
+    assert reason == f"query_id is {MAX_QUERY_ID_CHARS + 1} characters long, more than 128"
+    assert query == Query("q-1", "the cup")
+    assert goal_query("the cup", "i" * MAX_QUERY_ID_CHARS, 100, ids()).id == (
+        "i" * MAX_QUERY_ID_CHARS)
 
 
 def test_feedback_fields_fill_none_with_empty_strings():
@@ -111,3 +135,44 @@ def test_failed_result_has_empty_images_and_the_error():
 
 def test_the_interfaces_load():
     assert load_interfaces() == (Segment, MaskInfo)
+
+
+def finished_result(stamp_sec: int) -> Segment.Result:
+    frame = Frame(np.zeros((6, 8, 3), np.uint8), stamp_sec, 0, "cam")
+    mask = np.zeros((6, 8), bool)
+    mask[1:3, 2:5] = True
+    result = Result("q", "cup", QueryStatus.SUCCEEDED, masks=[Mask.from_array(mask, 0.9,
+                                                                               (2, 1, 5, 3))],
+                    frame=frame)
+    return result_message(Segment, MaskInfo, result)
+
+
+def test_only_the_latest_finished_results_keep_their_images():
+    """A goal flood cannot pin images: the oldest kept result past the limit loses its mask and
+    labels (header, masks and result_json stay)."""
+    now = [0.0]
+    kept = KeptImages(2, timeout_s=10, clock=lambda: now[0])
+    messages = [finished_result(k) for k in range(3)]
+    for message in messages:
+        kept.add(message)
+        now[0] += 1.0
+    assert len(kept) == 2
+    first = messages[0]
+    assert len(first.mask.data) == len(first.labels.data) == 0
+    assert first.mask.header.stamp.sec == 0 and first.labels.header.frame_id == "cam"
+    assert len(first.masks) == 1 and json.loads(first.result_json)["status"] == "succeeded"
+    assert all(len(m.mask.data) == 48 and len(m.labels.data) == 48 for m in messages[1:])
+
+
+def test_expired_results_are_let_go_without_touching_them():
+    now = [0.0]
+    kept = KeptImages(1, timeout_s=10, clock=lambda: now[0])
+    old = finished_result(1)
+    kept.add(old)
+    now[0] = 11.0  # rclpy has dropped it: only our reference goes, its images are not stripped
+    kept.add(finished_result(2))
+    assert len(kept) == 1 and len(old.mask.data) == 48
+    kept.add(result_message(Segment, MaskInfo, Result("q", "x", QueryStatus.FAILED, error="e")))
+    assert len(kept) == 1  # a result without images takes no place
+    kept.clear()
+    assert len(kept) == 0

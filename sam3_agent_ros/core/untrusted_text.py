@@ -1,0 +1,30 @@
+"""Text that came from outside (query text and ids, goal fields) shown in bounded, inert form.
+
+``clip`` bounds what a result or a log repeats of a long text; ``for_log`` also escapes control
+characters (newlines, carriage returns, ANSI escapes), so a query id like ``"x\\n[ERROR] ..."``
+stays on its own log line and cannot forge another one.
+"""
+
+from __future__ import annotations
+
+import re
+
+LOG_CHARS = 200  # the most of one outside text that a log line carries
+
+# C0 and C1 control characters and the Unicode line/paragraph separators.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, saying how long it was."""
+    if len(text) <= limit:
+        return text
+    note = f"... ({len(text)} characters)"
+    return text[: max(0, limit - len(note))] + note
+
+
+def for_log(text: object, limit: int = LOG_CHARS) -> str:
+    """``text`` clipped to ``limit`` characters with every control character escaped
+    (``\\n``, ``\\x1b``...): one log line whatever it holds."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
+                        clip(str(text), limit))
