@@ -13,7 +13,7 @@ Two nodes, one after the other: ``bounded`` with the defaults (``action.result_t
 ``action.max_results_with_images`` 16), and ``unbounded``: 900 s (rclpy's default before Kilted;
 the server set none before issue 17) with every result keeping its images.
 
-    .venv/bin/python bench/action_memory.py [--goals 150] [--after 13]
+    python bench/action_memory.py [--goals 150] [--after 13]
 """
 
 from __future__ import annotations
