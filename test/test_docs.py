@@ -97,6 +97,42 @@ def test_relative_links_resolve(path):
     assert not missing, f"{path.name}: links to nothing: {missing}"
 
 
+_TEST_REFERENCE = re.compile(r"`((?:test|bench)/[\w/]+\.py)?((?:::\w+)*)`")
+
+
+def cited_tests(text: str) -> list[tuple[str, str | None]]:
+    """``(file, function or None)`` for every `test/x.py::name` cited; a bare `::name` cites a
+    function of the file cited last (the docs' shorthand in a list)."""
+    cited, current = [], None
+    for file_part, names in _TEST_REFERENCE.findall(text):
+        current = file_part or current
+        if current is None:
+            continue
+        functions = [n for n in names.split("::") if n]
+        cited += [(current, f) for f in functions] or [(current, None)]
+    return cited
+
+
+@pytest.mark.parametrize("path", DOCS)
+def test_cited_tests_and_benchmarks_exist(path):
+    """A doc that says "shown by test X" must not outlive X (renamed or moved tests)."""
+    missing = []
+    for file_part, function in cited_tests(path.read_text(encoding="utf-8")):
+        source = REPO_ROOT / file_part
+        if not source.is_file():
+            missing.append(file_part)
+        elif function and not re.search(rf"^(async )?def {function}\b",
+                                        source.read_text(encoding="utf-8"), re.M):
+            missing.append(f"{file_part}::{function}")
+    assert not missing, f"{path.name} cites what does not exist: {missing}"
+
+
+def test_cited_tests_read_the_shorthand():
+    text = "`test/a.py::one`, `::two`; `test/b.py`; `::three`"
+    assert cited_tests(text) == [("test/a.py", "one"), ("test/a.py", "two"), ("test/b.py", None),
+                                 ("test/b.py", "three")]
+
+
 @pytest.mark.parametrize("path", DOCS)
 def test_no_hand_typed_test_counts_or_suite_durations(path):
     """Counts of tests and how long the suites or the demo take change with every commit:
