@@ -18,7 +18,7 @@ post-processing, pruning, and for upstream its file I/O.
 - ours: ``Agent.run`` with an LLM stub that does what ``OpenAiClient.complete`` does before the
   network (``to_openai_messages`` with a per-query ``ImageEncoder``: downscale to
   agent.max_image_side, JPEG) plus ``json.dumps``, then returns the scripted reply; the segmenter
-  returns precomputed masks (then our ``to_masks`` normalisation runs as usual).
+  returns precomputed masks (then our ``Detections.coerce`` check runs as usual).
 - upstream: ``sam3.agent.agent_core.agent_inference`` with its real ``send_generate_request``
   (reads each image file, base64) where only the ``openai.OpenAI`` class is replaced by a stub that
   does ``json.dumps`` and returns the scripted reply; and its real ``call_sam_service`` /
@@ -45,7 +45,6 @@ import threading
 import time
 import types
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
@@ -63,6 +62,7 @@ from common import (
 
 from sam3_agent_ros.config import Config  # noqa: E402  (after common puts ROOT on sys.path)
 from sam3_agent_ros.core.agent import Agent  # noqa: E402
+from sam3_agent_ros.core.ports import Detections  # noqa: E402
 from sam3_agent_ros.core.types import Frame, LlmReply, Query, QueryStatus  # noqa: E402
 from sam3_agent_ros.llm.encoding import ImageEncoder, to_openai_messages  # noqa: E402
 from test.fakes.scripted_llm import ScriptedLlm, examine, segment, select  # noqa: E402
@@ -79,15 +79,8 @@ VERIFIER_MARK = "<verdict>"  # our verifier prompt asks for it; the upstream pla
 # --- shared inputs ---------------------------------------------------------------------------
 
 
-@dataclass
-class Segmentation:
-    masks: np.ndarray
-    scores: np.ndarray
-    boxes: np.ndarray
-
-
-def segmentations(width: int, height: int) -> dict[str, Segmentation]:
-    return {p: Segmentation(*blob_masks(width, height, N_MASKS, seed=k))
+def segmentations(width: int, height: int) -> dict[str, Detections]:
+    return {p: Detections(*blob_masks(width, height, N_MASKS, seed=k))
             for k, p in enumerate(PROMPTS)}
 
 
@@ -116,7 +109,7 @@ class Stopwatch:
 
 
 class PrecomputedSegmenter:
-    def __init__(self, outputs: dict[str, Segmentation], stopwatch: Stopwatch):
+    def __init__(self, outputs: dict[str, Detections], stopwatch: Stopwatch):
         self.outputs, self.stopwatch = outputs, stopwatch
 
     def segment(self, image, text_prompt):
@@ -155,7 +148,7 @@ def our_verifier(messages) -> str:
     return verdict_text(int(re.search(r"mask-(\d+)-crop", key).group(1)))
 
 
-def run_ours(image: np.ndarray, outputs: dict[str, Segmentation]) -> tuple[float, float, list]:
+def run_ours(image: np.ndarray, outputs: dict[str, Detections]) -> tuple[float, float, list]:
     """One query; returns (overhead wall s, process CPU s, selected mask areas)."""
     config = Config.from_params({})
     stopwatch = Stopwatch()
@@ -248,7 +241,7 @@ class FakeSam3Processor:
     """Stands in for ``Sam3Processor``: returns the precomputed output state for the prompt, in
     SAM 3's format (boxes xyxy pixels, masks (N, 1, H, W) bool, scores)."""
 
-    def __init__(self, outputs: dict[str, Segmentation], stopwatch: Stopwatch):
+    def __init__(self, outputs: dict[str, Detections], stopwatch: Stopwatch):
         import torch
 
         self.stopwatch = stopwatch
@@ -267,7 +260,7 @@ class FakeSam3Processor:
         return result
 
 
-def run_upstream(upstream, image_path: str, outputs: dict[str, Segmentation], workdir: Path,
+def run_upstream(upstream, image_path: str, outputs: dict[str, Detections], workdir: Path,
                  script: list[str] | None = None) -> tuple[float, float, list]:
     agent_core, client_llm, client_sam3 = upstream
     import pycocotools.mask as mask_utils

@@ -29,6 +29,7 @@ from common import bench_frame, blob_masks, command_line, write_result
 
 from sam3_agent_ros.config import Config  # noqa: E402  (after common puts ROOT on sys.path)
 from sam3_agent_ros.core.agent import Agent  # noqa: E402
+from sam3_agent_ros.core.ports import Detections  # noqa: E402
 from sam3_agent_ros.core.types import Frame, Message, Query, QueryStatus  # noqa: E402
 from sam3_agent_ros.llm.encoding import ImageEncoder, to_openai_messages  # noqa: E402
 from test.fakes.scripted_llm import ScriptedLlm, examine, segment, select  # noqa: E402
@@ -48,8 +49,7 @@ class PhraseSegmenter:
         if text_prompt not in self._cache:
             seed = sum(map(ord, text_prompt))
             masks, scores, boxes = blob_masks(WIDTH, HEIGHT, N_MASKS, seed=seed)
-            self._cache[text_prompt] = type("Out", (), {"masks": masks, "scores": scores,
-                                                        "boxes": boxes})
+            self._cache[text_prompt] = Detections(masks, scores, boxes)
         return self._cache[text_prompt]
 
 

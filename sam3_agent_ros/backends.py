@@ -23,7 +23,7 @@ def missing_requirements(config: Config, environ: Mapping[str, str] | None = Non
       answers is deliberately not checked: a robot may start before its model server (vLLM
       takes minutes to load a model), and a probe would leave the node unconfigured after a
       transient outage; a query on an unreachable endpoint fails with that reason instead.
-    - ``segmenter.backend: sam3``: ``segmenters.sam3.check_loadable`` (packages, vocabulary,
+    - ``segmenter.backend: sam3``: ``segmenters.sam3_files.check_loadable`` (packages, vocabulary,
       checkpoint file or Hugging Face weights).
     """
     environ = os.environ if environ is None else environ
@@ -31,7 +31,7 @@ def missing_requirements(config: Config, environ: Mapping[str, str] | None = Non
     if config.llm.backend == "openai":
         problems += _openai_problems(config.llm, environ)
     if config.segmenter.backend == "sam3":
-        from sam3_agent_ros.segmenters.sam3 import check_loadable
+        from sam3_agent_ros.segmenters.sam3_files import check_loadable
 
         try:
             check_loadable(config.segmenter)

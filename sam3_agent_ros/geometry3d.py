@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from sam3_agent_ros.masks import PixelBox, pixel_box
+
 STATISTICS = ("median", "trimmed_mean", "min_cluster")
 MM_ENCODINGS = ("16UC1", "mono16")  # unsigned 16-bit millimetres (mono16: older OpenNI drivers)
 METRE_ENCODINGS = ("32FC1",)
@@ -181,10 +183,10 @@ def locate_mask(mask: np.ndarray, depth_m: np.ndarray,
     height, width = mask.shape
     depth_m = resize_depth_to(depth_m, height, width)
 
-    box = _bounding_box(mask)
+    box = pixel_box(mask)
     if box is None:
         return Located(None, "empty mask")
-    y0, y1, x0, x1 = _grow(box, erode_px + 1, height, width)
+    x0, y0, x1, y1 = _grow(box, erode_px + 1, height, width)
     crop = np.ascontiguousarray(mask[y0:y1, x0:x1], dtype=bool)
     depth_crop = depth_m[y0:y1, x0:x1]
     # NaN fails both comparisons; the explicit > 0 matters when min_m is 0.
@@ -261,16 +263,7 @@ def _nearest_cluster(zs: np.ndarray, min_valid_pixels: int) -> np.ndarray:
     return ordered  # no cluster is big enough on its own: all depths
 
 
-def _bounding_box(mask: np.ndarray) -> tuple[int, int, int, int] | None:
-    rows = np.flatnonzero(mask.any(axis=1))
-    if rows.size == 0:
-        return None
-    cols = np.flatnonzero(mask[rows[0]:rows[-1] + 1].any(axis=0))
-    return int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
-
-
-def _grow(box: tuple[int, int, int, int], margin: int, height: int,
-          width: int) -> tuple[int, int, int, int]:
-    y0, y1, x0, x1 = box
-    return (max(0, y0 - margin), min(height, y1 + margin), max(0, x0 - margin),
-            min(width, x1 + margin))
+def _grow(box: PixelBox, margin: int, height: int, width: int) -> PixelBox:
+    x0, y0, x1, y1 = box
+    return (max(0, x0 - margin), max(0, y0 - margin), min(width, x1 + margin),
+            min(height, y1 + margin))

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 
+from sam3_agent_ros.masks import pixel_box
+
 # Distinct, saturated tints (RGB), used in order: mask k gets PALETTE[(k - 1) % len(PALETTE)].
 PALETTE: tuple[tuple[int, int, int], ...] = (
     (255, 56, 56), (56, 132, 255), (50, 205, 50), (255, 178, 29), (207, 0, 255),
@@ -177,14 +179,6 @@ def _checked(mask: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     if mask.shape != tuple(shape):
         raise ValueError(f"mask shape {mask.shape} does not match the image {tuple(shape)}")
     return np.ascontiguousarray(mask if mask.dtype == bool else mask != 0)
-
-
-def pixel_box(mask: np.ndarray) -> tuple[int, int, int, int] | None:
-    """x0, y0, x1, y1 (exclusive) of the non-zero pixels of a bool mask, or None when empty."""
-    x, y, w, h = cv2.boundingRect(np.ascontiguousarray(mask, dtype=bool).view(np.uint8))
-    if w == 0 or h == 0:
-        return None
-    return x, y, x + w, y + h
 
 
 def _crop(mask: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:

@@ -1,7 +1,7 @@
 """The SAM 3 agent loop: ask the model, run its tool, repeat, within bounds.
 
 ``Agent.run`` never raises: every query ends in exactly one ``Result``. Errors caused by the model
-go back to it as a corrective turn (``ModelMistake``); errors of the system end the query.
+go back to it as a corrective turn (a ``Mistake`` value); errors of the system end the query.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 from sam3_agent_ros.config import Config
 from sam3_agent_ros.core import context, protocol
 from sam3_agent_ros.core.cancel import CancelToken
-from sam3_agent_ros.core.errors import LlmError, ModelMistake, QueryEnded, SegmenterError
+from sam3_agent_ros.core.errors import LlmError, Mistake, QueryEnded, SegmenterError
 from sam3_agent_ros.core.ports import LlmClient, Segmenter
 from sam3_agent_ros.core.prompts import Prompts, load_prompts
 from sam3_agent_ros.core.tools import Continue, Finish, QueryState, ToolBox
@@ -145,39 +145,46 @@ class _QueryRun:
         self._add_usage(reply)
         return reply
 
-    def _act(self, reply: LlmReply) -> Continue | Finish | None:
+    def _act(self, reply: LlmReply) -> Finish | None:
+        """Run the reply's call; a mistake (in the reply or in the call) gets a corrective turn."""
         parsed = protocol.interpret(reply, native=self.native)
         self.reasoning = protocol.clip_reasoning(parsed.reasoning, self.cfg.status_reasoning_chars)
+        outcome = parsed.mistake or self._run_tool(parsed.call)
         calls = (parsed.native_call,) if parsed.native_call else ()
-        assistant = Message("assistant", (parsed.kept_text,), tool_calls=calls)
         note = protocol.ignored_calls_note(parsed.ignored_calls) if parsed.ignored_calls else None
-        try:
-            if parsed.call is None:
-                raise ModelMistake(parsed.mistake or "no tool call")
-            self.tools.check(parsed.call, self.state)  # refused before any status shows it
-            if parsed.call.name in _PHASES:
-                self._status(_PHASES[parsed.call.name], parsed.call)
-            outcome = self.tools.execute(parsed.call, self.state)
-        except ModelMistake as mistake:
-            self.mistakes += 1
-            if self.mistakes >= self.cfg.max_consecutive_mistakes:
-                raise QueryEnded(QueryStatus.FAILED,
-                                 f"{self.mistakes} invalid model replies in a row; last: "
-                                 f"{mistake}") from None
-            correction = Message.text("user", f"Error: {mistake}")
+        if isinstance(outcome, Mistake):
+            self._count_mistake(outcome)
             # A refused reply goes back to the model cut short: a megabyte text_prompt is not
             # re-sent with every following request.
             refused = Message("assistant", (clip(parsed.kept_text, REFUSED_REPLY_CHARS),),
                               tool_calls=calls)
+            correction = Message.text("user", f"Error: {outcome.text}")
             self.turns.append(context.Turn(refused, _with_note(correction, note)))
             return None
+        self.mistakes = 0
+        if isinstance(outcome, Finish):
+            return outcome
+        assistant = Message("assistant", (parsed.kept_text,), tool_calls=calls)
+        self.turns.append(context.Turn(assistant, _with_note(outcome.message, note),
+                                       outcome.executed_segment))
+        return None
+
+    def _run_tool(self, call: protocol.ToolCall) -> Continue | Finish | Mistake:
+        refused = self.tools.check(call, self.state)  # refused before any status shows it
+        if refused is not None:
+            return refused
+        if call.name in _PHASES:
+            self._status(_PHASES[call.name], call)
+        try:
+            return self.tools.execute(call, self.state)
         except SegmenterError as exc:
             raise QueryEnded(QueryStatus.FAILED, str(exc)) from None
-        self.mistakes = 0
-        if isinstance(outcome, Continue):
-            self.turns.append(context.Turn(assistant, _with_note(outcome.message, note),
-                                           outcome.executed_segment))
-        return outcome
+
+    def _count_mistake(self, mistake: Mistake) -> None:
+        self.mistakes += 1
+        if self.mistakes >= self.cfg.max_consecutive_mistakes:
+            raise QueryEnded(QueryStatus.FAILED, f"{self.mistakes} invalid model replies in a "
+                                                 f"row; last: {mistake.text}")
 
     def _examiner(self, verifier: Verifier):
         def examine(state: QueryState) -> list[bool]:
@@ -223,7 +230,7 @@ class _QueryRun:
                         rounds=self.rounds, timings=self.timings, usage=self.usage,
                         frame=self.frame if isinstance(self.frame, Frame) else None,
                         backends=self.agent.backends)
-        if getattr(self.agent.segmenter, "untrained_weights", False):
+        if self.state.untrained_weights:
             result.extra["untrained_weights"] = True
         self._status(Phase.DONE, status=status)
         return result

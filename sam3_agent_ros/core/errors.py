@@ -1,8 +1,9 @@
 """The whole error vocabulary of the agent loop.
 
-- ``ModelMistake``: the model's reply was malformed or asked for something impossible. Its message
-  goes back to the model as a corrective user turn; the loop continues (bounded by
-  ``agent.max_consecutive_mistakes``).
+- ``Mistake``: a value, not an exception: the model's reply was malformed or asked for something
+  impossible. Parsing (``protocol.interpret``) and the tools (``ToolBox.check`` / ``execute``)
+  return it; the loop sends its text back to the model as a corrective turn and continues
+  (bounded by ``agent.max_consecutive_mistakes``).
 - ``QueryEnded``: the query is over (system error, limit, cancel). Carries the terminal status and
   a human-readable reason; the loop turns it into the one ``Result``.
 - ``LlmError`` / ``SegmenterError``: failures of the systems we call; they end the query as
@@ -11,11 +12,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sam3_agent_ros.core.types import QueryStatus
 
 
-class ModelMistake(Exception):
-    """A reply the model must correct. ``str(exc)`` is the corrective message sent back."""
+@dataclass(frozen=True)
+class Mistake:
+    """A reply the model must correct; ``text`` is the corrective message sent back."""
+
+    text: str
 
 
 class QueryEnded(Exception):

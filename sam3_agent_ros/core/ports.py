@@ -1,12 +1,15 @@
 """The core's ports: what the agent loop needs from an LLM and from a segmenter.
 
 Backends (``llm/``, ``segmenters/``, plugins) implement these protocols; the core depends on
-nothing else of theirs. ``to_masks`` is the one gate every segmenter output passes through.
+nothing else of theirs. Every backend's ``segment`` returns a ``Detections``; a plugin
+(CONTRACTS §3) may return any object with ``masks``/``scores``/``boxes``, so the core passes every
+output through ``Detections.coerce`` before using it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -29,41 +32,66 @@ class LlmClient(Protocol):
                  tools: list[dict] | None = None) -> LlmReply: ...
 
 
+@dataclass(frozen=True)
+class Detections:
+    """What a segmenter found for one phrase on one frame.
+
+    ``masks`` (N, H, W) bool, ``scores`` (N,) float64, ``boxes`` (N, 4) float64 x0, y0, x1, y1 in
+    pixels. ``untrained_weights``: the model that produced them had random weights (SAM 3's
+    ``segmenter.random_weights``): the masks mean nothing, and the result says so."""
+
+    masks: np.ndarray
+    scores: np.ndarray
+    boxes: np.ndarray
+    untrained_weights: bool = False
+
+    @classmethod
+    def empty(cls, height: int, width: int, *, untrained_weights: bool = False) -> Detections:
+        return cls(np.zeros((0, height, width), bool), np.zeros(0), np.zeros((0, 4)),
+                   untrained_weights)
+
+    @classmethod
+    def coerce(cls, raw: object, height: int, width: int) -> Detections:
+        """Any segmenter output (a ``Detections``, or a plugin's object with ``masks``,
+        ``scores``, ``boxes``) checked against an (height, width) frame: bool masks, float64
+        scores and boxes, ``(N, 1, H, W)`` masks squeezed.
+
+        Anything malformed raises ``SegmenterError`` with what was wrong (a system error: the
+        query ends ``failed``; the model cannot fix it)."""
+        try:
+            masks = np.asarray(raw.masks)
+            scores = np.asarray(raw.scores, dtype=np.float64).reshape(-1)
+            boxes = np.asarray(raw.boxes, dtype=np.float64)
+        except AttributeError as exc:
+            raise SegmenterError(f"segmenter output lacks masks/scores/boxes: {exc}") from None
+        except (TypeError, ValueError) as exc:
+            raise SegmenterError(f"segmenter output is not numeric: {exc}") from None
+        untrained = isinstance(raw, Detections) and raw.untrained_weights
+        count = scores.shape[0]
+        if masks.size == 0 and count == 0:
+            return cls.empty(height, width, untrained_weights=untrained)
+        if masks.ndim == 4 and masks.shape[1] == 1:  # (N, 1, H, W) as SAM 3 returns
+            masks = masks[:, 0]
+        if masks.ndim != 3 or masks.shape[0] != count or masks.shape[1:] != (height, width):
+            raise SegmenterError(
+                f"segmenter masks have shape {masks.shape}, expected ({count}, {height}, {width})")
+        if boxes.shape != (count, 4):
+            raise SegmenterError(f"segmenter boxes have shape {boxes.shape}, expected ({count}, 4)")
+        if not np.all(np.isfinite(scores)):
+            raise SegmenterError("segmenter scores contain NaN or inf")
+        return cls(masks.astype(bool, copy=False), scores, boxes, untrained)
+
+    def to_masks(self) -> list[Mask]:
+        """One ``Mask`` per detection, by descending score (ties keep their order)."""
+        order = np.argsort(-self.scores, kind="stable")
+        return [Mask.from_array(self.masks[i], self.scores[i], tuple(self.boxes[i]))
+                for i in order]
+
+
 class Segmenter(Protocol):
     """``segment(image, text_prompt)``: ``image`` is RGB (H, W, 3) uint8 and stays the same object
-    for a whole query (backends may cache per-image work keyed on it). Returns any object with
-    ``masks`` (N, H, W) bool, ``scores`` (N,) float, ``boxes`` (N, 4) float x0, y0, x1, y1 pixels.
+    for a whole query (backends may cache per-image work keyed on it); returns the
+    ``Detections`` for the phrase. Failures raise ``SegmenterError``.
     Optional: ``close()`` frees resources."""
 
-    def segment(self, image: np.ndarray, text_prompt: str) -> Any: ...
-
-
-def to_masks(raw: Any, height: int, width: int) -> list[Mask]:
-    """Validate a segmenter's duck-typed output and return masks sorted by descending score.
-
-    Anything malformed raises ``SegmenterError`` with what was wrong (a system error: the query
-    ends ``failed``; the model cannot fix it).
-    """
-    try:
-        masks = np.asarray(raw.masks)
-        scores = np.asarray(raw.scores, dtype=np.float64).reshape(-1)
-        boxes = np.asarray(raw.boxes, dtype=np.float64)
-    except AttributeError as exc:
-        raise SegmenterError(f"segmenter output lacks masks/scores/boxes: {exc}") from None
-    except (TypeError, ValueError) as exc:
-        raise SegmenterError(f"segmenter output is not numeric: {exc}") from None
-    count = scores.shape[0]
-    if masks.size == 0 and count == 0:
-        return []
-    if masks.ndim == 4 and masks.shape[1] == 1:  # (N, 1, H, W) as SAM 3 returns
-        masks = masks[:, 0]
-    if masks.ndim != 3 or masks.shape[0] != count or masks.shape[1:] != (height, width):
-        raise SegmenterError(
-            f"segmenter masks have shape {masks.shape}, expected ({count}, {height}, {width})")
-    if boxes.shape != (count, 4):
-        raise SegmenterError(f"segmenter boxes have shape {boxes.shape}, expected ({count}, 4)")
-    if not np.all(np.isfinite(scores)):
-        raise SegmenterError("segmenter scores contain NaN or inf")
-    masks = masks.astype(bool, copy=False)
-    order = np.argsort(-scores, kind="stable")
-    return [Mask.from_array(masks[i], scores[i], tuple(boxes[i])) for i in order]
+    def segment(self, image: np.ndarray, text_prompt: str) -> Detections: ...

@@ -11,19 +11,24 @@ and never kept. The answer then yields one tool call:
 - native protocol (``tools``): the reply's first ``tool_calls`` entry; when the server left the
   call in the text instead, the text protocol is the fallback.
 
-Whatever cannot be executed becomes a corrective message for the model (``Interpretation.mistake``),
-never an exception: empty, cut-off and refused replies included. Further calls in the same reply
-are counted (``ignored_calls``) and the model is told they did not run.
+Whatever cannot be executed becomes a corrective message for the model (``Interpretation.mistake``,
+a ``Mistake`` value), never an exception: empty, cut-off and refused replies included. Further
+calls in the same reply are counted (``ignored_calls``) and the model is told they did not run.
+
+``TOOLS`` is the one description of the four tools: the parameter checks, the OpenAI function
+list (``TOOL_FUNCTIONS``) and the examples in corrective messages all derive from it.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from sam3_agent_ros.core import guarded_json
-from sam3_agent_ros.core.errors import ModelMistake
+from sam3_agent_ros.core.errors import Mistake
 from sam3_agent_ros.core.types import LlmReply, NativeToolCall
 
 SEGMENT = "segment_phrase"
@@ -31,39 +36,74 @@ EXAMINE = "examine_each_mask"
 SELECT = "select_masks_and_return"
 REPORT_NO_MASK = "report_no_mask"
 
-# name -> {parameter: required python type}
-TOOL_SCHEMAS: dict[str, dict[str, type]] = {
-    SEGMENT: {"text_prompt": str},
-    EXAMINE: {},
-    SELECT: {"final_answer_masks": list},
-    REPORT_NO_MASK: {},
-}
+_JSON_TYPES: dict[type, str] = {str: "string", list: "array"}
 
-# The same four tools as OpenAI function definitions (llm.protocol: tools).
-TOOL_FUNCTIONS: list[dict[str, Any]] = [
-    {"type": "function", "function": {
-        "name": SEGMENT,
-        "description": "Segment the camera frame with a short noun phrase. The masks found "
-                       "replace all current masks and are numbered 1..N by descending score.",
-        "parameters": {"type": "object", "properties": {"text_prompt": {
-            "type": "string", "description": "a short noun phrase, e.g. 'blue cup'"}},
-            "required": ["text_prompt"], "additionalProperties": False}}},
-    {"type": "function", "function": {
-        "name": EXAMINE,
-        "description": "Verify every current mask separately; keeps the accepted ones, "
-                       "renumbered 1..K in their previous order.",
-        "parameters": {"type": "object", "properties": {}, "additionalProperties": False}}},
-    {"type": "function", "function": {
-        "name": SELECT,
-        "description": "Finish: answer the query with these current masks (1-based ids).",
-        "parameters": {"type": "object", "properties": {"final_answer_masks": {
-            "type": "array", "items": {"type": "integer"}, "minItems": 1}},
-            "required": ["final_answer_masks"], "additionalProperties": False}}},
-    {"type": "function", "function": {
-        "name": REPORT_NO_MASK,
-        "description": "Finish: nothing in the image answers the query.",
-        "parameters": {"type": "object", "properties": {}, "additionalProperties": False}}},
-]
+
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter of a tool: the Python type its JSON value must have (checked on every
+    call), what it means, a valid example (shown to the model in hints and corrections), and
+    the JSON-schema keywords beyond the type (the native function definition)."""
+
+    name: str
+    kind: type
+    description: str
+    example: Any
+    schema: Mapping[str, Any] = field(default_factory=dict)
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": _JSON_TYPES[self.kind], **self.schema,
+                "description": f"{self.description}, e.g. {json.dumps(self.example)}"}
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One of the four tools (CONTRACTS §1). Everything the protocol says about a tool (the
+    checks, the OpenAI function, the examples in corrective messages) derives from this."""
+
+    name: str
+    description: str
+    parameters: tuple[Parameter, ...] = ()
+
+    def parameter_kind(self, key: str) -> type | None:
+        return next((p.kind for p in self.parameters if p.name == key), None)
+
+    def example_arguments(self) -> str:
+        return json.dumps({p.name: p.example for p in self.parameters})
+
+    def text_example(self) -> str:
+        """The call as the text protocol writes it."""
+        return f'<tool>{{"name": "{self.name}", "parameters": {self.example_arguments()}}}</tool>'
+
+    def native_example(self) -> str:
+        """The call as a function call (``llm.protocol: tools``)."""
+        return f"{self.name}({self.example_arguments()})"
+
+    def function(self) -> dict[str, Any]:
+        """The OpenAI function definition (CONTRACTS §1b)."""
+        parameters: dict[str, Any] = {
+            "type": "object", "properties": {p.name: p.json_schema() for p in self.parameters}}
+        if self.parameters:
+            parameters["required"] = [p.name for p in self.parameters]
+        parameters["additionalProperties"] = False
+        return {"type": "function", "function": {
+            "name": self.name, "description": self.description, "parameters": parameters}}
+
+
+# The one table of tools.
+TOOLS: dict[str, Tool] = {tool.name: tool for tool in (
+    Tool(SEGMENT, "Segment the camera frame with a short noun phrase. The masks found replace "
+                  "all current masks and are numbered 1..N by descending score.",
+         (Parameter("text_prompt", str, "a short noun phrase", "red mug"),)),
+    Tool(EXAMINE, "Verify every current mask separately; keeps the accepted ones, renumbered "
+                  "1..K in their previous order."),
+    Tool(SELECT, "Finish: answer the query with these current masks (1-based ids).",
+         (Parameter("final_answer_masks", list, "the ids of the current masks that answer the "
+                    "query", [1, 2], {"items": {"type": "integer"}, "minItems": 1}),)),
+    Tool(REPORT_NO_MASK, "Finish: nothing in the image answers the query."),
+)}
+# The same tools as OpenAI function definitions, sent with every request (llm.protocol: tools).
+TOOL_FUNCTIONS: list[dict[str, Any]] = [tool.function() for tool in TOOLS.values()]
 
 _THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
@@ -72,10 +112,10 @@ _FENCE = re.compile(r"^```[a-zA-Z]*\s*(.*?)\s*```$", re.DOTALL)
 _XML_FUNCTION = re.compile(r"<function=([^>\s]+)>(.*?)</function>", re.DOTALL)
 _XML_PARAMETER = re.compile(r"<parameter=([^>\s]+)>(.*?)</parameter>", re.DOTALL)
 _VERDICT = re.compile(r"<verdict>\s*(accept|reject)\s*</verdict>", re.IGNORECASE)
-_TEXT_HINT = ('Reply with your reasoning, then exactly one tool call such as '
-              '<tool>{"name": "segment_phrase", "parameters": {"text_prompt": "red mug"}}</tool>')
+_TEXT_HINT = ("Reply with your reasoning, then exactly one tool call such as "
+              f"{TOOLS[SEGMENT].text_example()}")
 _NATIVE_HINT = ("Reply with one or two sentences, then call exactly one of the functions "
-                f"{', '.join(TOOL_SCHEMAS)}.")
+                f"{', '.join(TOOLS)}.")
 _BRIEF = "Be brief: one or two sentences, then the tool call."
 
 
@@ -87,14 +127,22 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Interpretation:
-    """What a reply means for the loop: a ``call`` to run, or a ``mistake`` to send back."""
+    """What a reply means for the loop: exactly one of a ``call`` to run and a ``mistake`` to
+    send back."""
 
     call: ToolCall | None
-    mistake: str | None
+    mistake: Mistake | None
     kept_text: str  # the assistant message kept in the conversation (no thinking)
     reasoning: str  # for the status stream: answer text before the call, else the thinking
     native_call: NativeToolCall | None = None  # the tool_calls entry answered (native protocol)
     ignored_calls: int = 0  # further calls in the same reply, not run
+
+    @classmethod
+    def of(cls, outcome: ToolCall | Mistake, kept_text: str, reasoning: str,
+           native_call: NativeToolCall | None = None, ignored_calls: int = 0) -> Interpretation:
+        call = outcome if isinstance(outcome, ToolCall) else None
+        mistake = outcome if isinstance(outcome, Mistake) else None
+        return cls(call, mistake, kept_text, reasoning, native_call, ignored_calls)
 
 
 def split_thinking(text: str) -> tuple[str, str]:
@@ -127,30 +175,25 @@ def interpret(reply: LlmReply, native: bool = False) -> Interpretation:
 
 def _interpret_native(reply: LlmReply, answer: str, thinking: str) -> Interpretation:
     first = reply.tool_calls[0]
-    ignored = len(reply.tool_calls) - 1
-    reasoning = answer or thinking
+    outcome = _native_call(first)
+    return Interpretation.of(outcome, answer, answer or thinking, first, len(reply.tool_calls) - 1)
 
-    def mistake(text: str) -> Interpretation:
-        return Interpretation(None, text, answer, reasoning, first, ignored)
 
-    if first.name not in TOOL_SCHEMAS:
-        return mistake(f"Unknown function {first.name!r}. Available functions: "
-                       f"{', '.join(TOOL_SCHEMAS)}.")
-    raw = (first.arguments or "").strip() or "{}"
+def _native_call(call: NativeToolCall) -> ToolCall | Mistake:
+    tool = TOOLS.get(call.name)
+    if tool is None:
+        return Mistake(f"Unknown function {call.name!r}. Available functions: "
+                       f"{', '.join(TOOLS)}.")
+    raw = (call.arguments or "").strip() or "{}"
     try:
         arguments = guarded_json.loads(raw)
     except guarded_json.JsonRefused as exc:
-        return mistake(f"The arguments of {first.name} are not valid JSON ({exc}). Call it again "
-                       f"with a JSON object, e.g. {_native_signature(first.name)}.")
+        return Mistake(f"The arguments of {tool.name} are not valid JSON ({exc}). Call it again "
+                       f"with a JSON object, e.g. {tool.native_example()}.")
     if not isinstance(arguments, dict):
-        return mistake(f"The arguments of {first.name} must be a JSON object, e.g. "
-                       f"{_native_signature(first.name)}.")
-    try:
-        _check_parameters(first.name, arguments, native=True)
-    except ModelMistake as exc:
-        return mistake(str(exc))
-    return Interpretation(ToolCall(first.name, arguments), None, answer, reasoning, first,
-                          ignored)
+        return Mistake(f"The arguments of {tool.name} must be a JSON object, e.g. "
+                       f"{tool.native_example()}.")
+    return _checked_call(tool, arguments, tool.native_example())
 
 
 def _interpret_text(reply: LlmReply, answer: str, thinking: str,
@@ -165,15 +208,11 @@ def _interpret_text(reply: LlmReply, answer: str, thinking: str,
             text = f"Your reply was cut off at the token limit before the tool call ended. {_BRIEF}"
         else:
             text = f"Your <{tag}> call is not closed with {close}. {_TEXT_HINT}"
-        return Interpretation(None, text, answer or "(reply cut off)", reasoning)
+        return Interpretation.of(Mistake(text), answer or "(reply cut off)", reasoning)
     kept = answer[: end + len(close)]
-    rest = answer[end + len(close):]
-    ignored = len(_CALL_OPEN.findall(rest))
-    try:
-        call = _parse_call_body(answer[opened.end(): end], tag)
-    except ModelMistake as exc:
-        return Interpretation(None, str(exc), kept, reasoning, None, ignored)
-    return Interpretation(call, None, kept, reasoning, None, ignored)
+    ignored = len(_CALL_OPEN.findall(answer[end + len(close):]))
+    outcome = _parse_call_body(answer[opened.end(): end], tag)
+    return Interpretation.of(outcome, kept, reasoning, None, ignored)
 
 
 def _no_call(reply: LlmReply, answer: str, thinking: str, native: bool) -> Interpretation:
@@ -201,14 +240,14 @@ def _no_call(reply: LlmReply, answer: str, thinking: str, native: bool) -> Inter
     else:
         text = f"Your reply contains no <tool> call. {hint}"
         kept = answer
-    return Interpretation(None, text, kept, reasoning)
+    return Interpretation.of(Mistake(text), kept, reasoning)
 
 
 def _looks_like_bare_call(answer: str) -> bool:
-    return '"name"' in answer and any(f'"{name}"' in answer for name in TOOL_SCHEMAS)
+    return '"name"' in answer and any(f'"{name}"' in answer for name in TOOLS)
 
 
-def _parse_call_body(body: str, tag: str) -> ToolCall:
+def _parse_call_body(body: str, tag: str) -> ToolCall | Mistake:
     body = body.strip()
     if tag == "tool_call" and body.startswith("<function="):
         return _parse_xml_call(body)
@@ -218,115 +257,87 @@ def _parse_call_body(body: str, tag: str) -> ToolCall:
     try:
         payload = guarded_json.loads(body)
     except guarded_json.JsonRefused as exc:
-        raise ModelMistake(f"The text inside <{tag}>...</{tag}> is not valid JSON ({exc}). "
-                           f"{_TEXT_HINT}") from None
+        return Mistake(f"The text inside <{tag}>...</{tag}> is not valid JSON ({exc}). "
+                       f"{_TEXT_HINT}")
     if not isinstance(payload, dict):
-        raise ModelMistake('The tool call must be a JSON object '
-                           '{"name": ..., "parameters": {...}}.')
+        return Mistake('The tool call must be a JSON object {"name": ..., "parameters": {...}}.')
     name = payload.get("name")
-    if name not in TOOL_SCHEMAS:
-        raise ModelMistake(f"Unknown tool {name!r}. Available tools: {', '.join(TOOL_SCHEMAS)}.")
+    tool = TOOLS.get(name) if isinstance(name, str) else None
+    if tool is None:
+        return _unknown_tool(name)
     extra_keys = set(payload) - {"name", "parameters", "arguments"}
     if extra_keys:
-        raise ModelMistake(f"Unexpected keys {sorted(extra_keys)} in the tool call: use only "
-                           '"name" and "parameters".')
+        return Mistake(f"Unexpected keys {sorted(extra_keys)} in the tool call: use only "
+                       '"name" and "parameters".')
     if "parameters" in payload and "arguments" in payload:
-        raise ModelMistake('The tool call has both "parameters" and "arguments": give the '
-                           f'parameters once, as "parameters". Use {_signature(name)}.')
+        return Mistake('The tool call has both "parameters" and "arguments": give the '
+                       f'parameters once, as "parameters". Use {tool.text_example()}.')
     parameters = payload.get("parameters", payload.get("arguments", {}))
     if isinstance(parameters, str):  # OpenAI-style arguments: a JSON string
         try:
             parameters = guarded_json.loads(parameters) if parameters.strip() else {}
         except guarded_json.JsonRefused:
-            raise ModelMistake(f'"parameters" of {name} must be a JSON object. '
-                               f"Use {_signature(name)}.") from None
+            return Mistake(f'"parameters" of {tool.name} must be a JSON object. '
+                           f"Use {tool.text_example()}.")
     if parameters is None:
         parameters = {}
     if not isinstance(parameters, dict):
-        raise ModelMistake(f'"parameters" of {name} must be a JSON object.')
-    _check_parameters(name, parameters)
-    return ToolCall(name, parameters)
+        return Mistake(f'"parameters" of {tool.name} must be a JSON object.')
+    return _checked_call(tool, parameters, tool.text_example())
 
 
-def _parse_xml_call(body: str) -> ToolCall:
+def _parse_xml_call(body: str) -> ToolCall | Mistake:
     """The XML form newer Qwen models write inside ``<tool_call>``:
     ``<function=NAME><parameter=KEY>VALUE</parameter>...</function>``. String parameters are
     taken verbatim; others (``final_answer_masks``) must be JSON."""
     function = _XML_FUNCTION.fullmatch(body)
     if function is None:
-        raise ModelMistake("The <function=...> call inside <tool_call> is not closed with "
-                           f"</function>. {_TEXT_HINT}")
-    name = function.group(1)
-    if name not in TOOL_SCHEMAS:
-        raise ModelMistake(f"Unknown tool {name!r}. Available tools: {', '.join(TOOL_SCHEMAS)}.")
+        return Mistake("The <function=...> call inside <tool_call> is not closed with "
+                       f"</function>. {_TEXT_HINT}")
+    tool = TOOLS.get(function.group(1))
+    if tool is None:
+        return _unknown_tool(function.group(1))
     parameters: dict[str, Any] = {}
     for key, raw in _XML_PARAMETER.findall(function.group(2)):
         value = raw.strip()
-        if TOOL_SCHEMAS[name].get(key, str) is not str:
+        if tool.parameter_kind(key) not in (str, None):  # unknown keys are reported below
             try:
                 value = guarded_json.loads(value)
             except guarded_json.JsonRefused:
-                raise ModelMistake(f"Parameter {key!r} of {name} must be JSON. Use "
-                                   f"{_signature(name)}.") from None
+                return Mistake(f"Parameter {key!r} of {tool.name} must be JSON. Use "
+                               f"{tool.text_example()}.")
         parameters[key] = value
-    _check_parameters(name, parameters)
-    return ToolCall(name, parameters)
+    return _checked_call(tool, parameters, tool.text_example())
 
 
-def parse_tool_call(reply: str) -> ToolCall:
-    """The text protocol alone: the first tool call of a reply, or ``ModelMistake``."""
-    interpretation = interpret(LlmReply(reply))
-    if interpretation.call is None:
-        raise ModelMistake(interpretation.mistake or "no tool call")
-    return interpretation.call
+def _unknown_tool(name: object) -> Mistake:
+    return Mistake(f"Unknown tool {name!r}. Available tools: {', '.join(TOOLS)}.")
 
 
-def kept_text(reply: str) -> str:
-    """The part of a text reply kept in the conversation: the answer up to the first call's end."""
-    return interpret(LlmReply(reply)).kept_text
-
-
-def _check_parameters(name: str, parameters: dict[str, Any], native: bool = False) -> None:
-    schema = TOOL_SCHEMAS[name]
-    signature = _native_signature(name) if native else _signature(name)
-    missing = [key for key in schema if key not in parameters]
-    extra = [key for key in parameters if key not in schema]
+def _checked_call(tool: Tool, parameters: dict[str, Any], example: str) -> ToolCall | Mistake:
+    """The call when its parameters are the tool's (names, types, values); ``example`` shows
+    the right form in the mistake otherwise."""
+    expected = [p.name for p in tool.parameters]
+    missing = [key for key in expected if key not in parameters]
+    extra = [key for key in parameters if key not in expected]
     if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"missing {missing}")
-        if extra:
-            parts.append(f"unexpected {extra}")
-        raise ModelMistake(f"Wrong parameters for {name} ({'; '.join(parts)}). Use {signature}.")
-    for key, kind in schema.items():
-        if not isinstance(parameters[key], kind):
-            raise ModelMistake(f"Parameter {key!r} of {name} must be a JSON "
-                               f"{_json_type(kind)}. Use {signature}.")
-    if name == SEGMENT and not parameters["text_prompt"].strip():
-        raise ModelMistake(f"text_prompt must be a non-empty noun phrase. Use {signature}.")
-    if name == SELECT:
+        parts = ([f"missing {missing}"] if missing else []) + \
+            ([f"unexpected {extra}"] if extra else [])
+        return Mistake(f"Wrong parameters for {tool.name} ({'; '.join(parts)}). Use {example}.")
+    for parameter in tool.parameters:
+        if not isinstance(parameters[parameter.name], parameter.kind):
+            return Mistake(f"Parameter {parameter.name!r} of {tool.name} must be a JSON "
+                           f"{_JSON_TYPES[parameter.kind]}. Use {example}.")
+    if tool.name == SEGMENT and not parameters["text_prompt"].strip():
+        return Mistake(f"text_prompt must be a non-empty noun phrase. Use {example}.")
+    if tool.name == SELECT:
         ids = parameters["final_answer_masks"]
         if not ids:
-            raise ModelMistake("final_answer_masks is empty: to answer that nothing matches, call "
-                               "report_no_mask instead.")
+            return Mistake("final_answer_masks is empty: to answer that nothing matches, call "
+                           "report_no_mask instead.")
         if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-            raise ModelMistake(f"final_answer_masks must be a list of integer mask ids, got {ids}.")
-
-
-_EXAMPLE_ARGUMENTS = {SEGMENT: '{"text_prompt": "<short noun phrase>"}', EXAMINE: "{}",
-                      SELECT: '{"final_answer_masks": [1, 2]}', REPORT_NO_MASK: "{}"}
-
-
-def _signature(name: str) -> str:
-    return f'<tool>{{"name": "{name}", "parameters": {_EXAMPLE_ARGUMENTS[name]}}}</tool>'
-
-
-def _native_signature(name: str) -> str:
-    return f"{name}({_EXAMPLE_ARGUMENTS[name]})"
-
-
-def _json_type(kind: type) -> str:
-    return {str: "string", list: "array", dict: "object"}.get(kind, kind.__name__)
+            return Mistake(f"final_answer_masks must be a list of integer mask ids, got {ids}.")
+    return ToolCall(tool.name, parameters)
 
 
 def _clip(text: str, limit: int) -> str:

@@ -1,8 +1,8 @@
 """The effects of the four tools (CONTRACTS §1) on one query's state.
 
-``ToolBox.execute`` returns either a ``Continue`` (a user message with the tool result for the
-model) or a ``Finish`` (the terminal selection). A call the model got wrong raises
-``ModelMistake``; a failing segmenter raises ``SegmenterError``. ``ToolBox.check`` refuses the
+``ToolBox.execute`` returns a ``Continue`` (a user message with the tool result for the model),
+a ``Finish`` (the terminal selection) or a ``Mistake`` (a call the model got wrong: the text goes
+back to it). A failing segmenter raises ``SegmenterError``. ``ToolBox.check`` returns the
 mistakes that need no work to see (an over-long text_prompt, an examine with nothing new to
 examine) before anything runs or is reported.
 """
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 from sam3_agent_ros import render
 from sam3_agent_ros.core import protocol
-from sam3_agent_ros.core.errors import ModelMistake, SegmenterError
+from sam3_agent_ros.core.errors import Mistake, SegmenterError
 from sam3_agent_ros.core.mask_table import format_table
-from sam3_agent_ros.core.ports import Segmenter, to_masks
+from sam3_agent_ros.core.ports import Detections, Segmenter
 from sam3_agent_ros.core.types import Frame, ImagePart, Mask, Message, QueryStatus
 from sam3_agent_ros.core.view import LlmView
 
@@ -45,6 +45,7 @@ class QueryState:
     overlays: int = 0
     segment_s: float = 0.0
     examined: bool = False  # the current masks went through examine_each_mask already
+    untrained_weights: bool = False  # a segmentation of this query came from untrained weights
 
     def image(self, name: str, array) -> ImagePart:
         return ImagePart(array, f"{self.key_prefix}/{name}")
@@ -62,27 +63,30 @@ class ToolBox:
         self._table_limit = table_limit
         self._max_prompt_chars = max_prompt_chars
 
-    def check(self, call: protocol.ToolCall, state: QueryState) -> None:
-        """Raise ``ModelMistake`` for a call that must not run; nothing is run or reported."""
+    def check(self, call: protocol.ToolCall, state: QueryState) -> Mistake | None:
+        """The mistake of a call that must not run; nothing is run or reported."""
         if call.name == protocol.SEGMENT:
             length = len(call.parameters["text_prompt"].strip())
             if length > self._max_prompt_chars:  # never echoed: it may be a megabyte
-                raise ModelMistake(
+                return Mistake(
                     f"segment_phrase was NOT run: its text_prompt is {length} characters long, "
-                    f"more than {self._max_prompt_chars}. Use a short noun phrase such as "
-                    '"red mug".')
+                    f"more than {self._max_prompt_chars}. Use a short noun phrase: "
+                    f"{protocol.TOOLS[protocol.SEGMENT].text_example()}")
         elif call.name == protocol.EXAMINE:
             if not state.masks:
-                raise ModelMistake("examine_each_mask needs current masks, and there are none. "
-                                   "Call segment_phrase first, or report_no_mask.")
+                return Mistake("examine_each_mask needs current masks, and there are none. "
+                               "Call segment_phrase first, or report_no_mask.")
             if state.examined:
-                raise ModelMistake(
+                return Mistake(
                     "examine_each_mask was NOT run: the current masks were already examined and "
                     "nothing changed since. Select among them with select_masks_and_return, "
                     "segment_phrase with a new phrase, or report_no_mask.")
+        return None
 
-    def execute(self, call: protocol.ToolCall, state: QueryState) -> Continue | Finish:
-        self.check(call, state)
+    def execute(self, call: protocol.ToolCall, state: QueryState) -> Continue | Finish | Mistake:
+        refused = self.check(call, state)
+        if refused is not None:
+            return refused
         if call.name == protocol.SEGMENT:
             return self._segment(call.parameters["text_prompt"].strip(), state)
         if call.name == protocol.EXAMINE:
@@ -91,11 +95,11 @@ class ToolBox:
             return self._select(call.parameters["final_answer_masks"], state)
         return Finish(QueryStatus.NO_MASK, [])
 
-    def _segment(self, text_prompt: str, state: QueryState) -> Continue:
+    def _segment(self, text_prompt: str, state: QueryState) -> Continue | Mistake:
         used = {protocol.normalize_prompt(p) for p in state.prompts}
         if protocol.normalize_prompt(text_prompt) in used:
             listed = ", ".join(f'"{p}"' for p in state.prompts)
-            raise ModelMistake(
+            return Mistake(
                 f'segment_phrase was NOT run: "{text_prompt}" was already used. Prompts you may '
                 f"not use again: {listed}. Try a different phrase, or act on the current masks.")
         started = time.monotonic()
@@ -108,7 +112,9 @@ class ToolBox:
                                  f"{type(exc).__name__}: {exc}") from exc
         finally:
             state.segment_s += time.monotonic() - started
-        state.masks = to_masks(raw, state.frame.height, state.frame.width)
+        detections = Detections.coerce(raw, state.frame.height, state.frame.width)
+        state.untrained_weights |= detections.untrained_weights
+        state.masks = detections.to_masks()
         state.examined = False
         state.view.keep_only(state.masks)
         state.prompts.append(text_prompt)
@@ -135,14 +141,14 @@ class ToolBox:
                   "Current masks, renumbered:")
         return Continue(self._masks_message(header, state))
 
-    def _select(self, ids: list[int], state: QueryState) -> Finish:
+    def _select(self, ids: list[int], state: QueryState) -> Finish | Mistake:
         if not state.masks:
-            raise ModelMistake("There are no current masks to select. Call segment_phrase "
-                               "first, or report_no_mask.")
+            return Mistake("There are no current masks to select. Call segment_phrase first, "
+                           "or report_no_mask.")
         invalid = [i for i in ids if not 1 <= i <= len(state.masks)]
         if invalid:
-            raise ModelMistake(f"Mask ids {invalid} do not exist; the current masks are "
-                               f"1..{len(state.masks)}.")
+            return Mistake(f"Mask ids {invalid} do not exist; the current masks are "
+                           f"1..{len(state.masks)}.")
         unique = list(dict.fromkeys(ids))
         return Finish(QueryStatus.SUCCEEDED, [state.masks[i - 1] for i in unique])
 

@@ -9,6 +9,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from sam3_agent_ros.masks import PixelBox, pixel_box
 from sam3_agent_ros.redact import redact_text
 
 
@@ -45,20 +46,24 @@ class Mask:
     bbox: tuple[float, float, float, float]  # x0, y0, x1, y1 in pixels
     area: int
     centroid: tuple[float, float]  # u, v in pixels
-    pixel_box: tuple[int, int, int, int] | None = None  # x0, y0, x1, y1 (exclusive) of its pixels
+    pixel_box: PixelBox | None = None  # x0, y0, x1, y1 (exclusive) of its pixels; None: empty
 
     @classmethod
     def from_array(cls, mask: np.ndarray, score: float,
                    bbox: tuple[float, float, float, float]) -> Mask:
-        # Moments of the bounding-box crop: ~0.5 ms at 1080p where np.nonzero takes ~7 ms.
-        binary = np.ascontiguousarray(mask, dtype=bool).view(np.uint8)
-        x, y, w, h = cv2.boundingRect(binary)
-        moments = cv2.moments(binary[y:y + h, x:x + w], binaryImage=True)
+        bbox = tuple(float(v) for v in bbox)
+        box = pixel_box(mask)
+        if box is None:
+            return cls(mask=mask, score=float(score), bbox=bbox, area=0,
+                       centroid=(float("nan"),) * 2)
+        # Moments of the pixel-box crop: ~0.5 ms at 1080p where np.nonzero takes ~7 ms.
+        x0, y0, x1, y1 = box
+        crop = np.asarray(mask[y0:y1, x0:x1], dtype=bool).view(np.uint8)
+        moments = cv2.moments(crop, binaryImage=True)
         area = int(round(moments["m00"]))
-        centroid = ((x + moments["m10"] / area, y + moments["m01"] / area) if area
-                    else (float("nan"),) * 2)
-        return cls(mask=mask, score=float(score), bbox=tuple(float(v) for v in bbox), area=area,
-                   centroid=centroid, pixel_box=(x, y, x + w, y + h) if area else None)
+        centroid = (x0 + moments["m10"] / area, y0 + moments["m01"] / area)
+        return cls(mask=mask, score=float(score), bbox=bbox, area=area, centroid=centroid,
+                   pixel_box=box)
 
     def summary(self, mask_id: int) -> dict[str, Any]:
         """The result-JSON form (CONTRACTS §6)."""

@@ -15,6 +15,7 @@ import numpy as np
 
 from sam3_agent_ros import render
 from sam3_agent_ros.core.types import Mask
+from sam3_agent_ros.masks import pixel_box
 
 
 class LlmView:
@@ -52,7 +53,7 @@ class LlmView:
         height, width = self.image.shape[:2]
         full_height, full_width = mask.mask.shape
         out = np.zeros((height, width), bool)
-        box = mask.pixel_box or render.pixel_box(mask.mask)
+        box = mask.pixel_box or pixel_box(mask.mask)
         if box is None:
             return out
         x0, y0, x1, y1 = box

@@ -44,7 +44,7 @@ class SerialSegmenter:
         with self._lock:
             return self._segmenter.segment(image, text_prompt)
 
-    def __getattr__(self, name):  # untrained_weights, close, ...
+    def __getattr__(self, name):  # close, ...
         return getattr(self._segmenter, name)
 
 

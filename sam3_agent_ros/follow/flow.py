@@ -21,7 +21,8 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 
-from sam3_agent_ros.follow.tracker import MISSING, Estimate, mask_area, pixel_box
+from sam3_agent_ros.follow.tracker import MISSING, Estimate, mask_area
+from sam3_agent_ros.masks import pixel_box
 
 SOURCE = "flow"
 # Pixels added around a mask's box before warping, beyond the largest flow vector.

@@ -20,26 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sam3_agent_ros.core.ports import to_masks
+from sam3_agent_ros.core.ports import Detections, Segmenter
 from sam3_agent_ros.core.types import Mask
-from sam3_agent_ros.follow.tracker import MISSING, Estimate, centroid, mask_area, pixel_box
+from sam3_agent_ros.follow.tracker import MISSING, Estimate, centroid, mask_area
+from sam3_agent_ros.masks import overlap_iou, pixel_box
 
 SOURCE = "redetect"
 _FORBIDDEN = 1e9  # cost of a pair the gates rule out
-
-
-def box_iou(a: np.ndarray, a_box: tuple[int, int, int, int] | None, b: np.ndarray,
-            b_box: tuple[int, int, int, int] | None) -> float:
-    """IoU of two (H, W) bool masks, given their pixel boxes (x0, y0, x1, y1 exclusive)."""
-    if a_box is None or b_box is None:
-        return 0.0
-    x0, y0 = max(a_box[0], b_box[0]), max(a_box[1], b_box[1])
-    x1, y1 = min(a_box[2], b_box[2]), min(a_box[3], b_box[3])
-    if x0 >= x1 or y0 >= y1:
-        return 0.0
-    inter = int(np.count_nonzero(a[y0:y1, x0:x1] & b[y0:y1, x0:x1]))
-    union = mask_area(a) + mask_area(b) - inter
-    return inter / union if union else 0.0
 
 
 def assign(cost: np.ndarray) -> list[tuple[int, int]]:
@@ -123,8 +110,9 @@ def associate(predicted: Sequence[np.ndarray | None], detections: Sequence[Mask]
         center = centroid(mask)
         if center is None:
             continue
+        area = mask_area(mask)
         for j, det in enumerate(detections):
-            iou = box_iou(mask, box, det.mask, det.pixel_box)
+            iou = overlap_iou(mask, box, area, det.mask, det.pixel_box, det.area)
             shift = math.hypot(det.centroid[0] - center[0], det.centroid[1] - center[1])
             if iou >= gates.min_iou and iou > 0.0 or shift <= max_shift_px:
                 cost[i, j] = (1.0 - iou) + shift / diagonal
@@ -136,12 +124,12 @@ def associate(predicted: Sequence[np.ndarray | None], detections: Sequence[Mask]
     return matches
 
 
-def detect(segmenter, frame_rgb: np.ndarray, text_prompt: str) -> list[Mask]:
+def detect(segmenter: Segmenter, frame_rgb: np.ndarray, text_prompt: str) -> list[Mask]:
     """The segmenter's masks for ``text_prompt`` on the frame, validated (``SegmenterError`` on
     malformed output), highest score first, empty ones dropped."""
     height, width = frame_rgb.shape[:2]
     raw = segmenter.segment(frame_rgb, text_prompt)
-    return [m for m in to_masks(raw, height, width) if m.area > 0]
+    return [m for m in Detections.coerce(raw, height, width).to_masks() if m.area > 0]
 
 
 class RedetectTracker:
@@ -150,7 +138,7 @@ class RedetectTracker:
 
     source = SOURCE
 
-    def __init__(self, segmenter, text_prompt: str, gates: Gates):
+    def __init__(self, segmenter: Segmenter, text_prompt: str, gates: Gates):
         self._segmenter = segmenter
         self._prompt = text_prompt
         self._gates = gates

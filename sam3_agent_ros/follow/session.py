@@ -35,7 +35,7 @@ import numpy as np
 from sam3_agent_ros.config import FollowConfig
 from sam3_agent_ros.follow.flow import FlowTracker
 from sam3_agent_ros.follow.redetect import Gates, RedetectTracker
-from sam3_agent_ros.follow.tracker import MISSING, Estimate, centroid, mask_area, pixel_box
+from sam3_agent_ros.follow.tracker import MISSING, Estimate, centroid, mask_area
 from sam3_agent_ros.follow.types import (
     LOST,
     SOURCE_FLOW,
@@ -46,6 +46,7 @@ from sam3_agent_ros.follow.types import (
     FollowError,
     FollowUpdate,
 )
+from sam3_agent_ros.masks import pixel_box
 
 # A mask with fewer pixels counts as out of view (a sliver flow left at the image border).
 MIN_OBJECT_PIXELS = 16

@@ -15,6 +15,8 @@ from typing import Protocol
 import cv2
 import numpy as np
 
+from sam3_agent_ros.masks import pixel_box
+
 
 @dataclass(frozen=True)
 class Estimate:
@@ -44,12 +46,6 @@ class Tracker(Protocol):
 
 def mask_area(mask: np.ndarray) -> int:
     return int(cv2.countNonZero(mask.view(np.uint8)))
-
-
-def pixel_box(mask: np.ndarray) -> tuple[int, int, int, int] | None:
-    """x0, y0, x1, y1 (exclusive) of the mask's pixels; None when empty."""
-    x, y, w, h = cv2.boundingRect(mask.view(np.uint8))
-    return (x, y, x + w, y + h) if w and h else None
 
 
 def centroid(mask: np.ndarray) -> tuple[float, float] | None:

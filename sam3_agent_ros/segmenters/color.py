@@ -23,12 +23,13 @@ from __future__ import annotations
 import math
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
 from sam3_agent_ros.core.errors import SegmenterError
+from sam3_agent_ros.core.ports import Detections
 
 # Hue ranges on OpenCV's 0..179 scale, and the minimum saturation / value of a chromatic pixel.
 _HUE_RANGES: dict[str, tuple[tuple[int, int], ...]] = {
@@ -108,18 +109,6 @@ def parse_phrase(text_prompt: str) -> PhraseQuery:
     shapes = frozenset().union(*shape_sets) if shape_sets else None
     generic = any(w in _GENERIC_WORDS for w in words)
     return PhraseQuery(colors=colors, shapes=shapes, generic=generic)
-
-
-@dataclass
-class ColorSegmentation:
-    """The CONTRACTS §3 output: ``masks`` (N, H, W) bool, ``scores`` (N,), ``boxes`` (N, 4)
-    x0, y0, x1, y1 in pixels (x1/y1 are the exclusive pixel edges); plus a short description of
-    each blob (e.g. ``"blue rectangle"``) for debugging."""
-
-    masks: np.ndarray
-    scores: np.ndarray
-    boxes: np.ndarray
-    descriptions: list[str] = field(default_factory=list)
 
 
 class _ImageAnalysis:
@@ -245,14 +234,14 @@ class ColorSegmenter:
         self._lock = threading.Lock()
         self._cache: _ImageAnalysis | None = None
 
-    def segment(self, image: np.ndarray, text_prompt: str) -> ColorSegmentation:
+    def segment(self, image: np.ndarray, text_prompt: str) -> Detections:
         image = _as_rgb(image)
         if not isinstance(text_prompt, str):
             raise SegmenterError(f"text_prompt must be a string, got {type(text_prompt).__name__}")
         height, width = image.shape[:2]
         query = parse_phrase(text_prompt)
         if not query.selects_anything:
-            return _empty(height, width)
+            return Detections.empty(height, width)
         analysis = self._analysis(image)
         if query.colors:
             pixels = np.zeros((height, width), bool)
@@ -262,7 +251,7 @@ class ColorSegmenter:
         else:
             pixels = analysis.background_distance > _FOREGROUND_DISTANCE
             strength = np.minimum(analysis.background_distance.astype(np.uint16) * 2, 255)
-        return self._components(pixels, strength, query, text_prompt)
+        return self._components(pixels, strength, query)
 
     def _analysis(self, image: np.ndarray) -> _ImageAnalysis:
         with self._lock:
@@ -270,8 +259,8 @@ class ColorSegmenter:
                 self._cache = _ImageAnalysis(image)
             return self._cache
 
-    def _components(self, pixels: np.ndarray, strength: np.ndarray, query: PhraseQuery,
-                    text_prompt: str) -> ColorSegmentation:
+    def _components(self, pixels: np.ndarray, strength: np.ndarray,
+                    query: PhraseQuery) -> Detections:
         height, width = pixels.shape
         size = max(3, (round(min(height, width) / 160) // 2) * 2 + 1)
         kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (size, size))
@@ -279,7 +268,7 @@ class ColorSegmenter:
         binary = cv2.morphologyEx(binary, cv2.MORPH_CLOSE, kernel, iterations=2)
         count, labels, stats, _ = cv2.connectedComponentsWithStats(binary, connectivity=8)
         min_area = max(self.min_area_px, self.min_area_fraction * height * width)
-        found: list[tuple[float, int, np.ndarray, tuple[float, ...], str]] = []
+        found: list[tuple[float, int, np.ndarray, tuple[float, ...]]] = []
         for index in range(1, count):
             x, y, w, h, area = (int(v) for v in stats[index])
             if area < min_area:
@@ -294,21 +283,13 @@ class ColorSegmenter:
             score = 0.5 + 0.49 * min(1.0, max(0.0, quality))
             mask = np.zeros((height, width), bool)
             mask[y:y + h, x:x + w] = crop
-            found.append((round(score, 6), area, mask, (x, y, x + w, y + h), shape))
+            found.append((round(score, 6), area, mask, (x, y, x + w, y + h)))
         if not found:
-            return _empty(height, width)
+            return Detections.empty(height, width)
         found.sort(key=lambda item: (-item[0], -item[1]))
-        color_word = " ".join(sorted(query.colors)) or "salient"
-        return ColorSegmentation(
-            masks=np.stack([item[2] for item in found]),
-            scores=np.array([item[0] for item in found], np.float64),
-            boxes=np.array([item[3] for item in found], np.float64),
-            descriptions=[f"{color_word} {item[4]}" for item in found])
-
-
-def _empty(height: int, width: int) -> ColorSegmentation:
-    return ColorSegmentation(masks=np.zeros((0, height, width), bool),
-                             scores=np.zeros((0,), np.float64), boxes=np.zeros((0, 4), np.float64))
+        return Detections(masks=np.stack([item[2] for item in found]),
+                          scores=np.array([item[0] for item in found], np.float64),
+                          boxes=np.array([item[3] for item in found], np.float64))
 
 
 def _as_rgb(image: np.ndarray) -> np.ndarray:

@@ -6,22 +6,10 @@ returns what is left sorted by descending score, with boxes clipped to the frame
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-
-@dataclass(frozen=True)
-class Detections:
-    """``masks`` (N, H, W) bool, ``scores`` (N,) float64, ``boxes`` (N, 4) float64 x0 y0 x1 y1."""
-
-    masks: np.ndarray
-    scores: np.ndarray
-    boxes: np.ndarray
-
-    @classmethod
-    def empty(cls, height: int, width: int) -> Detections:
-        return cls(np.zeros((0, height, width), bool), np.zeros(0), np.zeros((0, 4)))
+from sam3_agent_ros.core.ports import Detections
+from sam3_agent_ros.masks import overlap_iou, pixel_box
 
 
 def filter_detections(masks: np.ndarray, scores: np.ndarray, boxes: np.ndarray, *,
@@ -56,36 +44,17 @@ def filter_detections(masks: np.ndarray, scores: np.ndarray, boxes: np.ndarray, 
 def greedy_overlap_removal(masks: np.ndarray, areas: np.ndarray, order: np.ndarray,
                            overlap_threshold: float) -> list[int]:
     """Indices from ``order`` (best first) whose mask IoU with every earlier kept one is at most
-    ``overlap_threshold``. IoU is computed on the overlap of the two masks' extents only."""
+    ``overlap_threshold``. IoU is computed on the overlap of the two masks' pixel boxes only."""
     if overlap_threshold >= 1.0:
         return [int(i) for i in order]
-    extents = {int(i): mask_extent(masks[i]) for i in order}
+    boxes = {int(i): pixel_box(masks[i]) for i in order}
     kept: list[int] = []
     for candidate in (int(i) for i in order):
-        overlaps = (_iou(masks, areas, extents, candidate, other) for other in kept)
+        overlaps = (overlap_iou(masks[candidate], boxes[candidate], int(areas[candidate]),
+                                masks[other], boxes[other], int(areas[other])) for other in kept)
         if all(overlap <= overlap_threshold for overlap in overlaps):
             kept.append(candidate)
     return kept
-
-
-def _iou(masks: np.ndarray, areas: np.ndarray, extents: dict, a: int, b: int) -> float:
-    ay0, ay1, ax0, ax1 = extents[a]
-    by0, by1, bx0, bx1 = extents[b]
-    y0, y1, x0, x1 = max(ay0, by0), min(ay1, by1), max(ax0, bx0), min(ax1, bx1)
-    if y0 >= y1 or x0 >= x1:
-        return 0.0
-    inter = int(np.count_nonzero(masks[a, y0:y1, x0:x1] & masks[b, y0:y1, x0:x1]))
-    union = int(areas[a]) + int(areas[b]) - inter
-    return inter / union if union > 0 else 0.0
-
-
-def mask_extent(mask: np.ndarray) -> tuple[int, int, int, int]:
-    """Half-open ``(y0, y1, x0, x1)`` of the mask's true pixels; ``(0, 0, 0, 0)`` when empty."""
-    rows = np.flatnonzero(mask.any(axis=1))
-    if rows.size == 0:
-        return (0, 0, 0, 0)
-    cols = np.flatnonzero(mask.any(axis=0))
-    return (int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1)
 
 
 def clip_boxes(boxes: np.ndarray, height: int, width: int) -> np.ndarray:

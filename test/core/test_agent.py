@@ -15,7 +15,12 @@ from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import LlmError
 from sam3_agent_ros.core.types import Frame, Phase, Query, QueryStatus
 from test.fakes.scripted_llm import ScriptedLlm, SlowLlm, examine, no_mask, segment, select, tool
-from test.fakes.segmenters import BoxSegmenter, RaisingSegmenter, WrongShapeSegmenter
+from test.fakes.segmenters import (
+    BoxSegmenter,
+    PluginBoxSegmenter,
+    RaisingSegmenter,
+    WrongShapeSegmenter,
+)
 
 W, H = 320, 240
 BOXES = {
@@ -344,11 +349,22 @@ def test_every_result_and_status_names_the_backends_of_its_config():
     assert statuses and all(s.to_json()["backends"] == expected for s in statuses)
 
 
-def test_untrained_segmenter_marks_the_result():
-    segmenter = BoxSegmenter(BOXES)
-    segmenter.untrained_weights = True
-    result = run(ScriptedLlm([segment("cup"), select(1)]), segmenter)
-    assert result.to_json()["untrained_weights"] is True
+def test_masks_from_untrained_weights_mark_the_result():
+    untrained = run(ScriptedLlm([segment("cup"), select(1)]), BoxSegmenter(BOXES, True))
+    assert untrained.to_json()["untrained_weights"] is True
+    # also when those detections were replaced or gave nothing: the query relied on them
+    empty = run(ScriptedLlm([segment("unicorn"), no_mask()]), BoxSegmenter(BOXES, True))
+    assert empty.status is QueryStatus.NO_MASK and empty.to_json()["untrained_weights"] is True
+    trained = run(ScriptedLlm([segment("cup"), select(1)]), BoxSegmenter(BOXES))
+    assert "untrained_weights" not in trained.to_json()
+
+
+def test_a_plugin_answering_in_its_own_type_is_converted_at_the_port():
+    result = run(ScriptedLlm([segment("cup"), select(1)]), PluginBoxSegmenter(BOXES))
+    expected = run(ScriptedLlm([segment("cup"), select(1)]), BoxSegmenter(BOXES))
+    assert result.status is QueryStatus.SUCCEEDED
+    assert result.to_json()["masks"] == expected.to_json()["masks"]
+    assert np.array_equal(result.masks[0].mask, expected.masks[0].mask)
 
 
 def test_long_conversation_keeps_every_request_bounded_and_flat():

@@ -1,36 +1,54 @@
+import json
+
 import pytest
 
-from sam3_agent_ros.core.errors import ModelMistake
+from sam3_agent_ros.core.errors import Mistake
 from sam3_agent_ros.core.protocol import (
+    SEGMENT,
+    SELECT,
+    TOOL_FUNCTIONS,
+    TOOLS,
+    ToolCall,
     clip_reasoning,
     interpret,
-    kept_text,
     normalize_prompt,
-    parse_tool_call,
     parse_verdict,
     split_thinking,
 )
 from sam3_agent_ros.core.types import LlmReply, NativeToolCall
 
 
+def call_of(reply: str) -> ToolCall:
+    """The call a text reply makes (the test fails when the reply is a mistake)."""
+    parsed = interpret(LlmReply(reply))
+    assert parsed.mistake is None, parsed.mistake
+    return parsed.call
+
+
+def mistake_of(reply: str) -> str:
+    parsed = interpret(LlmReply(reply))
+    assert parsed.call is None and isinstance(parsed.mistake, Mistake)
+    return parsed.mistake.text
+
+
 def test_parses_the_first_tool_call_and_ignores_reasoning_and_later_calls():
     reply = ('Blue things first. <tool>{"name": "segment_phrase", "parameters": '
              '{"text_prompt": "blue box"}}</tool> <tool>{"name": "report_no_mask"}</tool>')
-    call = parse_tool_call(reply)
-    assert call.name == "segment_phrase" and call.parameters == {"text_prompt": "blue box"}
-    assert kept_text(reply).endswith('"blue box"}}</tool>')
+    parsed = interpret(LlmReply(reply))
+    assert parsed.call == ToolCall("segment_phrase", {"text_prompt": "blue box"})
+    assert parsed.kept_text.endswith('"blue box"}}</tool>') and parsed.ignored_calls == 1
 
 
 def test_missing_parameters_key_means_no_parameters():
-    assert parse_tool_call('<tool>{"name": "examine_each_mask"}</tool>').parameters == {}
-    assert parse_tool_call(
+    assert call_of('<tool>{"name": "examine_each_mask"}</tool>').parameters == {}
+    assert call_of(
         '<tool>{"name": "report_no_mask", "parameters": null}</tool>').parameters == {}
 
 
 def test_think_blocks_are_ignored():
     reply = ('<think>maybe <tool>{"name": "report_no_mask"}</tool></think>'
              '<tool>{"name": "examine_each_mask", "parameters": {}}</tool>')
-    assert parse_tool_call(reply).name == "examine_each_mask"
+    assert call_of(reply).name == "examine_each_mask"
 
 
 @pytest.mark.parametrize("reply, fragment", [
@@ -50,10 +68,8 @@ def test_think_blocks_are_ignored():
     ('<tool>{"name": "select_masks_and_return", "parameters": {"final_answer_masks": [1.5]}}'
      '</tool>', "integer mask ids"),
 ])
-def test_malformed_calls_raise_a_corrective_mistake(reply, fragment):
-    with pytest.raises(ModelMistake) as info:
-        parse_tool_call(reply)
-    assert fragment in str(info.value)
+def test_malformed_calls_are_corrective_mistakes(reply, fragment):
+    assert fragment in mistake_of(reply)
 
 
 @pytest.mark.parametrize("reply, verdict", [
@@ -73,18 +89,17 @@ def test_prompt_normalisation_for_duplicates():
 
 
 def test_qwen_xml_call_form_takes_strings_verbatim_and_json_for_other_types():
-    call = parse_tool_call("<tool_call><function=select_masks_and_return><parameter="
+    call = call_of("<tool_call><function=select_masks_and_return><parameter="
                            "final_answer_masks>[2, 1]</parameter></function></tool_call>")
     assert call.parameters == {"final_answer_masks": [2, 1]}
-    call = parse_tool_call("<tool_call><function=segment_phrase><parameter=text_prompt> 42 "
+    call = call_of("<tool_call><function=segment_phrase><parameter=text_prompt> 42 "
                            "</parameter></function></tool_call>")
     assert call.parameters == {"text_prompt": "42"}
-    with pytest.raises(ModelMistake, match="not closed"):
-        parse_tool_call("<tool_call><function=segment_phrase><parameter=text_prompt>x"
-                        "</parameter></tool_call>")
-    with pytest.raises(ModelMistake, match="must be JSON"):
-        parse_tool_call("<tool_call><function=select_masks_and_return><parameter="
-                        "final_answer_masks>one</parameter></function></tool_call>")
+    assert "not closed" in mistake_of("<tool_call><function=segment_phrase><parameter="
+                                      "text_prompt>x</parameter></tool_call>")
+    assert "must be JSON" in mistake_of("<tool_call><function=select_masks_and_return>"
+                                        "<parameter=final_answer_masks>one</parameter>"
+                                        "</function></tool_call>")
 
 
 @pytest.mark.parametrize("text, thinking, answer", [
@@ -105,7 +120,7 @@ def test_a_call_inside_thinking_is_never_taken():
     reply = ('I could call <tool>{"name": "report_no_mask", "parameters": {}}</tool>.\n'
              '</think>\nNo call here.')
     parsed = interpret(LlmReply(reply))
-    assert parsed.call is None and "no <tool> call" in parsed.mistake
+    assert parsed.call is None and "no <tool> call" in parsed.mistake.text
     assert "report_no_mask" not in parsed.kept_text
 
 
@@ -120,13 +135,13 @@ def test_native_first_call_runs_and_the_rest_are_counted():
 def test_native_tool_calls_are_ignored_in_the_text_protocol():
     calls = (NativeToolCall("a", "report_no_mask", "{}"),)
     parsed = interpret(LlmReply("", tool_calls=calls), native=False)
-    assert parsed.call is None and "empty" in parsed.mistake
+    assert parsed.call is None and "empty" in parsed.mistake.text
 
 
 def test_native_mistakes_keep_the_call_so_its_id_is_answered():
     parsed = interpret(LlmReply("", tool_calls=(NativeToolCall("x", "nope", "{}"),)), True)
     assert parsed.call is None and parsed.native_call.id == "x"
-    assert "Unknown function 'nope'" in parsed.mistake
+    assert "Unknown function 'nope'" in parsed.mistake.text
 
 
 def test_reasoning_is_the_answer_before_the_call_else_the_thinking():
@@ -163,14 +178,14 @@ HUGE_INT = "9" * 5000
 ], ids=["deep", "huge-int", "deep-in-string-parameters"])
 def test_text_protocol_turns_pathological_json_into_a_mistake(body, fragment):
     parsed = interpret(LlmReply(f"Answer. <tool>{body}</tool>"))
-    assert parsed.call is None and fragment in parsed.mistake
+    assert parsed.call is None and fragment in parsed.mistake.text
 
 
 def test_xml_call_form_turns_pathological_json_into_a_mistake():
     parsed = interpret(LlmReply(
         "<tool_call><function=select_masks_and_return><parameter=final_answer_masks>"
         f"[{HUGE_INT}]</parameter></function></tool_call>"))
-    assert parsed.call is None and "must be JSON" in parsed.mistake
+    assert parsed.call is None and "must be JSON" in parsed.mistake.text
 
 
 @pytest.mark.parametrize("arguments,fragment", [
@@ -181,5 +196,54 @@ def test_native_protocol_turns_pathological_arguments_into_a_mistake(arguments, 
     name = "segment_phrase" if "text_prompt" in arguments else "select_masks_and_return"
     parsed = interpret(LlmReply("", tool_calls=(NativeToolCall("c1", name, arguments),)),
                        native=True)
-    assert parsed.call is None and fragment in parsed.mistake
+    assert parsed.call is None and fragment in parsed.mistake.text
     assert parsed.native_call.id == "c1"  # answered by a tool message, as any mistake
+
+
+# --- the one table of tools -------------------------------------------------------------------
+
+
+def test_the_tool_table_names_the_four_tools_of_the_contract():
+    assert list(TOOLS) == ["segment_phrase", "examine_each_mask", "select_masks_and_return",
+                           "report_no_mask"]
+    assert {name: [p.name for p in tool.parameters] for name, tool in TOOLS.items()} == {
+        "segment_phrase": ["text_prompt"], "examine_each_mask": [],
+        "select_masks_and_return": ["final_answer_masks"], "report_no_mask": []}
+
+
+def test_native_functions_derive_from_the_table():
+    assert [f["function"]["name"] for f in TOOL_FUNCTIONS] == list(TOOLS)
+    for function in TOOL_FUNCTIONS:
+        schema = function["function"]["parameters"]
+        tool = TOOLS[function["function"]["name"]]
+        assert function["type"] == "function" and function["function"]["description"]
+        assert schema["type"] == "object" and schema["additionalProperties"] is False
+        assert list(schema["properties"]) == [p.name for p in tool.parameters]
+        assert schema.get("required", []) == [p.name for p in tool.parameters]
+    select = TOOL_FUNCTIONS[2]["function"]["parameters"]["properties"]["final_answer_masks"]
+    assert select["type"] == "array" and select["items"] == {"type": "integer"}
+    assert TOOL_FUNCTIONS[0]["function"]["parameters"]["properties"]["text_prompt"]["type"] \
+        == "string"
+    json.dumps(TOOL_FUNCTIONS)  # sent as JSON with every native request
+
+
+@pytest.mark.parametrize("name", list(TOOLS))
+def test_every_example_shown_to_the_model_is_a_valid_call(name):
+    tool = TOOLS[name]
+    assert call_of(tool.text_example()).name == name
+    native = NativeToolCall("c1", name, tool.example_arguments())
+    parsed = interpret(LlmReply("", tool_calls=(native,)), native=True)
+    assert parsed.call == ToolCall(name, json.loads(tool.example_arguments()))
+    assert tool.native_example() == f"{name}({tool.example_arguments()})"
+
+
+def test_corrections_show_the_tools_own_example():
+    text = mistake_of('<tool>{"name": "select_masks_and_return", "parameters": {}}</tool>')
+    assert "missing ['final_answer_masks']" in text and TOOLS[SELECT].text_example() in text
+    native = interpret(LlmReply("", tool_calls=(NativeToolCall("c", SEGMENT, "{}"),)), True)
+    assert TOOLS[SEGMENT].native_example() in native.mistake.text
+
+
+@pytest.mark.parametrize("name", ['["segment_phrase"]', '{"a": 1}', "3", "null"])
+def test_a_tool_name_that_is_not_a_string_is_a_mistake(name):
+    assert "Unknown tool" in mistake_of(f'<tool>{{"name": {name}, "parameters": {{}}}}</tool>')

@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-
-@dataclass
-class Segmentation:
-    masks: np.ndarray
-    scores: np.ndarray
-    boxes: np.ndarray
+from sam3_agent_ros.core.ports import Detections
 
 
 class BoxSegmenter:
-    """``{"phrase": [(x0, y0, x1, y1, score), ...]}``; unknown phrases find nothing."""
+    """``{"phrase": [(x0, y0, x1, y1, score), ...]}``; unknown phrases find nothing.
+    ``untrained_weights``: answer as a model with random weights (SAM 3's flag)."""
 
-    def __init__(self, boxes_by_phrase: dict[str, list[tuple]]):
+    def __init__(self, boxes_by_phrase: dict[str, list[tuple]], untrained_weights: bool = False):
         self.boxes_by_phrase = boxes_by_phrase
+        self.untrained_weights = untrained_weights
         self.calls: list[str] = []
 
-    def segment(self, image: np.ndarray, text_prompt: str) -> Segmentation:
+    def segment(self, image: np.ndarray, text_prompt: str) -> Detections:
         self.calls.append(text_prompt)
         height, width = image.shape[:2]
         entries = self.boxes_by_phrase.get(text_prompt, [])
@@ -30,7 +25,22 @@ class BoxSegmenter:
             masks[k, y0:y1, x0:x1] = True
         scores = np.array([e[4] for e in entries], float)
         boxes = np.array([e[:4] for e in entries], float).reshape(-1, 4)
-        return Segmentation(masks, scores, boxes)
+        return Detections(masks, scores, boxes, self.untrained_weights)
+
+
+class PluginOutput:
+    """What a plugin (CONTRACTS §3) may return: any object with masks, scores and boxes."""
+
+    def __init__(self, masks, scores, boxes):
+        self.masks, self.scores, self.boxes = masks, scores, boxes
+
+
+class PluginBoxSegmenter(BoxSegmenter):
+    """``BoxSegmenter`` answering in a plugin's own type, with plain lists for scores and boxes."""
+
+    def segment(self, image: np.ndarray, text_prompt: str) -> PluginOutput:
+        found = super().segment(image, text_prompt)
+        return PluginOutput(found.masks, found.scores.tolist(), found.boxes.tolist())
 
 
 class RaisingSegmenter:
@@ -40,7 +50,7 @@ class RaisingSegmenter:
 
 class WrongShapeSegmenter:
     def segment(self, image, text_prompt):
-        return Segmentation(np.zeros((1, 5, 5), bool), np.ones(1), np.zeros((1, 4)))
+        return Detections(np.zeros((1, 5, 5), bool), np.ones(1), np.zeros((1, 4)))
 
 
 def factory() -> BoxSegmenter:

@@ -14,10 +14,10 @@ from sam3_agent_ros.follow.redetect import (
     RedetectTracker,
     assign,
     associate,
-    box_iou,
     detect,
 )
-from sam3_agent_ros.follow.tracker import MISSING, Estimate, pixel_box
+from sam3_agent_ros.follow.tracker import MISSING, Estimate
+from sam3_agent_ros.masks import pixel_box
 from test.fakes.segmenters import BoxSegmenter, WrongShapeSegmenter
 
 SHAPE = (200, 300)
@@ -62,14 +62,6 @@ def test_assign_edge_cases():
     assert assign(np.zeros((2, 0))) == []
     with pytest.raises(ValueError):
         assign(np.zeros(3))
-
-
-def test_box_iou():
-    a, b = box_mask(0, 0, 10, 10), box_mask(5, 0, 15, 10)
-    assert box_iou(a, pixel_box(a), b, pixel_box(b)) == pytest.approx(50 / 150)
-    c = box_mask(50, 50, 60, 60)
-    assert box_iou(a, pixel_box(a), c, pixel_box(c)) == 0.0
-    assert box_iou(a, None, c, pixel_box(c)) == 0.0
 
 
 def test_association_follows_swapped_detection_order():

@@ -1,11 +1,11 @@
-"""Mask helpers and the estimate type shared by the trackers."""
+"""Mask helpers and the estimate type shared by the trackers (the pixel box: test_masks.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from sam3_agent_ros.follow.tracker import MISSING, Estimate, centroid, mask_area, pixel_box
+from sam3_agent_ros.follow.tracker import MISSING, Estimate, centroid, mask_area
 
 
 def test_mask_helpers_on_a_triangle():
@@ -14,13 +14,12 @@ def test_mask_helpers_on_a_triangle():
         mask[row, 20:20 + (row - 9)] = True
     ys, xs = np.nonzero(mask)
     assert mask_area(mask) == xs.size
-    assert pixel_box(mask) == (xs.min(), ys.min(), xs.max() + 1, ys.max() + 1)
     assert centroid(mask) == pytest.approx((xs.mean(), ys.mean()))
 
 
 def test_mask_helpers_on_an_empty_mask():
     empty = np.zeros((10, 10), bool)
-    assert mask_area(empty) == 0 and pixel_box(empty) is None and centroid(empty) is None
+    assert mask_area(empty) == 0 and centroid(empty) is None
 
 
 def test_estimates():

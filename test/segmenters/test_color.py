@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sam3_agent_ros.core.errors import SegmenterError
-from sam3_agent_ros.core.ports import to_masks
+from sam3_agent_ros.core.ports import Detections
 from sam3_agent_ros.scene import (
     CameraPose,
     Lighting,
@@ -90,7 +90,8 @@ def test_absent_things_give_no_masks(frame, segmenter, phrase):
     result = segmenter.segment(frame.rgb, phrase)
     assert result.masks.shape == (0, 480, 640) and result.masks.dtype == bool
     assert result.scores.shape == (0,) and result.boxes.shape == (0, 4)
-    assert to_masks(result, 480, 640) == []
+    assert isinstance(result, Detections) and not result.untrained_weights
+    assert Detections.coerce(result, 480, 640).to_masks() == []
 
 
 def test_output_contract(frame, segmenter):
@@ -103,7 +104,8 @@ def test_output_contract(frame, segmenter):
     for mask, box in zip(result.masks, result.boxes):
         ys, xs = np.nonzero(mask)
         assert list(box) == [xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]
-    normalised = to_masks(result, 480, 640)
+    assert isinstance(result, Detections) and not result.untrained_weights
+    normalised = Detections.coerce(result, 480, 640).to_masks()
     assert [m.score for m in normalised] == list(result.scores)
 
 

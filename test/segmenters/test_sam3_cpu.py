@@ -15,7 +15,7 @@ import pytest
 
 from sam3_agent_ros.config import SegmenterConfig
 from sam3_agent_ros.core.errors import SegmenterError
-from sam3_agent_ros.core.ports import to_masks
+from sam3_agent_ros.core.ports import Detections
 from sam3_agent_ros.segmenters.sam3 import Sam3Segmenter
 
 pytestmark = pytest.mark.slow_sam3
@@ -40,8 +40,9 @@ def check_result(result, height: int, width: int) -> None:
     assert np.all(result.boxes >= 0) and np.all(result.boxes[:, [0, 2]] <= width) \
         and np.all(result.boxes[:, [1, 3]] <= height)
     assert np.all(result.masks.reshape(count, -1).sum(axis=1) >= 1)
-    assert result.untrained_weights is True
-    assert len(to_masks(result, height, width)) == count  # the agent's own validation accepts it
+    assert isinstance(result, Detections) and result.untrained_weights is True
+    # the agent's own check accepts it
+    assert len(Detections.coerce(result, height, width).to_masks()) == count
 
 
 def test_two_prompts_on_one_frame_run_the_image_backbone_once(capsys):

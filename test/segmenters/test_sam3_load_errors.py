@@ -1,4 +1,5 @@
-"""SAM 3 load failures: each is a one-line, actionable error raised before the model is built."""
+"""SAM 3 load failures through the backend's constructor: each is a one-line, actionable error
+raised before the model is built (the file checks themselves: test_sam3_files.py)."""
 
 from __future__ import annotations
 
@@ -10,18 +11,8 @@ import numpy as np
 import pytest
 
 from sam3_agent_ros.config import ConfigError, SegmenterConfig
-from sam3_agent_ros.core.errors import SegmenterError
-from sam3_agent_ros.segmenters.sam3 import (
-    BPE_SHA256,
-    LICENSE_URL,
-    Sam3LoadError,
-    Sam3Segmenter,
-    download_checkpoint,
-    find_bpe,
-    frame_key,
-    resolve_device,
-    resolve_dtype,
-)
+from sam3_agent_ros.segmenters.sam3 import Sam3Segmenter, frame_key, resolve_device, resolve_dtype
+from sam3_agent_ros.segmenters.sam3_files import LICENSE_URL, Sam3LoadError
 
 
 def config(**changes) -> SegmenterConfig:
@@ -34,10 +25,6 @@ def load_error(cfg: SegmenterConfig, kind=Sam3LoadError) -> str:
     message = str(info.value)
     assert "\n" not in message, message
     return message
-
-
-def test_load_error_is_a_segmenter_error():
-    assert issubclass(Sam3LoadError, SegmenterError)
 
 
 def test_missing_checkpoint_names_the_path_and_the_parameter(tmp_path):
@@ -84,22 +71,6 @@ def test_offline_hub_with_empty_cache_says_how_to_get_the_weights(tmp_path, monk
     assert "segmenter.checkpoint" in message
 
 
-def test_gated_repo_refusal_says_accept_the_license(monkeypatch, tmp_path):
-    import httpx
-    import huggingface_hub
-    from huggingface_hub.errors import GatedRepoError
-
-    def refuse(*_args, **_kwargs):
-        request = httpx.Request("GET", "https://huggingface.co/facebook/sam3/resolve/main/sam3.pt")
-        raise GatedRepoError("401 gated", response=httpx.Response(401, request=request))
-
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", refuse)
-    with pytest.raises(Sam3LoadError) as info:
-        download_checkpoint(cache_dir=str(tmp_path), offline=False)
-    assert "accept the license at " + LICENSE_URL in str(info.value)
-    assert "hf auth login" in str(info.value)
-
-
 def test_wrong_bpe_file_fails_the_sha256_check(tmp_path):
     bpe = tmp_path / "vocab.txt.gz"
     bpe.write_bytes(b"not the vocabulary")
@@ -107,15 +78,6 @@ def test_wrong_bpe_file_fails_the_sha256_check(tmp_path):
     assert "sha256" in message and str(bpe) in message
     assert "cannot be read" in load_error(config(random_weights=True,
                                                  bpe_path=str(tmp_path / "none.gz")))
-
-
-def test_default_bpe_is_open_clips_verified_copy():
-    import hashlib
-    from pathlib import Path
-
-    path = Path(find_bpe(""))
-    assert path.parent.name == "open_clip"
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == BPE_SHA256
 
 
 def test_random_weights_and_a_checkpoint_conflict(tmp_path):
@@ -173,6 +135,6 @@ def test_frame_key_follows_identity_and_content():
 
 
 def test_importing_the_backend_does_not_import_torch():
-    code = ("import sys, sam3_agent_ros.segmenters.sam3; "
+    code = ("import sys, sam3_agent_ros.segmenters.sam3, sam3_agent_ros.segmenters.sam3_files; "
             "assert 'torch' not in sys.modules and 'sam3' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True)

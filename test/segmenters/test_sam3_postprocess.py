@@ -9,7 +9,6 @@ from sam3_agent_ros.segmenters.postprocess import (
     clip_boxes,
     filter_detections,
     greedy_overlap_removal,
-    mask_extent,
 )
 
 H, W = 40, 60
@@ -114,8 +113,3 @@ def test_inconsistent_shapes_raise_value_error():
 def test_boxes_are_clipped_to_the_frame():
     boxes = clip_boxes(np.array([[-5, -1, 70, 50], [np.nan, 3, np.inf, 4]]), H, W)
     np.testing.assert_allclose(boxes, [[0, 0, W, H], [0, 3, W, 4]])
-
-
-def test_mask_extent_is_half_open():
-    assert mask_extent(rect(3, 7, 10, 12)) == (3, 7, 10, 12)
-    assert mask_extent(np.zeros((H, W), bool)) == (0, 0, 0, 0)
