@@ -41,15 +41,18 @@ class TabletopSession:
         self.listener = Listener("sam3_agent_demo")
         self.stop = self.listener.stop
         node = self.node = self.listener.node
-        qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
-                         depth=50, durability=DurabilityPolicy.VOLATILE)
-        node.create_subscription(
-            String, RESULT_TOPIC, lambda m: self.events.put(("result", time.monotonic(), m)), qos)
-        for topic, kind in ((MASK_TOPIC, "mask"), (OVERLAY_TOPIC, "overlay")):
-            node.create_subscription(
-                Image, topic, lambda m, k=kind: self.events.put((k, time.monotonic(), m)), qos)
         self.recorder = None
         try:
+            qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE,
+                             history=HistoryPolicy.KEEP_LAST, depth=50,
+                             durability=DurabilityPolicy.VOLATILE)
+            node.create_subscription(String, RESULT_TOPIC,
+                                     lambda m: self.events.put(("result", time.monotonic(), m)),
+                                     qos)
+            for topic, kind in ((MASK_TOPIC, "mask"), (OVERLAY_TOPIC, "overlay")):
+                node.create_subscription(
+                    Image, topic, lambda m, k=kind: self.events.put((k, time.monotonic(), m)),
+                    qos)
             self.recorder = BagRecorder(node, bag_out, NODE_OUTPUT_TOPICS)
             self.listener.start(threads=2)
         except BaseException:
