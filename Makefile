@@ -59,8 +59,11 @@ test-py310 test-py313: test-%: setup-%
 test-fast: setup
 	$(VENV)/bin/pytest --durations=15 -m "not slow_sam3 and not slow_docs" $(PYTEST_ARGS)
 
+# ruff, then the layers of the package (import-linter contracts in pyproject.toml,
+# docs/ARCHITECTURE.md): no module imports from a layer above its own, no import cycle.
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-cache
 
 bench: setup
 	bench/run_all.sh

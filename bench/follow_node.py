@@ -41,7 +41,7 @@ def render_frames(width: int, height: int) -> list:
     """Image messages of the sweep's frames at one resolution (rendered before timing)."""
     from sensor_msgs.msg import Image
 
-    from sam3_agent_ros.moving_scene import MovingSequence, intrinsics_for
+    from sam3_agent_ros.demo.moving_scene import MovingSequence, intrinsics_for
 
     moving = MovingSequence(intrinsics=intrinsics_for(width, height))
     frames = {}

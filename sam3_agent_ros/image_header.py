@@ -7,7 +7,7 @@ reached by skipping the segments before it by their lengths), so the size is che
 header before anything is decoded. Other formats are refused: their size is not read here.
 
 ROS-free and pure except ``decode_bounded`` (OpenCV): used by ``ros/conversions.py`` (compressed
-frames), ``cli.read_rgb`` (``sam3-agent run`` and eval) and eval's mask reading.
+frames), ``inputs.read_rgb`` (``sam3-agent run`` and eval) and eval's mask reading.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Generate the labelled sets that ship: data/eval_tabletop/ and data/eval_reasonseg_mini/.
 
-Synthetic tabletop scenes (``sam3_agent_ros.scene``) with varied layouts, colours, sizes, camera
-offsets, resolutions and lighting; each scene gets a few queries whose answer is decided from the
-scene's own ground truth (visible-pixel centroids and areas), never from what any backend does:
+Synthetic tabletop scenes (``sam3_agent_ros.demo.scene``) with varied layouts, colours, sizes,
+camera offsets, resolutions and lighting; each scene gets a few queries whose answer is decided
+from the scene's own ground truth (visible-pixel centroids and areas), never from what any backend
+does:
 
 - a unique colour + shape ("the green triangle"), a unique colour ("the red object");
 - relations with a clear margin: leftmost, rightmost, topmost, bottom, largest, smallest within
@@ -35,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from sam3_agent_ros.scene import (  # noqa: E402
+from sam3_agent_ros.demo.scene import (  # noqa: E402
     CameraIntrinsics,
     CameraPose,
     Lighting,

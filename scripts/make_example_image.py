@@ -4,7 +4,7 @@
     python scripts/make_example_image.py [--out-dir data]
 
 Outputs ``example_tabletop.png`` (640x480 RGB) and ``example_tabletop_gt.npz`` (see
-``sam3_agent_ros.scene.save_ground_truth``), and prints the objects with their pixel centroids.
+``sam3_agent_ros.demo.scene.save_ground_truth``), and prints the objects with their pixel centroids.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import cv2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sam3_agent_ros.scene import render_scene, save_ground_truth  # noqa: E402
+from sam3_agent_ros.demo.scene import render_scene, save_ground_truth  # noqa: E402
 
 EXAMPLE_SEED = 7
 IMAGE_NAME = "example_tabletop.png"

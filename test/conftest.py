@@ -6,7 +6,9 @@ process or in a subprocess that inherits the environment, stays on this host, on
 once per test session. Markers are registered in pyproject.toml; tests under test/ros/ and
 test/bags/ get the `ros` marker automatically, and so does any test whose module imports ROS 2
 (`torch` likewise for torch/SAM 3; test/heavy_imports.py reads the imports). `pytest --ros-free`
-(the Python 3.10/3.13 venvs, without rclpy and torch) does not even collect those files.
+(the Python 3.10/3.13 venvs, without rclpy and torch) does not even collect those files. test/demo/
+is judged file by file: the demo runs reach ROS 2 through their imports, while the synthetic
+scenes and the scoring are ROS-free and run in those venvs too.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ def first_contact_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def leftmost_blue_ground_truth() -> np.ndarray:
-    from sam3_agent_ros.scene import load_ground_truth_masks
+    from sam3_agent_ros.demo.scene import load_ground_truth_masks
 
     masks = load_ground_truth_masks(GROUND_TRUTH)
     blue = [name for name in masks if "blue" in name]

@@ -21,10 +21,12 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "sam3_agent_ros"
 CONSOLE_SCRIPTS = ("sam3-agent", "sam3_agent_node")
 # Subpackages allowed to import rclpy; everything else is the ROS-free core.
-ROS_SUBPACKAGES = ("sam3_agent_ros.ros", "sam3_agent_ros.bags")
+ROS_SUBPACKAGES = ("sam3_agent_ros.ros", "sam3_agent_ros.bags", "sam3_agent_ros.demo")
 # Pure-Python modules inside the ROS subpackages that must stay importable without rclpy.
 ROS_FREE_EXCEPTIONS = ("sam3_agent_ros.ros.dds", "sam3_agent_ros.ros.query_runner",
-                       "sam3_agent_ros.ros.query_message", "sam3_agent_ros.bags.commands")
+                       "sam3_agent_ros.ros.query_message", "sam3_agent_ros.bags.commands",
+                       "sam3_agent_ros.demo.commands", "sam3_agent_ros.demo.scene",
+                       "sam3_agent_ros.demo.moving_scene")
 # The core modules the architecture promises; a missing one is a failure, not a skip.
 REQUIRED_MODULES = (
     "sam3_agent_ros.config",
@@ -36,6 +38,8 @@ REQUIRED_MODULES = (
     "sam3_agent_ros.render",
     "sam3_agent_ros.backends",
     "sam3_agent_ros.cli",
+    "sam3_agent_ros.inputs",
+    "sam3_agent_ros.run_command",
 )
 ROS_MODULE_PREFIXES = ("rclpy", "rcl_interfaces", "sensor_msgs", "std_msgs", "geometry_msgs",
                        "lifecycle_msgs", "rosidl_runtime_py")

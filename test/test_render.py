@@ -6,6 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
+from sam3_agent_ros.demo.scene import render_scene
 from sam3_agent_ros.render import (
     LABEL_LIMIT,
     PALETTE,
@@ -16,7 +17,6 @@ from sam3_agent_ros.render import (
     union_mask,
     zoom_crop,
 )
-from sam3_agent_ros.scene import render_scene
 
 LABEL_BOX = (20, 20, 20)  # the dark fill behind label text
 

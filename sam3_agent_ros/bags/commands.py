@@ -1,4 +1,5 @@
-"""``sam3-agent replay | record | demo | demo-follow``: argparse registration and handlers.
+"""``sam3-agent replay | record``: argparse registration and handlers (the demos, which use
+both, are ``sam3_agent_ros.demo.commands``).
 
 Nothing ROS is imported at module import (``sam3-agent run`` stays ROS-free): each handler imports
 rclpy and rosbags itself. Handlers return the exit status: 0 ok, 1 failure, 2 bad usage.
@@ -16,8 +17,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def register(subparsers) -> None:
-    """Add ``replay``, ``record``, ``demo`` and ``demo-follow`` to the ``sam3-agent``
-    sub-command parsers."""
+    """Add ``replay`` and ``record`` to the ``sam3-agent`` sub-command parsers."""
     replay = subparsers.add_parser(
         "replay", help="publish a rosbag2 bag into the ROS graph (like 'ros2 bag play')",
         description="Publish a rosbag2 bag (mcap or sqlite3) with its original timing. Messages "
@@ -52,40 +52,6 @@ def register(subparsers) -> None:
     record.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap")
     _add_loopback_flag(record)
     record.set_defaults(handler=cmd_record)
-
-    demo = subparsers.add_parser(
-        "demo", help="run the node on the bundled sample bag and score it against ground truth",
-        description="Start sam3_agent_node (offline backends, depth on), replay the bundled "
-                    "tabletop bag into it, print every result, write overlays and an output bag "
-                    "and a summary against the ground truth. DDS stays on loopback.")
-    demo.add_argument("--out", default="out/demo", help="output directory (default out/demo)")
-    demo.add_argument("--sample", help="sample directory (default: the bundled sample)")
-    demo.add_argument("--params-file", help="extra ROS parameters YAML for the node (e.g. a real "
-                                            "endpoint: llm.backend openai)")
-    demo.add_argument("-p", dest="overrides", action="append", default=[],
-                      metavar="NAME:=VALUE", help="set one node parameter (repeatable)")
-    demo.add_argument("--rate", type=float, default=1.0, help="bag playback speed factor")
-    demo.add_argument("--startup-timeout", type=float, default=60.0, metavar="SECONDS",
-                      help="how long to wait for the node to become active")
-    demo.add_argument("--result-timeout", type=float, default=30.0, metavar="SECONDS",
-                      help="how long to wait for the last results after the bag ended")
-    demo.set_defaults(handler=cmd_demo)
-
-    follow = subparsers.add_parser(
-        "demo-follow", help="run the node on the moving sample bag and score follow mode",
-        description="Start sam3_agent_node (offline backends, depth on), replay the moving "
-                    "sample bag (its queries start and stop following), print the IoU per frame "
-                    "and its mean, the 3D error and how each follow ended, and write overlays. "
-                    "DDS stays on loopback.")
-    follow.add_argument("--out", default="out/demo_follow",
-                        help="output directory (default out/demo_follow)")
-    follow.add_argument("--sample", help="sample directory (default: data/sample_moving)")
-    follow.add_argument("--params-file", help="extra ROS parameters YAML for the node")
-    follow.add_argument("-p", dest="overrides", action="append", default=[],
-                        metavar="NAME:=VALUE", help="set one node parameter (repeatable), e.g. "
-                                                    "follow.mode:=redetect")
-    follow.add_argument("--rate", type=float, default=1.0, help="bag playback speed factor")
-    follow.set_defaults(handler=cmd_demo_follow)
 
 
 def _add_loopback_flag(parser: argparse.ArgumentParser) -> None:
@@ -212,25 +178,3 @@ def _finish_recording(recorder, out: str) -> int:
 def _spin_until(executor, stop: threading.Event) -> None:
     while not stop.is_set():
         executor.spin_once(timeout_sec=0.1)
-
-
-def cmd_demo(args) -> int:
-    from sam3_agent_ros.bags.demo import DemoOptions, run_demo
-
-    options = DemoOptions(out_dir=Path(args.out),
-                          sample_dir=Path(args.sample) if args.sample else None,
-                          params_file=Path(args.params_file) if args.params_file else None,
-                          overrides=list(args.overrides), rate=args.rate,
-                          startup_timeout_s=args.startup_timeout,
-                          result_timeout_s=args.result_timeout)
-    return run_demo(options)
-
-
-def cmd_demo_follow(args) -> int:
-    from sam3_agent_ros.bags.follow_demo import FollowDemoOptions, run_follow_demo
-
-    options = FollowDemoOptions(out_dir=Path(args.out),
-                                sample_dir=Path(args.sample) if args.sample else None,
-                                params_file=Path(args.params_file) if args.params_file else None,
-                                overrides=list(args.overrides), rate=args.rate)
-    return run_follow_demo(options)

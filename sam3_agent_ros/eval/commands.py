@@ -22,7 +22,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 def register(subparsers) -> None:
     """Add ``eval`` and ``eval-compare`` to the ``sam3-agent`` sub-command parsers."""
-    from sam3_agent_ros.cli import add_offline_flag
+    from sam3_agent_ros.inputs import add_config_arguments
 
     run = subparsers.add_parser(
         "eval", help="measure gIoU/cIoU on a labelled set (ReasonSeg or annotations.jsonl)",
@@ -31,10 +31,7 @@ def register(subparsers) -> None:
     run.add_argument("--dataset", required=True,
                      help="folder: ReasonSeg files (<stem>.jpg + <stem>.json) or "
                           "annotations.jsonl")
-    run.add_argument("--params-file", help="ROS 2 parameters YAML (sam3_agent: ros__parameters:)")
-    run.add_argument("-p", dest="overrides", action="append", default=[], metavar="NAME:=VALUE",
-                     help="set one parameter (repeatable), e.g. -p llm.model:=gpt-4o")
-    add_offline_flag(run)
+    add_config_arguments(run)
     run.add_argument("--jobs", type=int, default=1, help="queries answered at once (default 1)")
     run.add_argument("--limit", type=int, help="only the first N samples")
     run.add_argument("--out", help="output folder (default out/eval/<dataset>-<timestamp>)")
@@ -67,10 +64,10 @@ def _error(message: str) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from sam3_agent_ros.cli import check_backends, load_config
     from sam3_agent_ros.config import ConfigError
     from sam3_agent_ros.eval.datasets import DatasetError, first_queries, load_dataset
     from sam3_agent_ros.eval.runner import SAMPLES, read_samples_file
+    from sam3_agent_ros.inputs import check_backends, load_config
 
     if args.jobs < 1 or (args.limit is not None and args.limit < 1) or args.worst < 0:
         _error("--jobs and --limit must be >= 1, --worst >= 0")

@@ -35,8 +35,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from sam3_agent_ros.cli import read_rgb
 from sam3_agent_ros.image_header import ImageHeaderError, encoded_size
+from sam3_agent_ros.inputs import read_rgb
 
 ANNOTATIONS = "annotations.jsonl"
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from sam3_agent_ros.config import Config
+from sam3_agent_ros.demo.moving_scene import LEAVING_OBJECT, MovingSequence
 from sam3_agent_ros.follow import (
     LOST,
     STOPPED,
@@ -13,7 +14,6 @@ from sam3_agent_ros.follow import (
     FollowError,
     FollowSession,
 )
-from sam3_agent_ros.moving_scene import LEAVING_OBJECT, MovingSequence
 from sam3_agent_ros.segmenters.color import ColorSegmenter
 from test.fakes.segmenters import BoxSegmenter, RaisingSegmenter
 

@@ -24,8 +24,8 @@ from std_msgs.msg import String
 
 from sam3_agent_ros.action import Segment
 from sam3_agent_ros.client import SegmentClient, SegmentError
+from sam3_agent_ros.demo.scene import render_scene
 from sam3_agent_ros.ros.conversions import rgb8_image
-from sam3_agent_ros.scene import render_scene
 from test.ros.helpers import TRANSITION, Camera, Harness, NodeProcess
 
 A1, A2, A3 = "/act1", "/act2", "/act3"

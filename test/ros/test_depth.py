@@ -22,11 +22,11 @@ from std_msgs.msg import Header, String
 
 from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.types import Frame, Mask
+from sam3_agent_ros.demo.scene import render_scene
 from sam3_agent_ros.ros.conversions import rgb8_image
 from sam3_agent_ros.ros.dds import apply_loopback_env
 from sam3_agent_ros.ros.depth import DepthTargets
 from sam3_agent_ros.ros.outputs import target_messages
-from sam3_agent_ros.scene import render_scene
 
 COLOUR_FRAME = "camera_color_optical_frame"
 STAMP = (1_700_000_000, 250_000_000)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from std_msgs.msg import String
 
+from sam3_agent_ros.demo.scene import render_scene
 from sam3_agent_ros.ros.conversions import rgb8_image
-from sam3_agent_ros.scene import render_scene
 from test.ros.helpers import Camera, Harness, NodeProcess
 
 NS = "/g1"

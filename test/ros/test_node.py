@@ -19,8 +19,8 @@ import pytest
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import String
 
+from sam3_agent_ros.demo.scene import render_scene
 from sam3_agent_ros.ros.conversions import rgb8_image
-from sam3_agent_ros.scene import render_scene
 from test.ros.helpers import TRANSITION, Camera, Harness, NodeProcess
 
 R1, R2, R3 = "/robot1", "/robot2", "/robot3"

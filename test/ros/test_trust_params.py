@@ -15,8 +15,8 @@ import time
 import pytest
 from rcl_interfaces.msg import ParameterType
 
+from sam3_agent_ros.demo.scene import render_scene
 from sam3_agent_ros.ros.conversions import rgb8_image
-from sam3_agent_ros.scene import render_scene
 from test.fakes.offline_responder import offline_responder
 from test.fakes.scripted_server import ScriptedServer
 from test.ros.helpers import NOT_SET, TRANSITION, Camera, Harness, NodeProcess

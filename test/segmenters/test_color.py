@@ -7,7 +7,7 @@ import pytest
 
 from sam3_agent_ros.core.errors import SegmenterError
 from sam3_agent_ros.core.ports import Detections
-from sam3_agent_ros.scene import (
+from sam3_agent_ros.demo.scene import (
     CameraPose,
     Lighting,
     Scene,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from sam3_agent_ros.scene import (
+from sam3_agent_ros.demo.scene import (
     CameraIntrinsics,
     CameraPose,
     Lighting,

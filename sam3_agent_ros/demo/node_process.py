@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sam3_agent_ros.bags import sample
+from sam3_agent_ros.demo import sample
 
 NODE_STOP_TIMEOUT_S = 10.0
 SAMPLE_REMAPS = {"image": sample.COLOR_TOPIC, "depth": sample.DEPTH_TOPIC,

@@ -1,14 +1,15 @@
-"""The demo's scoring against the sample's ground truth (pure: no ROS): one ``QueryOutcome`` per
-query of the bag, the ``DemoReport`` of a run, and the lines printed for them."""
+"""``sam3-agent demo`` scored against the tabletop sample's ground truth (pure: no ROS): one
+``QueryOutcome`` per query of the bag, and the lines printed for them and for the run's
+``DemoReport`` (``report.py``)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from sam3_agent_ros.bags import sample
-from sam3_agent_ros.config import demo_backends_warning
+from sam3_agent_ros.demo import sample
+from sam3_agent_ros.demo.report import DemoReport, backends_lines
 
 IOU_THRESHOLD = 0.8
 
@@ -36,39 +37,16 @@ class QueryOutcome:
     problem: str | None = None
     backends: dict | None = None  # the result's "backends" (what answered)
 
-
-@dataclass
-class DemoReport:
-    outcomes: list[QueryOutcome]
-    wall_s: float = 0.0
-    output_bag: str = ""
-    output_counts: dict[str, int] = field(default_factory=dict)
-    node_log: str = ""
-    error: str | None = None
-
     @property
-    def answered(self) -> int:
-        return sum(1 for o in self.outcomes if o.result_count > 0)
-
-    @property
-    def correct(self) -> int:
-        return sum(1 for o in self.outcomes if o.correct)
+    def answered(self) -> bool:
+        return self.result_count > 0
 
     @property
     def ok(self) -> bool:
-        return self.error is None and self.correct == len(self.outcomes)
+        return self.correct
 
     def to_json(self) -> dict:
-        return {"answered": self.answered, "correct": self.correct, "total": len(self.outcomes),
-                "wall_s": round(self.wall_s, 3), "output_bag": self.output_bag,
-                "output_counts": self.output_counts, "node_log": self.node_log,
-                "error": self.error, "queries": [asdict(o) for o in self.outcomes]}
-
-
-def mono8_to_mask(height: int, width: int, step: int, data: bytes) -> np.ndarray:
-    """A mono8 image's bytes -> bool (H, W) mask of the non-zero pixels."""
-    rows = np.frombuffer(data, np.uint8)[:height * step].reshape(height, step)
-    return rows[:, :width] > 0
+        return asdict(self)
 
 
 def score_outcome(outcome: QueryOutcome, result: dict, truth: sample.GroundTruth,
@@ -113,22 +91,6 @@ def score_outcome(outcome: QueryOutcome, result: dict, truth: sample.GroundTruth
         outcome.correct = True
 
 
-def backends_lines(answered: list[dict | None]) -> list[str]:
-    """What answered (results' ``backends``), once per distinct pair, marked when a demo
-    backend did."""
-    seen = []
-    for backends in answered:
-        if backends and backends not in seen:
-            seen.append(backends)
-    lines = []
-    for backends in seen:
-        text = f"backends: llm {backends.get('llm')}, segmenter {backends.get('segmenter')}"
-        if demo_backends_warning({f"{part}.backend": value for part, value in backends.items()}):
-            text += " (built-in demo backends: these answers are not from a model)"
-        lines.append(text)
-    return lines
-
-
 def format_outcome(outcome: QueryOutcome, label: str) -> str:
     """The one line printed when a result arrives."""
     parts = [f"[{label}] {outcome.query!r}: {outcome.status}"]
@@ -169,7 +131,7 @@ def format_summary(report: DemoReport) -> list[str]:
     if errors:
         lines.append("3D position error: " + ", ".join(f"{v:.2f}" for v in errors)
                      + f" cm (max {max(errors):.2f} cm)")
-    lines += backends_lines([o.backends for o in outcomes])
+    lines += backends_lines(outcomes)
     for outcome in outcomes:
         if outcome.problem:
             lines.append(f"problem with {outcome.query!r}: {outcome.problem}")

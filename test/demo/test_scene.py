@@ -9,7 +9,7 @@ import cv2
 import numpy as np
 import pytest
 
-from sam3_agent_ros.scene import (
+from sam3_agent_ros.demo.scene import (
     COLORS,
     CameraIntrinsics,
     CameraPose,
@@ -23,7 +23,7 @@ from sam3_agent_ros.scene import (
     save_ground_truth,
 )
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 @pytest.fixture(scope="module")

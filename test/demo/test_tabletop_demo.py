@@ -1,5 +1,6 @@
 """The demo run: its behaviour when the node cannot start or the output directory is taken
-(scoring: test_demo_scoring.py; the node subprocess: test_node_process.py)."""
+(scoring: test_tabletop_scoring.py; the node subprocess: test_node_process.py; the whole run:
+test_e2e_demo.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import re
 
 import pytest
 
-from sam3_agent_ros.bags import demo
+from sam3_agent_ros.demo import follow_demo, tabletop_demo
+from sam3_agent_ros.demo.harness import DemoOptions
 from sam3_agent_ros.ros.dds import loopback_env
-from test.bags.test_e2e_bag import REPO_ROOT, run_demo_cli
+from test.demo.test_e2e_demo import REPO_ROOT, run_demo_cli
 
 
 def _env(**changes: str | None) -> dict[str, str]:
@@ -48,13 +50,14 @@ def test_demos_refuse_an_exported_domain_id_that_is_not_one(tmp_path, command):
     assert "ROS_DOMAIN_ID='robot7' is not a domain id in 0..232" in process.stdout
 
 
-def test_a_second_demo_on_the_same_output_directory_is_refused(tmp_path):
+@pytest.mark.parametrize("run", [tabletop_demo.run_demo, follow_demo.run_follow_demo])
+def test_a_second_demo_on_the_same_output_directory_is_refused(tmp_path, run):
     import fcntl
     import io
 
     with open(tmp_path / ".demo.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         printed = io.StringIO()
-        assert demo.run_demo(demo.DemoOptions(out_dir=tmp_path), out=printed) == 1
+        assert run(DemoOptions(out_dir=tmp_path), out=printed) == 1
     assert "another demo is writing to" in printed.getvalue()
     assert not (tmp_path / "report.json").exists()

@@ -11,7 +11,7 @@ import os
 import pytest
 
 from sam3_agent_ros.ros.dds import loopback_env
-from test.bags.test_e2e_bag import REPO_ROOT, run_demo_cli
+from test.demo.test_e2e_demo import REPO_ROOT, run_demo_cli
 
 pytestmark = pytest.mark.ros
 

@@ -19,7 +19,7 @@ import pytest
 from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_typestore
 
-from sam3_agent_ros.bags import sample
+from sam3_agent_ros.demo import sample
 from sam3_agent_ros.ros.dds import loopback_env
 
 pytestmark = pytest.mark.ros

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sam3_agent_ros import scene as scene_mod
+from sam3_agent_ros.demo import scene as scene_mod
 
 COLOR_TOPIC = "/camera/color/image_raw"
 DEPTH_TOPIC = "/camera/aligned_depth_to_color/image_raw"
@@ -236,7 +236,7 @@ def write_ground_truth(out_dir: Path, spec: SampleSpec = SampleSpec()) -> None:
         positions_m=np.array([[frame.positions[n] for n in names] for frame in frames]),
         names=np.array(names), K=frames[0].intrinsics.K)
     description = {
-        "description": "Synthetic tabletop (sam3_agent_ros.scene.default_scene) seen from 1 m "
+        "description": "Synthetic tabletop (sam3_agent_ros.demo.scene.default_scene) seen from 1 m "
                        "above, 10 Hz, slight camera motion and lighting change. Positions are "
                        "the centres of the objects' top faces in the camera optical frame (m).",
         "frame_id": FRAME_ID,

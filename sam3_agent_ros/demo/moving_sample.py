@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sam3_agent_ros import scene as scene_mod
-from sam3_agent_ros.bags import sample
-from sam3_agent_ros.moving_scene import (
+from sam3_agent_ros.demo import sample
+from sam3_agent_ros.demo import scene as scene_mod
+from sam3_agent_ros.demo.moving_scene import (
     LEAVING_OBJECT,
     MovingSequence,
     camera_pose,
@@ -121,9 +121,9 @@ def write_ground_truth(out_dir: Path, queries: tuple[MovingQuery, ...] = MOVING_
         names=np.array(names), K=frames[0].intrinsics.K)
     leaves = moving.first_index_without(LEAVING_OBJECT)
     description = {
-        "description": "Synthetic moving tabletop (sam3_agent_ros.moving_scene): the camera pans "
-                       "and objects move; blue_box leaves the view. 10 Hz. Positions are the "
-                       "centres of the objects' top faces in the camera optical frame (m).",
+        "description": "Synthetic moving tabletop (sam3_agent_ros.demo.moving_scene): the camera "
+                       "pans and objects move; blue_box leaves the view. 10 Hz. Positions are "
+                       "the centres of the objects' top faces in the camera optical frame (m).",
         "frame_id": sample.FRAME_ID,
         "start_ns": sample.START_NS,
         "rate_hz": FPS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sam3_agent_ros.moving_scene import LEAVING_OBJECT, MovingSequence, intrinsics_for
+from sam3_agent_ros.demo.moving_scene import LEAVING_OBJECT, MovingSequence, intrinsics_for
 
 
 @pytest.fixture(scope="module")

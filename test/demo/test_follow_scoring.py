@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sam3_agent_ros.bags import moving_sample, sample
-from sam3_agent_ros.bags.follow_scoring import FollowOutcome, format_outcome, score_follow
+from sam3_agent_ros.demo import moving_sample, sample
+from sam3_agent_ros.demo.follow_scoring import FollowOutcome, format_outcome, score_follow
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from sam3_agent_ros.bags import sample
+from sam3_agent_ros.demo import sample
+from sam3_agent_ros.demo.report import DemoReport, backends_lines
 
 MIN_MEAN_IOU = 0.85
 MAX_MEAN_ERROR_CM = 2.0
@@ -47,6 +48,10 @@ class FollowOutcome:
     lost_delay_s: float | None = None  # object left the view -> lost
     problems: list[str] = field(default_factory=list)
     backends: dict | None = None  # the query result's "backends" (what answered)
+
+    @property
+    def answered(self) -> bool:
+        return self.answer is not None
 
     @property
     def mean_iou(self) -> float | None:
@@ -146,4 +151,16 @@ def format_outcome(outcome: FollowOutcome) -> list[str]:
         end += f", {outcome.lost_delay_s:.2f} s after the object left the view"
     lines.append(end)
     lines.append("    " + ("OK" if outcome.ok else "WRONG: " + "; ".join(outcome.problems)))
+    return lines
+
+
+def format_summary(report: DemoReport, out_dir) -> list[str]:
+    """The lines printed at the end of ``demo-follow``: each followed query, what answered, the
+    count of correct ones."""
+    lines = [line for outcome in report.outcomes for line in format_outcome(outcome)]
+    lines += backends_lines(report.outcomes)
+    lines.append(f"followed queries correct: {report.correct}/{len(report.outcomes)}; "
+                 f"overlays in {out_dir}; wall time {report.wall_s:.1f} s")
+    if report.error:
+        lines.append(f"error: {report.error}")
     return lines

@@ -1,5 +1,5 @@
-"""The demo's rclpy side: a listener/recorder node spinning in the background, the bag replayed
-under its control, results scored as they arrive (``DemoSession``)."""
+"""``sam3-agent demo``'s rclpy side (``TabletopSession``): the listener node (``listener.py``)
+recording the node's outputs, the bag replayed under its control, results scored as they arrive."""
 
 from __future__ import annotations
 
@@ -11,15 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-from sam3_agent_ros.bags import sample
-from sam3_agent_ros.bags.demo_scoring import (
-    QueryOutcome,
-    format_outcome,
-    mono8_to_mask,
-    score_outcome,
-)
-from sam3_agent_ros.bags.node_process import NodeProcess
 from sam3_agent_ros.bags.record import NODE_OUTPUT_TOPICS
+from sam3_agent_ros.demo import sample
+from sam3_agent_ros.demo.listener import Listener, mono8_to_mask, stamp_ns
+from sam3_agent_ros.demo.node_process import NodeProcess
+from sam3_agent_ros.demo.tabletop_scoring import QueryOutcome, format_outcome, score_outcome
 
 RESULT_TOPIC = "/sam3_agent/result"
 MASK_TOPIC = "/sam3_agent/mask"
@@ -27,16 +23,13 @@ OVERLAY_TOPIC = "/sam3_agent/overlay"
 IMAGE_WAIT_S = 1.0  # how long a result waits for its mask/overlay images before being scored
 
 
-class DemoSession:
-    """The demo's rclpy side: a listener/recorder node spinning in the background, the replay in
-    the calling thread's control, results scored as they arrive."""
+class TabletopSession:
+    """The listener/recorder node spinning in the background, the replay in the calling
+    thread's control, results scored as they arrive."""
 
     def __init__(self, truth: sample.GroundTruth, outcomes: list[QueryOutcome], out_dir: Path,
                  bag_out: Path, out) -> None:
-        import rclpy
-        from rclpy.executors import MultiThreadedExecutor
         from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-        from rclpy.signals import SignalHandlerOptions
         from sensor_msgs.msg import Image
         from std_msgs.msg import String
 
@@ -45,32 +38,27 @@ class DemoSession:
         self.truth, self.outcomes, self.out_dir, self.out = truth, outcomes, out_dir, out
         self.events: queue.Queue = queue.Queue()
         self.query_published: dict[int, float] = {}  # index into truth.queries -> wall time
-        self.stop = threading.Event()
-        self.context = rclpy.context.Context()
-        rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
-        self.node = rclpy.create_node("sam3_agent_demo", context=self.context)
-        qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
-                         depth=50, durability=DurabilityPolicy.VOLATILE)
-        self.node.create_subscription(
-            String, RESULT_TOPIC, lambda m: self.events.put(("result", time.monotonic(), m)), qos)
-        for topic, kind in ((MASK_TOPIC, "mask"), (OVERLAY_TOPIC, "overlay")):
-            self.node.create_subscription(
-                Image, topic, lambda m, k=kind: self.events.put((k, time.monotonic(), m)), qos)
-        self.recorder = BagRecorder(self.node, bag_out, NODE_OUTPUT_TOPICS)
-        self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
-        self.executor.add_node(self.node)
-        self.spinner = threading.Thread(target=self._spin, daemon=True)
-        self.spinner.start()
+        self.listener = Listener("sam3_agent_demo")
+        self.stop = self.listener.stop
+        node = self.node = self.listener.node
+        self.recorder = None
+        try:
+            qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE,
+                             history=HistoryPolicy.KEEP_LAST, depth=50,
+                             durability=DurabilityPolicy.VOLATILE)
+            node.create_subscription(String, RESULT_TOPIC,
+                                     lambda m: self.events.put(("result", time.monotonic(), m)),
+                                     qos)
+            for topic, kind in ((MASK_TOPIC, "mask"), (OVERLAY_TOPIC, "overlay")):
+                node.create_subscription(
+                    Image, topic, lambda m, k=kind: self.events.put((k, time.monotonic(), m)),
+                    qos)
+            self.recorder = BagRecorder(node, bag_out, NODE_OUTPUT_TOPICS)
+            self.listener.start(threads=2)
+        except BaseException:
+            self.listener.close()
+            raise
         self.replay_error: BaseException | None = None
-
-    def _spin(self) -> None:
-        while not self.stop.is_set() and self.context.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.1)
-            except Exception:  # shutting down
-                if self.stop.is_set():
-                    return
-                raise
 
     def run(self, bag_dir: Path, process: NodeProcess, rate: float, startup_timeout_s: float,
             result_timeout_s: float) -> None:
@@ -99,7 +87,7 @@ class DemoSession:
             if kind == "result":
                 pending.append((received, json.loads(msg.data)))
             elif kind in ("mask", "overlay"):
-                stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+                stamp = stamp_ns(msg.header)
                 store = masks if kind == "mask" else overlays
                 store.setdefault(stamp, []).append(msg)
             pending = self._score_ready(pending, masks, overlays)
@@ -121,26 +109,13 @@ class DemoSession:
 
     def _wait_for_node(self, process: NodeProcess, timeout_s: float) -> None:
         """Until the node subscribes to the camera and query topics (it is active) and the
-        recorder is subscribed to its outputs."""
-        deadline = time.monotonic() + timeout_s
-        needed = (sample.COLOR_TOPIC, sample.QUERY_TOPIC)
-        while True:
-            process.check_starting()
-            active = all(self.node.count_subscribers(t) > 0 for t in needed)
-            outputs = self.node.count_publishers(RESULT_TOPIC) > 0
-            recording = RESULT_TOPIC in self.recorder.subscribed_topics
-            if active and outputs and recording:
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the node did not become active within {timeout_s:.0f} s")
-            time.sleep(0.1)
-        # depth subscriptions are created right after image/query: give them a moment
-        depth_deadline = time.monotonic() + 2.0
-        while time.monotonic() < depth_deadline and not all(
-                self.node.count_subscribers(t) > 0
-                for t in (sample.DEPTH_TOPIC, sample.CAMERA_INFO_TOPIC)):
-            time.sleep(0.05)
-        time.sleep(0.5)  # let the recorder's and our subscriptions match the node's publishers
+        recorder is subscribed to its outputs; depth subscriptions are created right after
+        image/query: they get a moment."""
+        self.listener.wait_for_node(
+            process, timeout_s, subscribed=(sample.COLOR_TOPIC, sample.QUERY_TOPIC),
+            published=(RESULT_TOPIC,),
+            ready=lambda: RESULT_TOPIC in self.recorder.subscribed_topics,
+            optional_subscribed=(sample.DEPTH_TOPIC, sample.CAMERA_INFO_TOPIC))
 
     def _replay(self, bag_dir: Path, rate: float, done: threading.Event) -> None:
         from sam3_agent_ros.bags.replay import replay_bag
@@ -233,11 +208,7 @@ class DemoSession:
         """Stop the replay, finish the output bag, shut rclpy down (idempotent)."""
         self.stop.set()
         try:
-            self.recorder.close()
+            if self.recorder is not None:
+                self.recorder.close()
         finally:
-            self.spinner.join(timeout=2.0)
-            self.executor.shutdown(timeout_sec=1.0)
-            self.node.destroy_node()
-            import rclpy
-
-            rclpy.try_shutdown(context=self.context)
+            self.listener.close()

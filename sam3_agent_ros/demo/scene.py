@@ -24,23 +24,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-# Albedo of each colour name (RGB, 0..255): saturated enough that the colour segmenter and a
-# human agree on the name under a mild lighting gradient.
-COLORS: dict[str, tuple[int, int, int]] = {
-    "red": (205, 35, 35),
-    "orange": (235, 130, 30),
-    "yellow": (235, 205, 40),
-    "green": (40, 165, 70),
-    "cyan": (40, 190, 200),
-    "blue": (35, 75, 205),
-    "purple": (130, 50, 180),
-    "pink": (230, 80, 170),
-    "white": (245, 245, 245),
-    "black": (25, 25, 25),
-    "gray": (120, 120, 120),
-    "brown": (120, 70, 30),
-}
-TABLE_COLOR: tuple[int, int, int] = (182, 172, 158)  # a light, low-saturation table top
+from sam3_agent_ros.palette import COLORS, TABLE_COLOR
+
 SHAPES = ("circle", "ellipse", "rectangle", "triangle")
 _FILL_SHIFT = 4  # sub-pixel bits for cv2.fillPoly
 _NOISE_PAD = 64

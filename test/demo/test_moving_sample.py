@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 
-from sam3_agent_ros.bags import moving_sample, sample
-from sam3_agent_ros.moving_scene import LEAVING_OBJECT
+from sam3_agent_ros.demo import moving_sample, sample
+from sam3_agent_ros.demo.moving_scene import LEAVING_OBJECT
 
 
 def test_messages_are_in_time_order_with_the_follow_queries():

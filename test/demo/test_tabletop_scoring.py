@@ -1,11 +1,12 @@
-"""The demo's scoring against the sample's ground truth (pure)."""
+"""``sam3-agent demo`` scored against the tabletop sample's ground truth (pure)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from sam3_agent_ros.bags import demo_scoring, sample
+from sam3_agent_ros.demo import sample, tabletop_scoring
+from sam3_agent_ros.demo.report import DemoReport
 
 
 @pytest.fixture(scope="module")
@@ -22,59 +23,57 @@ def _result(truth, frame, status="succeeded", position=None, **extra):
 
 
 def test_a_correct_answer_scores_iou_and_3d_error(truth):
-    outcome = demo_scoring.QueryOutcome("the leftmost blue object", None, "blue_box")
+    outcome = tabletop_scoring.QueryOutcome("the leftmost blue object", None, "blue_box")
     xyz = truth.position(20, "blue_box") + np.array([0.003, 0.0, 0.004])
     result = _result(truth, 20, position=dict(zip("xyz", xyz.tolist())))
-    demo_scoring.score_outcome(outcome, result, truth, truth.mask(20, "blue_box"))
+    tabletop_scoring.score_outcome(outcome, result, truth, truth.mask(20, "blue_box"))
     assert outcome.correct and outcome.iou == 1.0 and outcome.frame_index == 20
     assert outcome.position_error_cm == pytest.approx(0.5)
-    line = demo_scoring.format_outcome(outcome, "q-1")
+    line = tabletop_scoring.format_outcome(outcome, "q-1")
     assert "OK" in line and "IoU 1.000" in line and "3D error 0.50 cm" in line
 
 
 def test_the_wrong_object_is_not_correct(truth):
-    outcome = demo_scoring.QueryOutcome("the leftmost blue object", None, "blue_box")
-    demo_scoring.score_outcome(outcome, _result(truth, 20), truth, truth.mask(20, "blue_cylinder"))
+    outcome = tabletop_scoring.QueryOutcome("the leftmost blue object", None, "blue_box")
+    tabletop_scoring.score_outcome(outcome, _result(truth, 20), truth,
+                                   truth.mask(20, "blue_cylinder"))
     assert not outcome.correct and outcome.iou == 0.0 and "below 0.8" in outcome.problem
-    assert "WRONG" in demo_scoring.format_outcome(outcome, "q-1")
+    assert "WRONG" in tabletop_scoring.format_outcome(outcome, "q-1")
 
 
 def test_absent_object_wants_no_mask_and_stamps_must_be_bag_frames(truth):
-    absent = demo_scoring.QueryOutcome("the purple object", None, None)
-    demo_scoring.score_outcome(absent, _result(truth, 60, status="no_mask"), truth, None)
+    absent = tabletop_scoring.QueryOutcome("the purple object", None, None)
+    tabletop_scoring.score_outcome(absent, _result(truth, 60, status="no_mask"), truth, None)
     assert absent.correct
-    wrong = demo_scoring.QueryOutcome("the purple object", None, None)
-    demo_scoring.score_outcome(wrong, _result(truth, 60), truth, truth.mask(60, "red_box"))
+    wrong = tabletop_scoring.QueryOutcome("the purple object", None, None)
+    tabletop_scoring.score_outcome(wrong, _result(truth, 60), truth, truth.mask(60, "red_box"))
     assert not wrong.correct and "expected no_mask" in wrong.problem
-    off_frame = demo_scoring.QueryOutcome("the leftmost blue object", None, "blue_box")
+    off_frame = tabletop_scoring.QueryOutcome("the leftmost blue object", None, "blue_box")
     result = _result(truth, 20)
     result["stamp"]["nanosec"] += 1
-    demo_scoring.score_outcome(off_frame, result, truth, truth.mask(20, "blue_box"))
+    tabletop_scoring.score_outcome(off_frame, result, truth, truth.mask(20, "blue_box"))
     assert not off_frame.correct and "not the stamp of a frame" in off_frame.problem
 
 
-def test_summary_and_mono8_masks():
-    outcomes = [demo_scoring.QueryOutcome("a", None, "x", result_count=1, correct=True,
-                                          latency_s=0.2, iou=0.95, position_error_cm=0.4),
-                demo_scoring.QueryOutcome("b", "id-b", None)]
-    lines = demo_scoring.format_summary(demo_scoring.DemoReport(outcomes=outcomes, wall_s=12.0))
+def test_summary():
+    outcomes = [tabletop_scoring.QueryOutcome("a", None, "x", result_count=1, correct=True,
+                                              latency_s=0.2, iou=0.95, position_error_cm=0.4),
+                tabletop_scoring.QueryOutcome("b", "id-b", None)]
+    lines = tabletop_scoring.format_summary(DemoReport(outcomes=outcomes, wall_s=12.0))
     assert "queries answered: 1/2" in lines and "wall time: 12.0 s" in lines
     assert any(line.startswith("correct vs ground truth: 1/2") for line in lines)
-    padded = np.array([[0, 255, 0, 9], [255, 0, 0, 9]], np.uint8)  # step 4, width 3
-    assert demo_scoring.mono8_to_mask(2, 3, 4, padded.tobytes()).tolist() == [[False, True, False],
-                                                                       [True, False, False]]
 
 
 def test_the_summary_says_which_backends_answered(truth):
     offline = {"llm": "offline", "segmenter": "color"}
     outcomes = []
     for backends in (offline, offline, {"llm": "openai", "segmenter": "sam3"}):
-        outcome = demo_scoring.QueryOutcome("the purple object", None, None)
-        demo_scoring.score_outcome(outcome, _result(truth, 60, status="no_mask",
-                                                    backends=backends), truth, None)
+        outcome = tabletop_scoring.QueryOutcome("the purple object", None, None)
+        tabletop_scoring.score_outcome(outcome, _result(truth, 60, status="no_mask",
+                                                        backends=backends), truth, None)
         outcomes.append(outcome)
     assert outcomes[0].backends == offline
-    lines = [line for line in demo_scoring.format_summary(demo_scoring.DemoReport(outcomes))
+    lines = [line for line in tabletop_scoring.format_summary(DemoReport(outcomes))
              if line.startswith("backends:")]
     assert lines == ["backends: llm offline, segmenter color (built-in demo backends: these "
                      "answers are not from a model)", "backends: llm openai, segmenter sam3"]

@@ -1,0 +1,101 @@
+"""The demos' own rclpy node: it listens to the node under test and plays the bag into it.
+
+A fresh rclpy context without signal handlers (Ctrl-C stays a ``KeyboardInterrupt`` in the demo),
+spun by a background thread from ``start()`` until ``close()``; ``stop`` tells the spinner and
+the replay to end. rclpy is imported when a ``Listener`` is made (the demo modules import
+without ROS).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from sam3_agent_ros.demo.node_process import NodeProcess
+
+SETTLE_S = 0.5  # after the node is up: let our subscriptions match its publishers
+
+
+class Listener:
+    def __init__(self, name: str) -> None:
+        import rclpy
+        from rclpy.signals import SignalHandlerOptions
+
+        self.context = rclpy.context.Context()
+        rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.stop = threading.Event()
+        self._executor = None
+        self._spinner: threading.Thread | None = None
+        self._closed = False
+
+    def start(self, threads: int = 1) -> None:
+        """Spin the node (after its subscriptions are made) on ``threads`` executor threads."""
+        from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+
+        self._executor = (MultiThreadedExecutor(num_threads=threads, context=self.context)
+                          if threads > 1 else SingleThreadedExecutor(context=self.context))
+        self._executor.add_node(self.node)
+        self._spinner = threading.Thread(target=self._spin, daemon=True)
+        self._spinner.start()
+
+    def _spin(self) -> None:
+        while not self.stop.is_set() and self.context.ok():
+            try:
+                self._executor.spin_once(timeout_sec=0.1)
+            except Exception:  # shutting down
+                if self.stop.is_set():
+                    return
+                raise
+
+    def wait_for_node(self, process: NodeProcess, timeout_s: float, subscribed: tuple[str, ...],
+                      published: tuple[str, ...], ready=None,
+                      optional_subscribed: tuple[str, ...] = (),
+                      optional_wait_s: float = 2.0) -> None:
+        """Until the node subscribes to ``subscribed`` and publishes ``published`` (it is
+        active) and ``ready()`` holds; ``RuntimeError`` when it exits, says its start failed,
+        or ``timeout_s`` passes. Then up to ``optional_wait_s`` for ``optional_subscribed``
+        (inputs the node may have turned off, e.g. depth)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            process.check_starting()
+            if all(self.node.count_subscribers(t) > 0 for t in subscribed) and all(
+                    self.node.count_publishers(t) > 0 for t in published) and (
+                    ready is None or ready()):
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the node did not become active within {timeout_s:.0f} s")
+            time.sleep(0.1)
+        optional_deadline = time.monotonic() + optional_wait_s
+        while time.monotonic() < optional_deadline and not all(
+                self.node.count_subscribers(t) > 0 for t in optional_subscribed):
+            time.sleep(0.05)
+        time.sleep(SETTLE_S)
+
+    def close(self) -> None:
+        """Stop spinning, destroy the node, shut the context down (idempotent)."""
+        self.stop.set()
+        if self._closed:
+            return
+        self._closed = True
+        if self._spinner is not None:
+            self._spinner.join(timeout=2.0)
+        if self._executor is not None:
+            self._executor.shutdown(timeout_sec=1.0)
+        self.node.destroy_node()
+        import rclpy
+
+        rclpy.try_shutdown(context=self.context)
+
+
+def stamp_ns(header) -> int:
+    """A message header's stamp in nanoseconds."""
+    return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
+
+
+def mono8_to_mask(height: int, width: int, step: int, data: bytes) -> np.ndarray:
+    """A mono8 image's bytes -> bool (H, W) mask of the non-zero pixels."""
+    rows = np.frombuffer(data, np.uint8)[:height * step].reshape(height, step)
+    return rows[:, :width] > 0

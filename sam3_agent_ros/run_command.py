@@ -1,0 +1,119 @@
+"""``sam3-agent run``: answer one query on one image file.
+
+Prints the result JSON (CONTRACTS §6) on stdout and nothing else there; logs go to stderr.
+Exit status: 0 succeeded/no_mask, 1 failed/cancelled, 2 bad usage (including a backend that
+lacks what it needs: endpoint, API key, SAM 3 checkpoint; checked before anything loads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from sam3_agent_ros.inputs import add_config_arguments, check_backends, load_config, read_rgb
+from sam3_agent_ros.redact import redact_text
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+log = logging.getLogger("sam3_agent_ros.cli")
+
+
+class UsageError(Exception):
+    pass
+
+
+def register(subparsers) -> None:
+    """Add ``run`` to the ``sam3-agent`` sub-command parsers."""
+    run = subparsers.add_parser("run", help="answer one query on one image file")
+    run.add_argument("--image", required=True, help="image file (PNG or JPEG)")
+    run.add_argument("--query", required=True, help='e.g. "the leftmost blue object"')
+    run.add_argument("--query-id", default="cli-1", help="query_id of the result")
+    add_config_arguments(run)
+    run.add_argument("--out", help="directory for overlay.png and mask.png")
+    run.add_argument("--trace", help="write every LLM request/response as JSON lines here")
+    run.set_defaults(handler=cmd_run)
+
+
+def read_image(path: str, max_pixels: int):
+    try:
+        return read_rgb(path, max_pixels)
+    except ValueError as exc:
+        raise UsageError(f"--image {path}: {exc}") from None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from sam3_agent_ros.config import ConfigError
+    from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result
+
+    try:
+        config = load_config(args.params_file, args.overrides, args.offline)
+        image = read_image(args.image, config.node.max_image_pixels)
+    except (ConfigError, UsageError) as exc:
+        print(f"sam3-agent run: {redact_text(str(exc))}", file=sys.stderr)
+        return EXIT_USAGE
+    if not check_backends(config, "run"):
+        return EXIT_USAGE
+    frame, query = Frame(image, frame_id="image"), Query(args.query_id, args.query)
+    try:
+        agent = _build_agent(config, args.trace)
+    except Exception as exc:  # backend construction: a system error with a clear reason
+        result = Result(query.id, query.text, QueryStatus.FAILED, error=str(exc), frame=frame,
+                        backends=config.backends)
+        print(json.dumps(result.to_json()))
+        return EXIT_FAILED
+    try:
+        result = _run_interruptible(agent, frame, query)
+    finally:
+        from sam3_agent_ros.backends import close_quietly
+
+        close_quietly(agent.llm)
+        close_quietly(agent.segmenter)
+    if args.out:
+        _write_outputs(Path(args.out), frame, result)
+    print(json.dumps(result.to_json()))
+    return EXIT_OK if result.status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK) \
+        else EXIT_FAILED
+
+
+def _build_agent(config, trace_path: str | None):
+    from sam3_agent_ros.backends import make_llm, make_segmenter
+    from sam3_agent_ros.core.agent import Agent
+
+    llm = make_llm(config)
+    if trace_path:
+        from sam3_agent_ros.llm.trace import TracingClient
+
+        llm = TracingClient(llm, trace_path)
+    return Agent(config, llm=llm, segmenter=make_segmenter(config))
+
+
+def _run_interruptible(agent, frame, query):
+    """Ctrl-C / SIGTERM cancel the query; it still ends with its one (cancelled) result."""
+    from sam3_agent_ros.core.cancel import CancelToken
+
+    cancel = CancelToken()
+
+    def on_signal(signum, _frame):
+        cancel.cancel(f"interrupted by signal {signum}")
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, on_signal)
+        signal.signal(signal.SIGTERM, on_signal)
+    return agent.run(frame, query, cancel=cancel,
+                     on_status=lambda event: log.info("status %s", json.dumps(event.to_json())))
+
+
+def _write_outputs(out: Path, frame, result) -> None:
+    import cv2
+
+    from sam3_agent_ros import render
+
+    out.mkdir(parents=True, exist_ok=True)
+    masks = [m.mask for m in result.masks]
+    overlay = render.overlay_masks(frame.image, masks) if masks else frame.image
+    cv2.imwrite(str(out / "overlay.png"), cv2.cvtColor(overlay, cv2.COLOR_RGB2BGR))
+    cv2.imwrite(str(out / "mask.png"), render.union_mask(masks, frame.image.shape[:2]))
