@@ -95,7 +95,7 @@ def measure_mode(mode: str, frames_by_resolution: dict, window: float, temp: Pat
     from sensor_msgs.msg import Image
     from std_msgs.msg import String
 
-    from sam3_agent_ros.ros.node import IMAGE_QOS
+    from sam3_agent_ros.ros.qos import IMAGE_QOS
     from test.ros.helpers import RELIABLE, NodeProcess
 
     namespace = f"/bench_follow_{mode}"

@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     import rclpy
     from sensor_msgs.msg import Image
 
-    from sam3_agent_ros.ros.node import IMAGE_QOS
+    from sam3_agent_ros.ros.qos import IMAGE_QOS
     from test.ros.helpers import NodeProcess
 
     rclpy.init()

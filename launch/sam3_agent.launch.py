@@ -6,12 +6,21 @@
         llm_base_url:=http://gpu-box:8000/v1 llm_model:=Qwen/Qwen3-VL-8B-Instruct
 
 Parameters come from params_file (default: the installed config/sam3_agent.yaml: the real backends,
-llm.backend openai and segmenter.backend sam3); the launch arguments llm_base_url and llm_model
-are applied on top of it (their defaults are the package defaults). offline:=true switches to the
-built-in demo backends (config.OFFLINE_BACKENDS: offline planner, colour segmenter; no model). The
-real backends need an API key variable (OPENAI_API_KEY; any value for a server without
+llm.backend openai and segmenter.backend sam3). The launch arguments llm_base_url and llm_model
+override it only when given: left empty (their default), the params file's values hold (and where
+it has none, the package defaults). offline:=true switches to the built-in demo backends
+(config.OFFLINE_BACKENDS: offline planner, colour segmenter; no model), whatever the params file
+says. The real backends need an API key variable (OPENAI_API_KEY; any value for a server without
 authentication, e.g. OPENAI_API_KEY=EMPTY for vLLM) and the SAM 3 weights (docs/sam3.md); the
 node refuses to configure without them and says which is missing.
+
+How: a launch_ros node's own `parameters` cannot be conditional, so the parameters are set for a
+group whose only member is the node: SetParametersFromFile, then SetParameter under a condition.
+The node gets them in that order (`--params-file F -p llm.model:=M -p llm.backend:=offline ...`),
+and a `-p` after the file wins over the file's value, whether the file's section names the node
+(`sam3_agent:`, `/robot1/sam3_agent:`) or every node (`/**:`). One exception: rclpy applies the
+sections in the order they first appear and a `-p` adds to `/**`, so in a file with a `/**:`
+section above the node's own, the node's section wins over the arguments too.
 
 Large camera images: the Fast DDS profile is process environment, read when the node starts, so
 export it before `ros2 launch` (for the camera driver too), under both names: Fast DDS 3 (Kilted)
@@ -22,13 +31,13 @@ e.g. both = <share>/sam3_agent_ros/config/fastdds_large_images.xml (docs/ros.md)
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument
-from launch.conditions import IfCondition, UnlessCondition
+from launch.actions import DeclareLaunchArgument, GroupAction
+from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import LifecycleNode
+from launch_ros.actions import LifecycleNode, SetParameter, SetParametersFromFile
 
-from launch import LaunchDescription
-from sam3_agent_ros.config import OFFLINE_BACKENDS, PARAMETERS_BY_NAME
+from launch import Condition, LaunchDescription
+from sam3_agent_ros.config import OFFLINE_BACKENDS
 
 PACKAGE = "sam3_agent_ros"
 
@@ -36,22 +45,19 @@ PACKAGE = "sam3_agent_ros"
 def generate_launch_description():
     default_params = os.path.join(get_package_share_directory(PACKAGE), "config",
                                   "sam3_agent.yaml")
-    namespace = LaunchConfiguration("namespace")
     image_topic = LaunchConfiguration("image_topic")
-    endpoint = {"llm.base_url": LaunchConfiguration("llm_base_url"),
-                "llm.model": LaunchConfiguration("llm_model")}
-    remappings = [("image", image_topic), ("image/compressed", [image_topic, "/compressed"]),
-                  ("query", LaunchConfiguration("query_topic"))]
+    offline = IfCondition(LaunchConfiguration("offline"))
 
-    parameters = [LaunchConfiguration("params_file"), endpoint]
+    def given(argument):
+        """An argument counts as given when it is not empty (its default)."""
+        return Condition(predicate=lambda context: bool(
+            context.launch_configurations.get(argument, "")))
 
-    def agent_node(parameters, condition):
-        return LifecycleNode(
-            package=PACKAGE, executable="sam3_agent_node", name="sam3_agent",
-            namespace=namespace, output="screen", remappings=remappings, condition=condition,
-            parameters=parameters)
-
-    offline = LaunchConfiguration("offline")
+    node = LifecycleNode(
+        package=PACKAGE, executable="sam3_agent_node", name="sam3_agent",
+        namespace=LaunchConfiguration("namespace"), output="screen",
+        remappings=[("image", image_topic), ("image/compressed", [image_topic, "/compressed"]),
+                    ("query", LaunchConfiguration("query_topic"))])
     return LaunchDescription([
         DeclareLaunchArgument("namespace", default_value="",
                               description="Namespace of the node and its topics."),
@@ -63,15 +69,25 @@ def generate_launch_description():
                               description="Query topic (std_msgs/String, text or JSON)."),
         DeclareLaunchArgument("params_file", default_value=default_params,
                               description="ROS parameters YAML (see config/sam3_agent.yaml)."),
-        DeclareLaunchArgument("llm_base_url",
-                              default_value=PARAMETERS_BY_NAME["llm.base_url"].default,
-                              description="OpenAI-compatible endpoint (overrides params_file)."),
-        DeclareLaunchArgument("llm_model", default_value=PARAMETERS_BY_NAME["llm.model"].default,
-                              description="Model name (overrides params_file)."),
+        DeclareLaunchArgument("llm_base_url", default_value="",
+                              description="OpenAI-compatible endpoint; given, it overrides "
+                                          "params_file (empty: the params file's llm.base_url)."),
+        DeclareLaunchArgument("llm_model", default_value="",
+                              description="Model name; given, it overrides params_file (empty: "
+                                          "the params file's llm.model)."),
         DeclareLaunchArgument("offline", default_value="false", choices=["true", "false"],
                               description="true: the built-in demo backends, offline planner + "
                                           "colour segmenter (no model; answers are marked so). "
                                           "false: the real backends (LLM endpoint + SAM 3)."),
-        agent_node(parameters + [OFFLINE_BACKENDS], IfCondition(offline)),
-        agent_node(parameters, UnlessCondition(offline)),
+        # In this order on the node's command line, the last value of a parameter winning.
+        GroupAction([
+            SetParametersFromFile(LaunchConfiguration("params_file")),
+            SetParameter(name="llm.base_url", value=LaunchConfiguration("llm_base_url"),
+                         condition=given("llm_base_url")),
+            SetParameter(name="llm.model", value=LaunchConfiguration("llm_model"),
+                         condition=given("llm_model")),
+            *[SetParameter(name=name, value=value, condition=offline)
+              for name, value in OFFLINE_BACKENDS.items()],
+            node,
+        ]),
     ])

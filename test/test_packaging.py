@@ -24,7 +24,8 @@ CONSOLE_SCRIPTS = ("sam3-agent", "sam3_agent_node")
 ROS_SUBPACKAGES = ("sam3_agent_ros.ros", "sam3_agent_ros.bags", "sam3_agent_ros.demo")
 # Pure-Python modules inside the ROS subpackages that must stay importable without rclpy.
 ROS_FREE_EXCEPTIONS = ("sam3_agent_ros.ros.dds", "sam3_agent_ros.ros.query_runner",
-                       "sam3_agent_ros.ros.query_message", "sam3_agent_ros.bags.commands",
+                       "sam3_agent_ros.ros.query_message", "sam3_agent_ros.ros.conversions",
+                       "sam3_agent_ros.ros.follow_runner", "sam3_agent_ros.bags.commands",
                        "sam3_agent_ros.demo.commands", "sam3_agent_ros.demo.scene",
                        "sam3_agent_ros.demo.moving_scene")
 # The core modules the architecture promises; a missing one is a failure, not a skip.

@@ -45,6 +45,7 @@ from sam3_agent_ros.follow.types import (
     FollowedObject,
     FollowError,
     FollowUpdate,
+    starting_source,
 )
 from sam3_agent_ros.masks import pixel_box
 
@@ -121,7 +122,7 @@ class FollowSession:
             self._flow.reset(first_frame_rgb)
         self._frames = 0
         self._redetect_next = False
-        self._source = SOURCE_FLOW if config.mode == "flow" else SOURCE_REDETECT
+        self._source = starting_source(config.mode)
         self._stopped = False
         self._error: str | None = None
         self._last_reground_s: float | None = None

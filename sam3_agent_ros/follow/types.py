@@ -1,17 +1,27 @@
-"""The values a follow session hands back: one followed object on one frame, one update."""
+"""Follow mode's vocabulary: the states, the sources, the values a session hands back (one
+followed object on one frame, one update) and what a session offers its caller."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
+# States (``FollowUpdate.state``, ``~/follow/status`` "state").
 TRACKING = "tracking"
 LOST = "lost"
 STOPPED = "stopped"
 
+# Sources: what placed the masks of an update (``FollowUpdate.source``, "source").
 SOURCE_FLOW = "flow"
 SOURCE_REDETECT = "redetect"
+
+
+def starting_source(mode: str) -> str:
+    """The source of a session in ``follow.mode`` before its first update: ``flow`` in flow
+    mode, else ``redetect``."""
+    return SOURCE_FLOW if mode == "flow" else SOURCE_REDETECT
 
 
 class FollowError(ValueError):
@@ -47,3 +57,20 @@ class FollowUpdate:
     objects: list[FollowedObject] = field(default_factory=list)
     reground: bool = False
     error: str | None = None
+
+
+class Session(Protocol):
+    """What the follow thread drives: ``FollowSession`` (and stand-ins in tests)."""
+
+    @property
+    def mode(self) -> str:
+        """``follow.mode`` of the session: ``flow`` or ``redetect``."""
+        ...
+
+    def update(self, frame_rgb: np.ndarray, now_s: float) -> FollowUpdate:
+        """Follow the objects onto the next frame, taken at ``now_s`` seconds."""
+        ...
+
+    def stop(self) -> FollowUpdate:
+        """End following (idempotent); the ``stopped`` update."""
+        ...

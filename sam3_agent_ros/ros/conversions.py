@@ -1,4 +1,5 @@
-"""sensor_msgs Image / CompressedImage <-> numpy, without cv_bridge.
+"""Messages <-> the core's values: Image / CompressedImage <-> numpy and ``Frame``, headers and
+stamps, without cv_bridge.
 
 ROS 2's cv_bridge is not pip-installable, so the node converts images itself. Readers take any
 object with the message's fields (duck-typed: real messages, rosbags messages, test doubles) and
@@ -8,6 +9,11 @@ refused from their header fields, compressed ones from their PNG/JPEG header, be
 conversion or decoding; see ``image_header.py``). Writers build ``sensor_msgs/Image`` through the
 fast path (``msg.data = array.tobytes()``): assigning a numpy array to ``msg.data`` is converted
 element by element by rclpy and costs about a second per 1080p frame.
+
+A frame message becomes a ``Frame`` (pixels + its header's stamp and frame_id) through
+``FrameReader``, the node's one converter (query worker, follow thread, image callback); an answer's
+``Frame`` gives its messages their header back (``frame_header``). Nothing here imports rclpy or
+message packages at import time (the ROS-free runners import this module).
 """
 
 from __future__ import annotations
@@ -26,7 +32,6 @@ from sam3_agent_ros.image_header import (
     encoded_size,
     pixel_cap_problem,
 )
-from sam3_agent_ros.ros.query_runner import FrameUnusable, header_only_frame
 
 # encoding -> (channels, dtype, to-RGB channel order or None for grey)
 _ENCODINGS: dict[str, tuple[int, str, tuple[int, ...] | None]] = {
@@ -42,6 +47,48 @@ SUPPORTED_ENCODINGS: tuple[str, ...] = tuple(_ENCODINGS)
 
 class ImageConversionError(ValueError):
     """A frame that cannot be turned into an RGB image; the message says why."""
+
+
+class FrameUnusable(Exception):
+    """A frame message that cannot become a ``Frame`` (bad encoding, short data, over the pixel
+    cap...). ``frame`` carries its header (an empty image) so the failed result still names the
+    frame it refers to."""
+
+    def __init__(self, reason: str, frame: Frame | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.frame = frame
+
+
+# --- stamps and headers ----------------------------------------------------------------------
+
+
+def stamp_ns(sec: int, nanosec: int) -> int:
+    """A stamp (``sec``, ``nanosec``) in integer nanoseconds: exact, ordered, comparable."""
+    return int(sec) * 1_000_000_000 + int(nanosec)
+
+
+def frame_stamp_ns(frame: Frame) -> int:
+    """The stamp of the message a frame came from, in nanoseconds."""
+    return stamp_ns(frame.stamp_sec, frame.stamp_nanosec)
+
+
+def header_frame(header: Any, image: np.ndarray | None = None) -> Frame:
+    """A ``Frame`` with ``header``'s stamp and frame_id; without ``image``, one with no pixels
+    (results about frames that could not be converted still name their frame)."""
+    pixels = np.zeros((0, 0, 3), np.uint8) if image is None else image
+    return Frame(pixels, int(header.stamp.sec), int(header.stamp.nanosec), str(header.frame_id))
+
+
+def frame_header(frame: Frame | None) -> Any:
+    """The ``std_msgs/Header`` (stamp, frame_id) of the frame an answer was computed on; an
+    empty header for no frame."""
+    from std_msgs.msg import Header
+
+    header = Header(frame_id=frame.frame_id if frame is not None else "")
+    if frame is not None:
+        header.stamp.sec, header.stamp.nanosec = frame.stamp_sec, frame.stamp_nanosec
+    return header
 
 
 @dataclass(frozen=True)
@@ -122,14 +169,32 @@ def frame_problem(msg: Any, max_pixels: int = DEFAULT_MAX_PIXELS) -> str | None:
 def message_to_frame(msg: Any, max_pixels: int = DEFAULT_MAX_PIXELS) -> Frame:
     """An Image or CompressedImage as a ``Frame`` with its header; ``FrameUnusable`` (carrying
     a header-only frame) when it is malformed or larger than ``max_pixels``."""
-    stamp = msg.header.stamp
     try:
         rgb = compressed_to_rgb(msg, max_pixels) if is_compressed(msg) \
             else image_to_rgb(msg, max_pixels)
     except ImageConversionError as exc:
-        raise FrameUnusable(str(exc), header_only_frame(
-            stamp.sec, stamp.nanosec, msg.header.frame_id)) from None
-    return Frame(rgb, stamp.sec, stamp.nanosec, msg.header.frame_id)
+        raise FrameUnusable(str(exc), header_frame(msg.header)) from None
+    return header_frame(msg.header, rgb)
+
+
+@dataclass(frozen=True)
+class FrameReader:
+    """The node's frame converter under its ``max_image_pixels`` (fixed per configuration)."""
+
+    max_pixels: int = DEFAULT_MAX_PIXELS
+
+    def frame(self, msg: Any) -> Frame:
+        """``message_to_frame`` (query worker, follow thread): ``FrameUnusable`` for a
+        malformed frame or one over the cap (refused before decoding)."""
+        return message_to_frame(msg, self.max_pixels)
+
+    def problem(self, msg: Any) -> str | None:
+        """Why ``msg`` cannot become a frame, from its header alone, or None; never raises (the
+        image callback calls it: a callback that raises would stop the executor)."""
+        try:
+            return frame_problem(msg, self.max_pixels)
+        except Exception as exc:  # noqa: BLE001 (e.g. a message without the expected fields)
+            return f"{type(exc).__name__}: {exc}"
 
 
 def image_to_rgb(msg: Any, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:

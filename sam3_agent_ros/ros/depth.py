@@ -14,7 +14,6 @@ import threading
 from typing import Any
 
 from geometry_msgs.msg import PointStamped, PoseArray
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 
 from sam3_agent_ros.config import DepthConfig
@@ -26,24 +25,16 @@ from sam3_agent_ros.geometry3d import (
     scale_intrinsics,
 )
 from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS, pixel_cap_problem
+from sam3_agent_ros.ros.conversions import frame_stamp_ns, stamp_ns
+from sam3_agent_ros.ros.qos import DEPTH_QOS, OUTPUT_QOS
 
 DEPTH_TOPIC = "depth"
 CAMERA_INFO_TOPIC = "camera_info"
 TARGET_TOPIC = "~/target"
 TARGETS_TOPIC = "~/targets"
-# Best effort subscribers match both best-effort (camera drivers) and reliable (bag players)
-# publishers; a few frames of depth absorb a colour frame arriving a little later.
-INPUT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=5,
-                       reliability=ReliabilityPolicy.BEST_EFFORT)
-OUTPUT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
-                        reliability=ReliabilityPolicy.RELIABLE)
 # Colour and depth images whose aspect ratios differ by more than this are not aligned.
 ASPECT_TOLERANCE = 0.02
 POSITION_DECIMALS = 5  # 10 micrometres
-
-
-def _stamp_ns(sec: int, nanosec: int) -> int:
-    return int(sec) * 1_000_000_000 + int(nanosec)
 
 
 class DepthTargets:
@@ -60,9 +51,9 @@ class DepthTargets:
         self._camera_info: CameraInfo | None = None
         self._warned: set[str] = set()
         self._depth_sub = node.create_subscription(
-            Image, DEPTH_TOPIC, self._on_depth, INPUT_QOS, callback_group=callback_group)
+            Image, DEPTH_TOPIC, self._on_depth, DEPTH_QOS, callback_group=callback_group)
         self._info_sub = node.create_subscription(
-            CameraInfo, CAMERA_INFO_TOPIC, self._on_camera_info, INPUT_QOS,
+            CameraInfo, CAMERA_INFO_TOPIC, self._on_camera_info, DEPTH_QOS,
             callback_group=callback_group)
         self._depth_topic = self._depth_sub.topic_name
         self._info_topic = self._info_sub.topic_name
@@ -103,12 +94,15 @@ class DepthTargets:
         if reason:
             return [_no_position(reason) for _ in masks]
 
-        target_ns = _stamp_ns(frame.stamp_sec, frame.stamp_nanosec)
+        target_ns = frame_stamp_ns(frame)
+
+        def distance_ns(message: Image) -> int:
+            return abs(stamp_ns(message.header.stamp.sec, message.header.stamp.nanosec)
+                       - target_ns)
+
         # reversed: among equal stamps (a re-sent frame) the newest wins.
-        depth_msg = min(reversed(depth_frames), key=lambda m: abs(
-            _stamp_ns(m.header.stamp.sec, m.header.stamp.nanosec) - target_ns))
-        diff_s = abs(_stamp_ns(depth_msg.header.stamp.sec, depth_msg.header.stamp.nanosec)
-                     - target_ns) / 1e9
+        depth_msg = min(reversed(depth_frames), key=distance_ns)
+        diff_s = distance_ns(depth_msg) / 1e9
         if diff_s > self._cfg.max_stamp_diff_s:
             reason = (f"no depth frame within depth.max_stamp_diff_s={self._cfg.max_stamp_diff_s:g}"
                       f" s of the colour frame (nearest is {diff_s:.3f} s away)")
@@ -187,13 +181,17 @@ class DepthTargets:
             self._warn_once("publish", f"cannot publish 3D targets: {type(exc).__name__}: {exc}")
 
     def destroy(self) -> None:
+        """Drop the subscriptions, publishers and buffered messages; never raises."""
         node = self._node
-        for sub in (self._depth_sub, self._info_sub):
-            if sub is not None:
-                node.destroy_subscription(sub)
-        for pub in (self._target_pub, self._targets_pub):
-            if pub is not None:
-                node.destroy_publisher(pub)
+        try:
+            for sub in (self._depth_sub, self._info_sub):
+                if sub is not None:
+                    node.destroy_subscription(sub)
+            for pub in (self._target_pub, self._targets_pub):
+                if pub is not None:
+                    node.destroy_publisher(pub)
+        except Exception as exc:  # noqa: BLE001 (teardown goes on)
+            self._logger.warning(f"depth: destroy failed: {exc}")
         self._depth_sub = self._info_sub = self._target_pub = self._targets_pub = None
         with self._lock:
             self._depth_frames.clear()
@@ -205,6 +203,17 @@ class DepthTargets:
                 return
             self._warned.add(key)
         self._logger.warning(message)
+
+
+def start_depth(node: Any, cfg: DepthConfig, max_pixels: int) -> DepthTargets | None:
+    """``DepthTargets`` on the node's default callback group (activation, ``depth.enabled``);
+    None, said in the log, when they cannot be created: the node then answers without 3D."""
+    try:
+        return DepthTargets(node, cfg, callback_group=node.default_callback_group,
+                            max_pixels=max_pixels)
+    except Exception as exc:  # noqa: BLE001
+        node.get_logger().error(f"depth disabled: {type(exc).__name__}: {exc}")
+        return None
 
 
 def _no_position(reason: str | None) -> dict[str, Any]:

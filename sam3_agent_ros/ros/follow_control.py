@@ -2,13 +2,16 @@
 ``~/follow/*`` outputs and the ``~/stop_follow`` service (std_srvs/Trigger).
 
 The node calls, in order of a query's life:
-- ``request(query_id, follow)`` from the query callback (``follow`` None: ``follow.default``),
-  after ``stop("new query ...")``: a new query ends following first;
-- ``before_answer()`` on the query worker, before the agent runs (waits, bounded, for the follow
-  thread to finish its frame: the segmenter is shared);
+- ``before_query(query_id, text, follow)`` when it accepts a query (topic query, action goal,
+  re-grounding): a new query ends following, and whether it is to be followed is noted
+  (``follow`` None: ``follow.default``);
+- ``before_answer(query_id)`` on the query worker, before the agent runs: ends a follow that
+  started meanwhile (the answer of the query before) and waits, bounded, for the follow thread
+  to finish its frame (the segmenter is shared);
 - ``after_result(result)`` on the query worker, after the result is published: a succeeded
   query that asked to be followed starts a ``FollowSession`` on the answer's frame and masks;
-- ``offer(message)`` from the image callback (O(1)).
+- ``offer(message)`` from the image callback (O(1)); ``stop(reason)`` for stop_follow and
+  deactivation.
 The follow thread (``FollowRunner``) publishes through ``outputs.FollowPublisher``.
 """
 
@@ -21,8 +24,11 @@ from typing import Any
 from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.types import Frame, QueryStatus, Result
 from sam3_agent_ros.core.untrusted_text import for_log
-from sam3_agent_ros.ros.follow_runner import STOPPED, FollowRunner, session_source, status_json
-from sam3_agent_ros.ros.outputs import OUTPUT_QOS, FollowPublisher
+from sam3_agent_ros.follow.types import STOPPED, starting_source
+from sam3_agent_ros.ros.conversions import frame_stamp_ns
+from sam3_agent_ros.ros.follow_runner import FollowRunner, status_json
+from sam3_agent_ros.ros.outputs import FollowPublisher
+from sam3_agent_ros.ros.qos import OUTPUT_QOS
 
 STOP_FOLLOW_SERVICE = "~/stop_follow"
 BEFORE_ANSWER_WAIT_S = 5.0  # a follow frame (e.g. a SAM 3 re-detection) finishing first
@@ -64,7 +70,10 @@ class FollowControl:
     def offer(self, message: Any) -> None:
         self._runner.offer(message)
 
-    def request(self, query_id: str, text: str, follow: bool | None) -> None:
+    def before_query(self, query_id: str, text: str, follow: bool | None) -> None:
+        """A query was accepted: following ends (it must not slow the query) and whether the
+        answer is to be followed is noted (``follow`` None: ``follow.default``)."""
+        self.stop(f"new query {query_id}")
         wanted = self._config.default if follow is None else bool(follow)
         with self._lock:
             self._requests[query_id] = (wanted, text)
@@ -89,7 +98,8 @@ class FollowControl:
         return response
 
     # --- query worker ----------------------------------------------------------------------------
-    def before_answer(self) -> None:
+    def before_answer(self, query_id: str) -> None:
+        self.stop(f"new query {query_id}")
         if not self._runner.wait_idle(BEFORE_ANSWER_WAIT_S):
             self._node.get_logger().warning("follow: the follow thread is still busy with a "
                                             "frame; the query runs anyway")
@@ -97,7 +107,7 @@ class FollowControl:
     def after_result(self, result: Result) -> None:
         with self._lock:
             asked = self._requests.pop(result.query_id, None)
-        if asked is None:  # not through request() (e.g. a query message that was rejected)
+        if asked is None:  # not through before_query() (e.g. a query that was rejected)
             asked = (self._config.default and result.status == QueryStatus.SUCCEEDED,
                      result.query)
         wanted, text = asked
@@ -114,7 +124,7 @@ class FollowControl:
         try:
             session = FollowSession(self._config, self._segmenter, frame.image,
                                     [m.mask for m in result.masks], prompt,
-                                    now_s=frame.stamp_sec + frame.stamp_nanosec / 1e9)
+                                    now_s=frame_stamp_ns(frame) / 1e9)
         except FollowError as exc:
             self._publish_refusal(result, f"not followed: {exc}")
             return
@@ -129,8 +139,8 @@ class FollowControl:
     def _publish_refusal(self, result: Result, reason: str) -> None:
         self._node.get_logger().warning(f"query {for_log(result.query_id)}: {for_log(reason, 500)}")
         self._publish(result.frame, [], status_json(
-            result.query_id, self._config.mode, STOPPED, session_source(self._config), result.frame,
-            None, [], reason))
+            result.query_id, self._config.mode, STOPPED, starting_source(self._config.mode),
+            result.frame, None, [], reason))
 
     # --- follow thread ---------------------------------------------------------------------------
     def _publish(self, frame: Frame | None, masks: list, status: dict) -> None:

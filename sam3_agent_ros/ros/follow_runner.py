@@ -27,9 +27,8 @@ from typing import Any
 import numpy as np
 
 from sam3_agent_ros.core.types import Frame
-from sam3_agent_ros.ros.query_runner import FrameUnusable
-
-TRACKING, LOST, STOPPED = "tracking", "lost", "stopped"
+from sam3_agent_ros.follow.types import LOST, STOPPED, FollowedObject, Session, starting_source
+from sam3_agent_ros.ros.conversions import FrameUnusable, frame_stamp_ns
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +36,11 @@ log = logging.getLogger(__name__)
 Publish = Callable[[Frame | None, list[np.ndarray | None], dict[str, Any]], None]
 
 
-def stamp_ns(sec: int, nanosec: int) -> int:
-    return int(sec) * 1_000_000_000 + int(nanosec)
-
-
 def status_json(query_id: str, mode: str, state: str, source: str, frame: Frame | None,
-                latency_ms: float | None, objects: list[Any], reason: str | None = None
-                ) -> dict[str, Any]:
-    """The ``~/follow/status`` JSON (CONTRACTS §5b). ``objects`` are ``FollowedObject``s;
-    each one's ``id`` is its place among the answer's masks (1-based, the value in labels)."""
+                latency_ms: float | None, objects: list[FollowedObject],
+                reason: str | None = None) -> dict[str, Any]:
+    """The ``~/follow/status`` JSON (CONTRACTS §5b). Each object's ``id`` is its place among
+    the answer's masks (1-based, the value in labels)."""
     return {
         "query_id": query_id, "state": state, "mode": mode, "source": source,
         "frame": {"sec": frame.stamp_sec if frame else 0,
@@ -62,16 +57,12 @@ def status_json(query_id: str, mode: str, state: str, source: str, frame: Frame 
 @dataclass
 class _Followed:
     query_id: str
-    session: Any  # FollowSession: update(frame_rgb, now_s), stop(), mode
+    session: Session
     count: int  # objects in the answer
     after_ns: int  # frames stamped at or before the answer's frame are not followed
     text: str = ""  # the query, for a re-grounding
     last_frame: Frame | None = None
     last_source: str = ""
-
-    @property
-    def mode(self) -> str:
-        return str(getattr(self.session, "mode", ""))
 
 
 @dataclass
@@ -130,12 +121,12 @@ class FollowRunner:
         followed = self._followed
         return followed.query_id if followed is not None else None
 
-    def follow(self, query_id: str, session: Any, count: int, after: Frame | None,
+    def follow(self, query_id: str, session: Session, count: int, after: Frame | None,
                text: str = "") -> None:
         """Start following (the previous follow, if any, ends ``stopped``)."""
-        after_ns = stamp_ns(after.stamp_sec, after.stamp_nanosec) if after is not None else -1
+        after_ns = frame_stamp_ns(after) if after is not None else -1
         followed = _Followed(query_id, session, count, after_ns, text, last_frame=after,
-                             last_source=session_source(session))
+                             last_source=starting_source(session.mode))
         with self._changed:
             if self._shutdown:
                 self._endings.append(_Ending(followed, "the node is shutting down"))
@@ -227,10 +218,9 @@ class FollowRunner:
         for ending in endings:
             followed = ending.followed
             update = followed.session.stop()
-            error = getattr(update, "error", None)
             self._safe_publish(followed.last_frame, [None] * followed.count, status_json(
-                followed.query_id, followed.mode, STOPPED, followed.last_source,
-                followed.last_frame, None, [], error or ending.reason))
+                followed.query_id, followed.session.mode, STOPPED, followed.last_source,
+                followed.last_frame, None, [], update.error or ending.reason))
 
     def _process(self, followed: _Followed, slot: _Slot) -> None:
         message = slot.message
@@ -240,7 +230,7 @@ class FollowRunner:
             self.stats.unusable += 1
             log.warning("follow: skipping an unusable frame: %s", exc.reason)
             return
-        frame_ns = stamp_ns(frame.stamp_sec, frame.stamp_nanosec)
+        frame_ns = frame_stamp_ns(frame)
         if frame_ns <= followed.after_ns:
             self.stats.skipped += 1
             return  # the answer's own frame (or older): nothing new to follow
@@ -257,15 +247,15 @@ class FollowRunner:
         for obj in update.objects:
             if 0 <= obj.index < followed.count:
                 masks[obj.index] = obj.mask
-        reason = getattr(update, "error", None)
+        reason = update.error
         if update.state == LOST:
             reason = "no followed object seen for follow.lost_timeout_s"
         self.stats.frames += 1
         self.stats.updates_ms = (self.stats.updates_ms + [latency_ms])[-1000:]
         self._safe_publish(frame, masks, status_json(
-            followed.query_id, followed.mode, update.state, update.source, frame, latency_ms,
-            update.objects, reason))
-        if update.state == LOST and getattr(update, "reground", False) and self._on_reground:
+            followed.query_id, followed.session.mode, update.state, update.source, frame,
+            latency_ms, update.objects, reason))
+        if update.state == LOST and update.reground and self._on_reground:
             try:
                 self._on_reground(followed.query_id, followed.text)
             except Exception:  # noqa: BLE001
@@ -277,8 +267,3 @@ class FollowRunner:
             self._publish(frame, masks, status)
         except Exception as exc:  # noqa: BLE001 (publishing must not kill the follow thread)
             log.warning("follow: publishing failed: %s: %s", type(exc).__name__, exc)
-
-
-def session_source(session: Any) -> str:
-    """The source a session starts from: ``flow`` in flow mode, else ``redetect``."""
-    return "flow" if getattr(session, "mode", "") == "flow" else "redetect"

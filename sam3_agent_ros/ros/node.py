@@ -10,9 +10,12 @@ Threads:
   to 75 % of a core, for nothing here: see bench/ros_node.py.)
 - one follow thread (``ros/follow_control.py``) keeps a followed answer's masks current on the
   newest frame (follow mode); it publishes ``~/follow/*``.
-- one worker thread (``QueryRunner``) converts the frame, runs the agent and publishes. Publishers
-  are plain (not lifecycle) publishers so a query cancelled by ``deactivate`` still publishes its
-  one result.
+- one worker thread (``QueryRunner``) converts the frame (``ros/conversions.py``), runs the agent
+  and publishes (``ros/outputs.py``). Publishers are plain (not lifecycle) publishers so a query
+  cancelled by ``deactivate`` still publishes its one result.
+Every query is handed over by ``_submit``, topic queries, action goals (``ros/segment_action.py``)
+and re-groundings alike; follow mode hears of it there (``FollowControl.before_query``), before
+the agent runs (``before_answer``) and after the result (``after_result``).
 - ``on_configure`` builds the backends synchronously (SAM 3 loads for seconds to minutes), so a
   failure makes the transition fail as ROS tools expect. With ``autostart`` (the default) the
   transitions run on a start-up thread, so the executor keeps answering ``get_state`` and
@@ -30,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import logging
 import sys
 import threading
@@ -38,7 +40,6 @@ from typing import Any
 
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import String
 
@@ -52,29 +53,20 @@ from sam3_agent_ros.config import (
 )
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.core.untrusted_text import for_log
-from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS
 from sam3_agent_ros.redact import install_log_redaction, redact_text
 from sam3_agent_ros.ros import hints, node_cli, params, rclpy_compat, segment_action
-from sam3_agent_ros.ros.conversions import frame_problem, message_to_frame
+from sam3_agent_ros.ros.conversions import FrameReader
 from sam3_agent_ros.ros.follow_control import FollowControl
-from sam3_agent_ros.ros.outputs import OUTPUT_QOS, AnswerPublisher
+from sam3_agent_ros.ros.outputs import AnswerPublisher, result_line
+from sam3_agent_ros.ros.qos import IMAGE_QOS, OUTPUT_QOS, QUERY_QOS
 from sam3_agent_ros.ros.query_message import QueryRejected, StopFollow, parse_query_message
 from sam3_agent_ros.ros.query_runner import LatestFrame, QueryRunner
 
-QUERY_QOS = OUTPUT_QOS
-IMAGE_QOS = {
-    "sensor_data": QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
-                              history=HistoryPolicy.KEEP_LAST, depth=1,
-                              durability=DurabilityPolicy.VOLATILE),
-    "reliable": QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
-                           depth=1, durability=DurabilityPolicy.VOLATILE),
-}
 # Appended to every "cannot configure" line about a missing endpoint, key or checkpoint.
 TRY_OFFLINE = ("to try without a model: ros2 launch sam3_agent_ros sam3_agent.launch.py "
                "offline:=true, or " + " ".join(f"-p {o}" for o in offline_overrides()))
 DEACTIVATE_WAIT_S = 5.0  # how long deactivate waits for a cancelled query to publish its result
 CLEANUP_WAIT_S = 30.0  # how long cleanup waits for the worker before freeing the models
-ERROR_LOG_CHARS = 500  # the most of a result's error that its log line repeats
 
 
 class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
@@ -89,11 +81,10 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         self._query_ids = itertools.count(1)
         self._frames = LatestFrame()
         self._config: Config | None = None
-        self._max_image_pixels = DEFAULT_MAX_PIXELS  # config.node.max_image_pixels once configured
+        self._reader = FrameReader()  # under config.node.max_image_pixels once configured
         self._agent = None
         self._runner: QueryRunner | None = None
-        self._answers: AnswerPublisher | None = None  # ~/mask, ~/labels, ~/overlay, ~/result
-        self._status_pub = None
+        self._answers: AnswerPublisher | None = None  # ~/mask, ~/labels, ~/overlay, ~/result...
         self._follow: FollowControl | None = None  # follow mode (ros/follow_control.py)
         self._inputs: list[Any] = []
         self._depth = None
@@ -176,41 +167,32 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             self.get_logger().error(f"to configure: {hints.fix_backends(name)}")
             return TransitionCallbackReturn.FAILURE
         self._config = config
-        self._max_image_pixels = config.node.max_image_pixels
+        self._reader = FrameReader(config.node.max_image_pixels)
         self._answers = AnswerPublisher(self, config.node.publish_overlay, OUTPUT_QOS)
-        self._status_pub = self.create_publisher(String, "~/status", OUTPUT_QOS)
         node = config.node
         self._runner = QueryRunner(
-            answer=self._answer, to_frame=self._to_frame, publish=self._publish_result,
+            answer=self._answer, to_frame=self._reader.frame, publish=self._publish_result,
             status=self._publish_status, frames=self._frames, policy=node.query_policy,
             queue_size=node.queue_size, max_frame_age_s=node.max_frame_age_s,
             frame_wait_s=node.frame_wait_s)
         self._runner.start()
-        self._follow = FollowControl(self, config, self._agent.segmenter, self._to_frame,
+        self._follow = FollowControl(self, config, self._agent.segmenter, self._reader.frame,
                                      depth=lambda: self._depth, reground=self._reground)
         self.get_logger().info("configured")
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         node = self._config.node
-        if node.image_transport == "compressed":
-            image_sub = self.create_subscription(
-                CompressedImage, "image/compressed", self._on_image, IMAGE_QOS[node.image_qos])
-        else:
-            image_sub = self.create_subscription(
-                Image, "image", self._on_image, IMAGE_QOS[node.image_qos])
+        image_type, image_topic = ((CompressedImage, "image/compressed")
+                                   if node.image_transport == "compressed" else (Image, "image"))
+        image_sub = self.create_subscription(image_type, image_topic, self._on_image,
+                                             IMAGE_QOS[node.image_qos])
         query_sub = self.create_subscription(String, "query", self._on_query, QUERY_QOS)
         self._inputs = [image_sub, query_sub]
         if self._config.depth.enabled:
-            try:
-                from sam3_agent_ros.ros.depth import DepthTargets
+            from sam3_agent_ros.ros.depth import start_depth
 
-                self._depth = DepthTargets(self, self._config.depth,
-                                           callback_group=self.default_callback_group,
-                                           max_pixels=self._max_image_pixels)
-            except Exception as exc:
-                self.get_logger().error(f"depth disabled: {type(exc).__name__}: {exc}")
-                self._depth = None
+            self._depth = start_depth(self, self._config.depth, self._reader.max_pixels)
         self.get_logger().info(
             f"active: listening on {image_sub.topic_name} ({node.image_qos}) and "
             f"{query_sub.topic_name}")
@@ -219,7 +201,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
                 self, runner=lambda: self._runner, active=lambda: bool(self._inputs),
                 new_query_id=self._new_query_id,
                 max_query_chars=lambda: self._config.node.max_query_chars if self._config else 0,
-                request_follow=self._request_follow, backends=self._backends,
+                submit=self._submit, backends=self._backends,
                 result_timeout_s=self._config.action.result_timeout_s,
                 max_results_with_images=self._config.action.max_results_with_images)
         return super().on_activate(state)
@@ -241,25 +223,25 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         return super().on_cleanup(state)
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self._stop_inputs()
-        self._release()
+        self.release()
         return super().on_shutdown(state)
 
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self.release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def release(self) -> None:
+        """Free everything (shutdown, error, and before the process exits, whatever the state)."""
         self._stop_inputs()
         self._release()
-        return TransitionCallbackReturn.SUCCESS
 
     def _stop_inputs(self) -> None:
         for sub in self._inputs:
             self.destroy_subscription(sub)
         self._inputs = []
-        if self._depth is not None:
-            try:
-                self._depth.destroy()
-            except Exception as exc:
-                self.get_logger().warning(f"depth: destroy failed: {exc}")
-            self._depth = None
+        depth, self._depth = self._depth, None
+        if depth is not None:
+            depth.destroy()
 
     def _release(self) -> None:
         """Stop the worker and free the models (cleanup, shutdown, error, process exit)."""
@@ -280,27 +262,14 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         answers, self._answers = self._answers, None
         if answers is not None:
             answers.destroy()
-        if self._status_pub is not None:
-            self.destroy_publisher(self._status_pub)
-            self._status_pub = None
         self._config = None
         self._frames.clear()
 
     def _on_set_parameters(self, changes: list[Any]):
-        """Validate a runtime change of dynamic parameters (read-only ones never get here:
-        ``ReadOnlyParameters``); log each accepted one once, with its old and new value. Nothing
-        after this callback can refuse the change (rclpy checked the descriptors before)."""
-        current = params.current_values(self)
-        result = params.validate_changes(current, changes)
-        if not result.successful:
-            self.get_logger().warning(f"parameter change rejected: {redact_text(result.reason)}")
-            return result
-        when = (" (takes effect at the next configure: deactivate, cleanup, configure, activate)"
-                if self._config is not None else "")
-        for line in params.change_lines(current, changes):
-            self.get_logger().info(f"parameter changed: {line}{when}")
-        changed = {c.name for c in changes}
-        self._param_problems = [p for p in self._param_problems if p.name not in changed]
+        result = params.on_set_parameters(self, changes, configured=self._config is not None)
+        if result.successful:  # a start-up problem fixed by this change is gone
+            changed = {c.name for c in changes}
+            self._param_problems = [p for p in self._param_problems if p.name not in changed]
         return result
 
     # --- inputs --------------------------------------------------------------------------------
@@ -309,10 +278,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         follow = self._follow
         if follow is not None:
             follow.offer(msg)
-        try:  # header fields, len(data), the PNG/JPEG header: cheap, nothing decoded
-            problem = frame_problem(msg, self._max_image_pixels)
-        except Exception as exc:  # a callback that raises would stop the executor
-            problem = f"{type(exc).__name__}: {exc}"
+        problem = self._reader.problem(msg)  # from the header: cheap, nothing decoded
         if problem:
             self.get_logger().warning(f"unusable frame on the image topic: {problem}",
                                       throttle_duration_sec=5.0)
@@ -335,57 +301,48 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
                                       throttle_duration_sec=1.0)
             runner.reject(query, exc.reason)
             return
-        follow = self._follow
         if isinstance(parsed, StopFollow):
+            follow = self._follow
             if follow is not None and follow.stop("stop_follow on the query topic") is None:
                 self.get_logger().info("stop_follow: not following")
             return
         query = Query(parsed.query_id or self._new_query_id(), parsed.text)
-        if self._segment is not None and self._segment.has_goal(query.id):
-            # Its result would end that goal: refuse it alone, past the action's result hook.
-            reason = f"query_id {query.id!r} is already in use by a running goal"
-            self.get_logger().warning(f"query rejected: {for_log(reason)}")
+        duplicate = self._segment.refuse_duplicate(query) if self._segment is not None else None
+        if duplicate is not None:  # published here: the action's result hook would end the goal
+            self.get_logger().warning(f"query rejected: {for_log(duplicate.error)}")
             if self._answers is not None:
-                self._answers.publish(self._with_backends(
-                    Result(query.id, query.text, QueryStatus.FAILED, error=reason)), None)
+                self._answers.publish(duplicate, None)
             return
         self.get_logger().info(f"query {for_log(query.id)}: {for_log(repr(query.text))}")
-        if follow is not None:
-            follow.stop(f"new query {query.id}")  # following must not slow the query
-            follow.request(query.id, query.text, parsed.follow)
+        self._submit(query, parsed.follow)
+
+    def _submit(self, query: Query, follow: bool | None) -> None:
+        """Hand a query to the worker (topic query, action goal, re-grounding): following ends
+        and the answer is followed when asked (``follow`` None: ``follow.default``)."""
+        runner, control = self._runner, self._follow
+        if runner is None:  # released meanwhile: the query still gets its one result
+            self._publish_result(Result(query.id, query.text, QueryStatus.FAILED,
+                                        error="the node is not configured"))
+            return
+        if control is not None:
+            control.before_query(query.id, query.text, follow)
         runner.submit(query)
 
     def _reground(self, query_id: str, text: str) -> None:
         """follow.reground_on_lost: run the lost query again, followed (follow thread)."""
-        runner, follow = self._runner, self._follow
-        if runner is None or follow is None:
-            return
-        query = Query(f"{query_id}-reground-{next(self._query_ids)}", text)
-        follow.request(query.id, query.text, True)
-        runner.submit(query)
+        if self._runner is not None:
+            self._submit(Query(f"{query_id}-reground-{next(self._query_ids)}", text), True)
 
     def _answer(self, frame: Frame, query: Query, cancel: Any, on_status: Any) -> Result:
         """The agent, once following ended and the follow thread is done with the segmenter
-        (query worker). Topic queries stopped following on arrival; this covers action goals."""
+        (query worker)."""
         follow = self._follow
         if follow is not None:
-            follow.stop(f"new query {query.id}")
-            follow.before_answer()
+            follow.before_answer(query.id)
         return self._agent.run(frame, query, cancel, on_status)
-
-    def _request_follow(self, query_id: str, text: str, follow: bool | None) -> None:
-        """An action goal asks (or not) to be followed, like ``"follow"`` in a topic query."""
-        control = self._follow
-        if control is not None:
-            control.request(query_id, text, follow)
 
     def _new_query_id(self) -> str:
         return f"q-{next(self._query_ids)}"
-
-    def _to_frame(self, msg: Any) -> Frame:
-        """A frame message as a Frame (query worker, follow thread); ``FrameUnusable`` for a
-        malformed one or one over ``max_image_pixels`` (refused before decoding)."""
-        return message_to_frame(msg, self._max_image_pixels)
 
     # --- outputs -------------------------------------------------------------------------------
     def _backends(self) -> dict[str, str]:
@@ -396,21 +353,14 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         return backends_of({name: self.get_parameter(name).value
                             for name in ("llm.backend", "segmenter.backend")})
 
-    def _with_backends(self, result: Result) -> Result:
-        """Every result the node publishes names its backends (CONTRACTS §8d), also those that
-        never reached the agent (no frame, rejected, duplicate id)."""
-        if not result.backends:
-            result.backends = self._backends()
-        return result
-
     def _publish_status(self, event: StatusEvent) -> None:
         if not self.context.ok():  # Ctrl-C: rclpy is shut down, nothing can be published
             return
         if event.backends is None:
             event = dataclasses.replace(event, backends=self._backends())
-        publisher = self._status_pub
-        if publisher is not None:
-            publisher.publish(String(data=json.dumps(event.to_json())))
+        answers = self._answers
+        if answers is not None:
+            answers.publish_status(event)
         if self._segment is not None:
             self._segment.on_status(event)
 
@@ -421,25 +371,18 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
                 "query %s ended (%s) during shutdown; not published", result.query_id,
                 result.status.value)
             return
-        self._with_backends(result)
+        if not result.backends:  # every result names its backends (CONTRACTS §8d), also those
+            result.backends = self._backends()  # that never reached the agent (no frame...)
         answers = self._answers
         published = answers.publish(result, self._depth) if answers is not None else None
         if self._segment is not None:
             self._segment.on_result(result, published)  # ends the goal of this query, if any
         if answers is None:
             return
-        self.get_logger().info(
-            f"query {for_log(result.query_id)}: {result.status.value}"
-            + (f" ({for_log(result.error, ERROR_LOG_CHARS)})" if result.error
-               else f", {len(result.masks)} mask(s)"))
+        self.get_logger().info(result_line(result))
         follow = self._follow
         if follow is not None:
             follow.after_result(result)
-
-    def release(self) -> None:
-        """Free everything before the process exits (whatever the lifecycle state)."""
-        self._stop_inputs()
-        self._release()
 
 
 def main(args: list[str] | None = None) -> int:

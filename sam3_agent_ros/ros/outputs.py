@@ -2,7 +2,7 @@
 
 Two kinds of answer go out:
 - a query's ``Result``: ``~/mask``, ``~/labels``, ``~/overlay`` (images), ``~/result`` (JSON) and,
-  with depth, ``~/target`` / ``~/targets`` (CONTRACTS §5);
+  with depth, ``~/target`` / ``~/targets`` (CONTRACTS §5); on the way, its ``~/status`` events;
 - a follow-mode update (masks tracked on a new frame): ``~/follow/mask``, ``~/follow/labels``,
   ``~/follow/target`` and ``~/follow/status`` (CONTRACTS §5b).
 
@@ -25,27 +25,20 @@ from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import Point, PointStamped, Pose, PoseArray
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Image
 from std_msgs.msg import Header, String
 
 from sam3_agent_ros import render
-from sam3_agent_ros.core.types import Frame, QueryStatus, Result
-from sam3_agent_ros.ros.conversions import mono8_image, rgb8_image
+from sam3_agent_ros.core.types import Frame, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.ros.conversions import frame_header, mono8_image, rgb8_image
+from sam3_agent_ros.ros.qos import OUTPUT_QOS
 
-OUTPUT_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
-                        depth=10, durability=DurabilityPolicy.VOLATILE)
+ERROR_LOG_CHARS = 500  # the most of a result's error that its log line repeats
 IMAGE_KINDS = ("mask", "labels", "overlay")
 FOLLOW_IMAGE_KINDS = ("mask", "labels")
 FOLLOW_NAMESPACE = "~/follow"
-
-
-def frame_header(frame: Frame | None) -> Header:
-    """The header (stamp, frame_id) of the frame an answer was computed on."""
-    header = Header(frame_id=frame.frame_id if frame is not None else "")
-    if frame is not None:
-        header.stamp.sec, header.stamp.nanosec = frame.stamp_sec, frame.stamp_nanosec
-    return header
 
 
 def image_messages(image: np.ndarray, masks: Sequence[np.ndarray], header: Header,
@@ -124,6 +117,13 @@ def answer_messages(result: Result, depth: Any = None, kinds: Iterable[str] = IM
                           images=images, target=target, targets=targets)
 
 
+def result_line(result: Result) -> str:
+    """The log line of a published result: its id, status and error or mask count."""
+    ending = (f" ({for_log(result.error, ERROR_LOG_CHARS)})" if result.error
+              else f", {len(result.masks)} mask(s)")
+    return f"query {for_log(result.query_id)}: {result.status.value}{ending}"
+
+
 def _context_ok(node: Any) -> bool:
     context = getattr(node, "context", None)
     return context is None or context.ok()
@@ -136,9 +136,9 @@ def _wanted(publishers: dict[str, Any], kinds: Iterable[str]) -> list[str]:
 
 
 class AnswerPublisher:
-    """``~/mask``, ``~/labels``, ``~/overlay`` (when ``publish_overlay``) and ``~/result`` of a
-    node. The 3D targets go out through the depth object's own publishers (``~/target``,
-    ``~/targets``), which live as long as depth is enabled."""
+    """``~/mask``, ``~/labels``, ``~/overlay`` (when ``publish_overlay``), ``~/result`` and
+    ``~/status`` of a node. The 3D targets go out through the depth object's own publishers
+    (``~/target``, ``~/targets``), which live as long as depth is enabled."""
 
     def __init__(self, node: Any, publish_overlay: bool = True, qos: QoSProfile = OUTPUT_QOS):
         self._node = node
@@ -146,6 +146,7 @@ class AnswerPublisher:
             "mask": node.create_publisher(Image, "~/mask", qos),
             "labels": node.create_publisher(Image, "~/labels", qos),
             "result": node.create_publisher(String, "~/result", qos),
+            "status": node.create_publisher(String, "~/status", qos),
         }
         if publish_overlay:
             self._publishers["overlay"] = node.create_publisher(Image, "~/overlay", qos)
@@ -164,6 +165,11 @@ class AnswerPublisher:
             except Exception as exc:  # noqa: BLE001
                 self._node.get_logger().warning(f"depth: publishing the targets failed: {exc}")
         return messages
+
+    def publish_status(self, event: StatusEvent) -> None:
+        """One status event of a query as ``~/status`` JSON (CONTRACTS §7)."""
+        if "status" in self._publishers:  # not destroyed
+            self._publishers["status"].publish(String(data=json.dumps(event.to_json())))
 
     def destroy(self) -> None:
         for publisher in self._publishers.values():

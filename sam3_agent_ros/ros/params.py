@@ -197,6 +197,24 @@ def validate_changes(current: dict[str, Any], changes: list[Any]) -> SetParamete
     return SetParametersResult(successful=True)
 
 
+def on_set_parameters(node: Any, changes: list[Any], configured: bool) -> SetParametersResult:
+    """The node's set-parameters callback: validate a runtime change of dynamic parameters
+    (read-only ones never get here: ``ReadOnlyParameters``), log a refusal, or each accepted
+    change once with its old and new value (``configured``: it takes effect at the next
+    configure). Nothing after this callback can refuse the change (rclpy checked the descriptors
+    before)."""
+    current = current_values(node)
+    result = validate_changes(current, changes)
+    if not result.successful:
+        node.get_logger().warning(f"parameter change rejected: {redact_text(result.reason)}")
+        return result
+    when = (" (takes effect at the next configure: deactivate, cleanup, configure, activate)"
+            if configured else "")
+    for line in change_lines(current, changes):
+        node.get_logger().info(f"parameter changed: {line}{when}")
+    return result
+
+
 def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
     """``value`` for a log line: quoted and escaped (a newline cannot forge a log line), and cut
     to ``limit`` characters with the full length said."""

@@ -20,26 +20,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.types import Frame, Phase, Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.ros.conversions import FrameUnusable
 
 PREEMPT = "preempt"
 QUEUE = "queue"
 
 log = logging.getLogger(__name__)
-
-
-class FrameUnusable(Exception):
-    """The snapshot frame cannot be used (bad encoding, short data...). ``frame`` carries its
-    header (an empty image) so the failed result still names the frame it refers to."""
-
-    def __init__(self, reason: str, frame: Frame | None = None):
-        super().__init__(reason)
-        self.reason = reason
-        self.frame = frame
 
 
 @dataclass(frozen=True)
@@ -295,8 +284,3 @@ class QueryRunner:
             self._publish(result)
         except Exception:
             log.exception("publishing the result of query %s failed", for_log(result.query_id))
-
-
-def header_only_frame(stamp_sec: int, stamp_nanosec: int, frame_id: str) -> Frame:
-    """A Frame with no pixels that still carries a header (results about unusable frames)."""
-    return Frame(np.zeros((0, 0, 3), np.uint8), stamp_sec, stamp_nanosec, frame_id)

@@ -4,8 +4,10 @@ ROS-thin glue between rclpy's ``ActionServer`` and the node's ``QueryRunner`` (C
 
 - ``goal_callback`` (executor): reject when the node is not active or the queue is full
   (``query_policy: queue``); otherwise accept.
-- ``execute`` (executor, a coroutine): submit the goal as a query to the same runner as topic
-  queries (so ``query_policy``, ``~/status``, ``~/result`` and the output images apply), then
+- ``execute`` (executor, a coroutine): submit the goal as a query the way the node submits topic
+  queries (the same runner, so ``query_policy``, ``~/status``, ``~/result``, the output images
+  and follow mode apply); a query id that a running goal holds is refused alone
+  (``refuse_duplicate``, which the node also asks about topic queries); then
   ``await`` an rclpy ``Future`` that the worker completes. The executor is never blocked: rclpy
   resumes the coroutine when the future is done (its done callback wakes the executor).
 - ``on_status`` (worker): each status event of a goal's query becomes one feedback message.
@@ -42,7 +44,8 @@ from sensor_msgs.msg import Image
 from sam3_agent_ros.config import PARAMETERS_BY_NAME
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.core.untrusted_text import clip, for_log
-from sam3_agent_ros.ros.outputs import frame_header, image_messages
+from sam3_agent_ros.ros.conversions import frame_header
+from sam3_agent_ros.ros.outputs import image_messages
 from sam3_agent_ros.ros.query_message import ECHO_CHARS, MAX_QUERY_ID_CHARS
 
 ACTION_NAME = "~/segment"
@@ -171,12 +174,14 @@ class _Goal:
 class SegmentActionServer:
     """``~/segment`` on ``node``. ``runner()`` is the node's current QueryRunner (None while
     unconfigured), ``active()`` whether the node is active, ``max_query_chars()`` the limit;
-    ``result_timeout_s`` is fixed for the server's life (the node keeps its first server)."""
+    ``submit(query, follow)`` hands an accepted goal's query over as the node does a topic
+    query's (``follow`` None: ``follow.default``). ``result_timeout_s`` is fixed for the
+    server's life (the node keeps its first server)."""
 
     def __init__(self, node: Any, interfaces: tuple[Any, Any], *,
                  runner: Callable[[], Any], active: Callable[[], bool],
                  new_query_id: Callable[[], str], max_query_chars: Callable[[], int],
-                 request_follow: Callable[[str, str, bool | None], None] | None = None,
+                 submit: Callable[[Query, bool | None], None],
                  backends: Callable[[], dict[str, str]] = dict,
                  result_timeout_s: int = DEFAULT_RESULT_TIMEOUT_S,
                  max_results_with_images: int = DEFAULT_MAX_RESULTS_WITH_IMAGES):
@@ -186,7 +191,7 @@ class SegmentActionServer:
         self._action, self._mask_info = interfaces
         self._runner, self._active = runner, active
         self._new_query_id, self._max_query_chars = new_query_id, max_query_chars
-        self._request_follow = request_follow
+        self._submit = submit
         self._backends = backends  # named in the results made here (CONTRACTS §8d)
         self._lock = threading.Lock()
         self._goals: dict[str, _Goal] = {}  # query id -> goal, while its query has no result
@@ -237,16 +242,14 @@ class SegmentActionServer:
             rejected = None
         except GoalRejected as exc:
             query, rejected = exc.args[1], exc.args[0]
-        with self._lock:
+        with self._lock:  # checked and held at once: see refuse_duplicate
             duplicate = query.id in self._goals
             if not duplicate:
                 self._goals[query.id] = _Goal(goal_handle, query, done)
         self._node.get_logger().info(
             f"segment goal, query {for_log(query.id)}: {for_log(repr(query.text))}")
-        if duplicate:  # its result would end the other goal: refuse it alone
-            failed = Result(query.id, query.text, QueryStatus.FAILED,
-                            error=f"query_id {query.id!r} is already in use by a running goal",
-                            backends=self._backends())
+        if duplicate:
+            failed = self._in_use(query)
             done.set_result((failed.status, result_message(self._action, self._mask_info,
                                                            failed)))
         elif runner is None:
@@ -256,11 +259,8 @@ class SegmentActionServer:
             runner.reject(query, rejected)  # publishes its failed result, like a topic query
         elif goal_handle.is_cancel_requested:  # cancelled before it started
             runner.reject(query, "goal cancelled by the client", QueryStatus.CANCELLED)
-        else:
-            if self._request_follow is not None:  # goal.follow true, else follow.default
-                self._request_follow(query.id, query.text,
-                                     True if getattr(request, "follow", False) else None)
-            runner.submit(query)
+        else:  # goal.follow true, else follow.default
+            self._submit(query, True if getattr(request, "follow", False) else None)
         status, message = await done
         self._end(goal_handle, status)
         self._with_images.add(message)
@@ -310,10 +310,18 @@ class SegmentActionServer:
             self._node.get_logger().warning(
                 f"segment feedback of {for_log(event.query_id)} failed: {exc}")
 
-    def has_goal(self, query_id: str) -> bool:
-        """Whether a goal runs (or waits) under this query id."""
+    def refuse_duplicate(self, query: Query) -> Result | None:
+        """The ``failed`` result of a query whose id a running (or waiting) goal holds, else
+        None (the node asks for topic queries; ``execute`` refuses a second goal the same way).
+        Its result would end that goal, so it is refused alone, past the result hook."""
         with self._lock:
-            return query_id in self._goals
+            held = query.id in self._goals
+        return self._in_use(query) if held else None
+
+    def _in_use(self, query: Query) -> Result:
+        return Result(query.id, query.text, QueryStatus.FAILED,
+                      error=f"query_id {query.id!r} is already in use by a running goal",
+                      backends=self._backends())
 
     def on_result(self, result: Result, published: Any = None) -> None:
         with self._lock:

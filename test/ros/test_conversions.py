@@ -1,4 +1,5 @@
-"""Round trips Image/CompressedImage <-> numpy over encodings, sizes, padded rows, byte order."""
+"""Round trips Image/CompressedImage <-> numpy over encodings, sizes, padded rows, byte order;
+Frame <-> header <-> Frame over stamps and frame ids; the node's FrameReader."""
 
 from __future__ import annotations
 
@@ -10,21 +11,27 @@ import pytest
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Header
 
+from sam3_agent_ros.core.types import Frame
 from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS
 from sam3_agent_ros.ros.conversions import (
     SUPPORTED_ENCODINGS,
+    FrameReader,
+    FrameUnusable,
     ImageConversionError,
     array_to_image,
     check_compressed_header,
     check_image_header,
     compressed_to_rgb,
+    frame_header,
     frame_problem,
+    frame_stamp_ns,
+    header_frame,
     image_to_rgb,
     message_to_frame,
     mono8_image,
     rgb8_image,
+    stamp_ns,
 )
-from sam3_agent_ros.ros.query_runner import FrameUnusable
 from test.fakes.image_bombs import png_bomb
 
 SIZES = [(1, 1), (3, 5), (480, 640), (7, 13)]
@@ -288,3 +295,70 @@ def test_truncated_or_foreign_compressed_frames_are_refused_with_the_reason(data
 def test_frame_problem_accepts_good_frames_of_both_kinds():
     assert frame_problem(rgb8_image(random_rgb(3, 3))) is None
     assert frame_problem(compressed(cv2.imencode(".png", random_rgb(3, 3))[1].tobytes())) is None
+
+
+# --- stamps, headers and frames ------------------------------------------------------------------
+STAMPS = [(0, 0), (1, 999_999_999), (1_700_000_000, 123_456_789), (2**31 - 1, 999_999_999)]
+FRAME_IDS = ["", "camera_color_optical_frame", "robot1/cam", "kamera_ü"]
+
+
+@pytest.mark.parametrize("stamp", STAMPS)
+@pytest.mark.parametrize("frame_id", FRAME_IDS)
+def test_frame_header_frame_round_trip(stamp, frame_id):
+    frame = Frame(random_rgb(3, 4), *stamp, frame_id)
+    header = frame_header(frame)
+    assert isinstance(header, Header)
+    assert (header.stamp.sec, header.stamp.nanosec, header.frame_id) == (*stamp, frame_id)
+    back = header_frame(header, frame.image)
+    assert (back.stamp_sec, back.stamp_nanosec, back.frame_id) == (*stamp, frame_id)
+    assert back.image is frame.image
+    again = frame_header(header_frame(header))  # header -> pixel-less frame -> header
+    assert again == header
+
+
+def test_a_frame_from_a_header_alone_has_no_pixels_and_no_frame_an_empty_header():
+    header = Header(frame_id="cam")
+    header.stamp.sec, header.stamp.nanosec = 7, 8
+    frame = header_frame(header)
+    assert frame.image.shape == (0, 0, 3) and frame.image.dtype == np.uint8
+    assert (frame.stamp_sec, frame.stamp_nanosec, frame.frame_id) == (7, 8, "cam")
+    assert frame_header(None) == Header()
+
+
+@pytest.mark.parametrize("stamp", STAMPS)
+@pytest.mark.parametrize("kind", ["raw", "png"])
+def test_frame_message_frame_round_trip(stamp, kind):
+    """What the node publishes for a frame comes back as that frame: pixels and header."""
+    frame = Frame(random_rgb(5, 7, seed=stamp[1] % 97), *stamp, "cam")
+    if kind == "raw":
+        msg = rgb8_image(frame.image, frame_header(frame))
+    else:
+        msg = CompressedImage(header=frame_header(frame), format="png")
+        msg.data = cv2.imencode(".png", frame.image[:, :, ::-1])[1].tobytes()
+    back = message_to_frame(msg)
+    np.testing.assert_array_equal(back.image, frame.image)
+    assert (back.stamp_sec, back.stamp_nanosec, back.frame_id) == (*stamp, "cam")
+
+
+def test_stamps_in_nanoseconds_are_exact_and_ordered():
+    assert stamp_ns(1, 999_999_999) + 1 == stamp_ns(2, 0)
+    assert stamp_ns(2**31 - 1, 999_999_999) == (2**31 - 1) * 10**9 + 999_999_999  # no float
+    nanoseconds = [stamp_ns(*stamp) for stamp in STAMPS]
+    assert nanoseconds == sorted(nanoseconds)
+    frame = Frame(np.zeros((1, 1, 3), np.uint8), 1_700_000_000, 123_456_789, "cam")
+    assert frame_stamp_ns(frame) == 1_700_000_000_123_456_789
+    assert frame_stamp_ns(header_frame(frame_header(frame))) == frame_stamp_ns(frame)
+
+
+def test_the_frame_reader_converts_under_its_cap_and_says_what_it_refuses():
+    header = Header(frame_id="cam")
+    header.stamp.sec = 3
+    msg = rgb8_image(random_rgb(4, 5), header)
+    assert FrameReader().frame(msg).width == 5 and FrameReader().problem(msg) is None
+    capped = FrameReader(max_pixels=19)
+    assert "5x4 = 20 pixels, more than max_image_pixels=19" in capped.problem(msg)
+    with pytest.raises(FrameUnusable) as unusable:
+        capped.frame(msg)
+    assert unusable.value.frame.stamp_sec == 3 and unusable.value.frame.image.size == 0
+    # The image callback's check never raises, whatever arrives.
+    assert capped.problem(object()).startswith("AttributeError: ")

@@ -10,8 +10,8 @@ import pytest
 
 from sam3_agent_ros.core.types import Frame
 from sam3_agent_ros.follow import FollowedObject, FollowUpdate
+from sam3_agent_ros.ros.conversions import FrameUnusable
 from sam3_agent_ros.ros.follow_runner import FollowRunner, status_json
-from sam3_agent_ros.ros.query_runner import FrameUnusable
 
 TIMEOUT = 10.0
 
@@ -189,12 +189,12 @@ def test_a_new_follow_stops_the_previous_one_and_bad_frames_are_skipped(runner):
 
 
 def test_a_decompression_bomb_on_the_image_topic_is_skipped_undecoded_while_following():
-    """Follow mode converts frames with the node's converter (message_to_frame, the
+    """Follow mode converts frames with the node's converter (FrameReader, the
     max_image_pixels cap): the bomb is skipped from its header, the follow goes on."""
     import cv2
     from sensor_msgs.msg import CompressedImage
 
-    from sam3_agent_ros.ros.conversions import message_to_frame
+    from sam3_agent_ros.ros.conversions import FrameReader
     from test.fakes.image_bombs import png_bomb
 
     def compressed(data: bytes, sec: int) -> CompressedImage:
@@ -203,8 +203,7 @@ def test_a_decompression_bomb_on_the_image_topic_is_skipped_undecoded_while_foll
         return msg
 
     published = Recorder()
-    runner = FollowRunner(to_frame=lambda msg: message_to_frame(msg, 40_000_000),
-                          publish=published)
+    runner = FollowRunner(to_frame=FrameReader(40_000_000).frame, publish=published)
     runner.start()
     try:
         session = FakeSession()

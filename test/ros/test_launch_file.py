@@ -11,17 +11,12 @@ import subprocess
 import sys
 import threading
 import types
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from sam3_agent_ros.config import (
-    OFFLINE_BACKENDS,
-    PARAMETERS_BY_NAME,
-    Config,
-    flatten,
-    load_params_file,
-)
+from sam3_agent_ros.config import OFFLINE_BACKENDS, PARAMETERS_BY_NAME, Config
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILE = REPO_ROOT / "launch" / "sam3_agent.launch.py"
@@ -76,7 +71,7 @@ def test_starts_the_lifecycle_node_by_its_executable(tree):
         keywords = {k.arg: k.value for k in call.keywords}
         assert ast.literal_eval(keywords["executable"]) == "sam3_agent_node"
         assert ast.literal_eval(keywords["name"]) == "sam3_agent"
-        assert {"namespace", "parameters", "remappings"} <= set(keywords)
+        assert {"namespace", "remappings"} <= set(keywords)
 
 
 def test_parameter_names_it_sets_exist(tree):
@@ -145,7 +140,11 @@ def test_the_offline_table_comes_from_config(tree):
 
 
 # --- the launch description evaluated with recording stand-ins for ROS 2's launch ------------
-# (launch and launch_ros are not installable from PyPI; the real run is the test above.)
+# (launch and launch_ros are not installable from PyPI; the real run is the test above.) The
+# stand-ins record the actions; ``_launched`` walks them as launch does (arguments, conditions,
+# scoped groups, global parameters) and renders the node's parameter arguments as launch_ros does:
+# the group's parameters in order (``--params-file F``, ``-p name:=value``), then the node's own.
+# Real rclpy then resolves that command line: what the node would read at start-up.
 
 
 class _Config:  # LaunchConfiguration
@@ -153,14 +152,43 @@ class _Config:  # LaunchConfiguration
         self.name = name
 
 
-class _Condition:  # IfCondition / UnlessCondition
+class _Context:  # LaunchContext: what conditions look at
+    def __init__(self, launch_configurations):
+        self.launch_configurations = launch_configurations
+
+    def resolve(self, value):
+        return self.launch_configurations[value.name] if isinstance(value, _Config) else value
+
+
+class _IfCondition:  # IfCondition / UnlessCondition
     def __init__(self, predicate, expected):
         self.predicate, self.expected = predicate, expected
 
+    def holds(self, context):
+        value = context.resolve(self.predicate).lower()
+        assert value in ("true", "false"), value  # launch refuses anything else
+        return value == self.expected
 
-class _Recorded:  # DeclareLaunchArgument, LifecycleNode, LaunchDescription
+
+class _Condition:  # launch.Condition(predicate=callable)
+    def __init__(self, *, predicate):
+        self.predicate = predicate
+
+    def holds(self, context):
+        return bool(self.predicate(context))
+
+
+class _Recorded:
     def __init__(self, *args, **kwargs):
         self.args, self.kwargs = args, kwargs
+
+
+class _Description(_Recorded): ...  # LaunchDescription
+class _Declare(_Recorded): ...  # DeclareLaunchArgument
+class _Group(_Recorded): ...  # GroupAction
+class _Node(_Recorded): ...  # LifecycleNode
+class _SetParameter(_Recorded): ...  # SetParameter
+class _SetParametersFromFile(_Recorded): ...  # SetParametersFromFile
 
 
 def _launch_stand_ins(share_dir: Path) -> dict[str, types.ModuleType]:
@@ -173,54 +201,115 @@ def _launch_stand_ins(share_dir: Path) -> dict[str, types.ModuleType]:
         "ament_index_python": module("ament_index_python"),
         "ament_index_python.packages": module(
             "ament_index_python.packages", get_package_share_directory=lambda _: str(share_dir)),
-        "launch": module("launch", LaunchDescription=_Recorded),
-        "launch.actions": module("launch.actions", DeclareLaunchArgument=_Recorded),
+        "launch": module("launch", LaunchDescription=_Description, Condition=_Condition),
+        "launch.actions": module("launch.actions", DeclareLaunchArgument=_Declare,
+                                 GroupAction=_Group),
         "launch.conditions": module(
-            "launch.conditions", IfCondition=lambda p: _Condition(p, "true"),
-            UnlessCondition=lambda p: _Condition(p, "false")),
+            "launch.conditions", IfCondition=lambda p: _IfCondition(p, "true"),
+            UnlessCondition=lambda p: _IfCondition(p, "false")),
         "launch.substitutions": module("launch.substitutions", LaunchConfiguration=_Config),
         "launch_ros": module("launch_ros"),
-        "launch_ros.actions": module("launch_ros.actions", LifecycleNode=_Recorded),
+        "launch_ros.actions": module(
+            "launch_ros.actions", LifecycleNode=_Node, SetParameter=_SetParameter,
+            SetParametersFromFile=_SetParametersFromFile),
     }
 
 
-def _launched_parameters(monkeypatch, arguments: dict[str, str]) -> dict:
-    """The parameters of the one node the launch file starts with these launch arguments,
-    resolved as launch_ros does: files and dictionaries in order, later ones win."""
+@dataclass
+class _Launched:
+    namespace: str
+    name: str
+    parameter_arguments: list[str]  # as launch_ros puts them on the node's command line
+    top_level: list  # the description's entities
+
+
+def _launched(monkeypatch, tmp_path: Path, arguments: dict[str, str]) -> _Launched:
+    """The one node the launch file starts with these launch arguments."""
     for name, stand_in in _launch_stand_ins(REPO_ROOT).items():  # share/config = config/
         monkeypatch.setitem(sys.modules, name, stand_in)
     spec = importlib.util.spec_from_file_location("sam3_agent_launch_recorded", LAUNCH_FILE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    description = module.generate_launch_description()
-    entities = description.args[0]
-    values = {e.args[0]: e.kwargs["default_value"] for e in entities
-              if "default_value" in e.kwargs}
-    values.update(arguments)
+    entities = module.generate_launch_description().args[0]
+    context = _Context(dict(arguments))  # given on the command line: set before any declaration
+    launched: list[_Launched] = []
 
-    def resolve(value):
-        return values[value.name] if isinstance(value, _Config) else value
+    def visit(actions, global_params):
+        for action in actions:
+            condition = action.kwargs.get("condition")
+            if condition is not None and not condition.holds(context):
+                continue
+            if isinstance(action, _Declare):
+                context.launch_configurations.setdefault(action.args[0],
+                                                         action.kwargs["default_value"])
+            elif isinstance(action, _Group):  # scoped: what is set inside stays inside
+                visit(action.args[0], list(global_params))
+            elif isinstance(action, _SetParametersFromFile):
+                global_params += ["--params-file", context.resolve(action.args[0])]
+            elif isinstance(action, _SetParameter):
+                value = context.resolve(action.kwargs["value"])
+                global_params += ["-p", f"{action.kwargs['name']}:={value}"]
+            elif isinstance(action, _Node):
+                launched.append(node_launched(action, list(global_params)))
 
-    nodes = [e for e in entities if "executable" in e.kwargs
-             and resolve(e.kwargs["condition"].predicate) == e.kwargs["condition"].expected]
-    assert len(nodes) == 1, "exactly one node runs for any value of 'offline'"
-    params: dict = {}
-    for entry in nodes[0].kwargs["parameters"]:
-        if isinstance(entry, dict):
-            params.update(flatten({name: resolve(v) for name, v in entry.items()}))
-        else:
-            params.update(load_params_file(resolve(entry)))
-    return params
+    def node_launched(node, arguments_so_far):
+        namespace = "/" + context.resolve(node.kwargs["namespace"]).strip("/")
+        name = node.kwargs["name"]
+        for index, entry in enumerate(node.kwargs.get("parameters", [])):
+            if isinstance(entry, dict):  # launch_ros writes it to a file for the node's name
+                entry = _params_file(tmp_path / f"node_parameters_{index}.yaml",
+                                     f"{namespace.rstrip('/')}/{name}",
+                                     {k: context.resolve(v) for k, v in entry.items()})
+            arguments_so_far += ["--params-file", str(context.resolve(entry))]
+        return _Launched(namespace, name, arguments_so_far, list(entities))
+
+    visit(entities, [])
+    assert len(launched) == 1, "exactly one node runs for any value of the arguments"
+    return launched[0]
 
 
-def test_launch_defaults_are_the_real_backends(monkeypatch):
-    config = Config.from_params(_launched_parameters(monkeypatch, {}))
+def _launched_parameters(monkeypatch, tmp_path: Path, arguments: dict[str, str]) -> dict:
+    """The node's parameters at start-up, as real rclpy resolves the launched command line."""
+    import rclpy
+
+    launched = _launched(monkeypatch, tmp_path, arguments)
+    context = rclpy.Context()
+    rclpy.init(args=["sam3_agent_node", "--ros-args", *launched.parameter_arguments],
+               context=context)
+    try:
+        node = rclpy.create_node(launched.name, namespace=launched.namespace, context=context,
+                                 automatically_declare_parameters_from_overrides=True)
+        values = {name: parameter.value
+                  for name, parameter in node.get_parameters_by_prefix("").items()
+                  if name in PARAMETERS_BY_NAME}
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
+    return values
+
+
+def _params_file(path: Path, key: str, parameters: dict) -> str:
+    path.write_text(json.dumps({key: {"ros__parameters": parameters}}))  # JSON is YAML
+    return str(path)
+
+
+def test_parameters_are_set_for_the_node_alone(monkeypatch, tmp_path):
+    """Set inside a group: they do not reach other nodes of a launch file including this one."""
+    launched = _launched(monkeypatch, tmp_path, {})
+    assert not [e for e in launched.top_level
+                if isinstance(e, (_SetParameter, _SetParametersFromFile))]
+    assert launched.parameter_arguments[:2] == ["--params-file",
+                                                str(REPO_ROOT / "config" / "sam3_agent.yaml")]
+
+
+def test_launch_defaults_are_the_real_backends(monkeypatch, tmp_path):
+    config = Config.from_params(_launched_parameters(monkeypatch, tmp_path, {}))
     assert config.backends == {"llm": "openai", "segmenter": "sam3"}
     assert config == Config()  # the launch file's own defaults are the package defaults
 
 
-def test_offline_true_sets_the_offline_backends_only(monkeypatch):
-    params = _launched_parameters(monkeypatch, {"offline": "true"})
+def test_offline_true_sets_the_offline_backends_only(monkeypatch, tmp_path):
+    params = _launched_parameters(monkeypatch, tmp_path, {"offline": "true"})
     config = Config.from_params(params)
     assert config.backends == {"llm": "offline", "segmenter": "color"}
     assert {name: params[name] for name in OFFLINE_BACKENDS} == OFFLINE_BACKENDS
@@ -228,9 +317,47 @@ def test_offline_true_sets_the_offline_backends_only(monkeypatch):
 
 
 def test_endpoint_arguments_apply_on_top_of_the_params_file(monkeypatch, tmp_path):
-    own = tmp_path / "own.yaml"
-    own.write_text("sam3_agent:\n  ros__parameters:\n    agent:\n      max_rounds: 5\n")
-    config = Config.from_params(_launched_parameters(monkeypatch, {
-        "params_file": str(own), "llm_base_url": "http://gpu-box:8000/v1"}))
+    own = _params_file(tmp_path / "own.yaml", "sam3_agent", {"agent": {"max_rounds": 5}})
+    config = Config.from_params(_launched_parameters(monkeypatch, tmp_path, {
+        "params_file": own, "llm_base_url": "http://gpu-box:8000/v1"}))
     assert config.llm.base_url == "http://gpu-box:8000/v1" and config.agent.max_rounds == 5
     assert config.backends == {"llm": "openai", "segmenter": "sam3"}
+
+
+# A params file names the node (with or without its namespace) or every node.
+FILE_KEYS = [("", "sam3_agent"), ("", "/**"), ("robot1", "/robot1/sam3_agent"),
+             ("robot1", "/**")]
+FILE_ENDPOINT = {"llm": {"base_url": "http://from-file:8000/v1", "model": "file-model"}}
+
+
+@pytest.mark.parametrize(("namespace", "key"), FILE_KEYS)
+def test_a_params_file_sets_the_endpoint_when_the_arguments_are_not_given(
+        monkeypatch, tmp_path, namespace, key):
+    """The review's bug: the arguments' defaults used to override the user's params file."""
+    own = _params_file(tmp_path / "own.yaml", key, FILE_ENDPOINT)
+    config = Config.from_params(_launched_parameters(monkeypatch, tmp_path, {
+        "params_file": own, "namespace": namespace}))
+    assert (config.llm.base_url, config.llm.model) == ("http://from-file:8000/v1", "file-model")
+
+
+@pytest.mark.parametrize(("namespace", "key"), FILE_KEYS)
+def test_given_arguments_override_the_params_file_each_alone(monkeypatch, tmp_path, namespace,
+                                                              key):
+    own = _params_file(tmp_path / "own.yaml", key, FILE_ENDPOINT)
+    config = Config.from_params(_launched_parameters(monkeypatch, tmp_path, {
+        "params_file": own, "namespace": namespace, "llm_model": "Qwen/Qwen3-VL-8B-Instruct"}))
+    assert (config.llm.base_url, config.llm.model) == ("http://from-file:8000/v1",
+                                                       "Qwen/Qwen3-VL-8B-Instruct")
+    config = Config.from_params(_launched_parameters(monkeypatch, tmp_path, {
+        "params_file": own, "namespace": namespace, "llm_base_url": "http://gpu-box:8000/v1"}))
+    assert (config.llm.base_url, config.llm.model) == ("http://gpu-box:8000/v1", "file-model")
+
+
+@pytest.mark.parametrize(("namespace", "key"), FILE_KEYS)
+def test_offline_true_wins_over_backends_in_the_params_file(monkeypatch, tmp_path, namespace,
+                                                            key):
+    own = _params_file(tmp_path / "own.yaml", key, {"llm": {"backend": "openai"},
+                                                    "segmenter": {"backend": "sam3"}})
+    config = Config.from_params(_launched_parameters(monkeypatch, tmp_path, {
+        "params_file": own, "namespace": namespace, "offline": "true"}))
+    assert config.backends == {"llm": "offline", "segmenter": "color"}

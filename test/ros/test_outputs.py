@@ -119,6 +119,14 @@ def test_a_failing_depth_step_becomes_a_reason_per_mask():
     assert built.target is None and built.targets.poses == []
 
 
+def test_the_log_line_of_a_result_says_its_masks_or_its_error_clipped_and_escaped():
+    assert outputs.result_line(make_result()) == "query q-7: succeeded, 2 mask(s)"
+    failed = Result("q-\n8", "x", QueryStatus.FAILED, error="endpoint down\n" + "e" * 2000)
+    line = outputs.result_line(failed)
+    assert line.startswith("query q-\\n8: failed (endpoint down\\neee") and "\n" not in line
+    assert len(line) < outputs.ERROR_LOG_CHARS + 100
+
+
 def test_follow_messages_keep_each_objects_label_and_add_positions():
     first, second = two_masks()
     frame = Frame(np.zeros((48, 64, 3), np.uint8), *STAMP, "cam")

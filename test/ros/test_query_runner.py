@@ -9,14 +9,8 @@ import pytest
 
 from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.types import Frame, Phase, Query, QueryStatus, Result, StatusEvent
-from sam3_agent_ros.ros.query_runner import (
-    PREEMPT,
-    QUEUE,
-    FrameUnusable,
-    LatestFrame,
-    QueryRunner,
-    header_only_frame,
-)
+from sam3_agent_ros.ros.conversions import FrameUnusable
+from sam3_agent_ros.ros.query_runner import PREEMPT, QUEUE, LatestFrame, QueryRunner
 
 TIMEOUT = 10.0
 
@@ -102,7 +96,7 @@ class Message:
 def to_frame(msg: Message) -> Frame:
     if not msg.usable:
         raise FrameUnusable("unsupported image encoding 'yuv422'",
-                            header_only_frame(7, 8, msg.label))
+                            Frame(np.zeros((0, 0, 3), np.uint8), 7, 8, msg.label))
     return Frame(np.zeros((4, 4, 3), np.uint8), 1, 2, msg.label)
 
 

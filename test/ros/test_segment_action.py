@@ -15,7 +15,8 @@ from std_msgs.msg import String
 from sam3_agent_ros.action import Segment
 from sam3_agent_ros.core.types import Frame, Mask, Phase, Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.msg import MaskInfo
-from sam3_agent_ros.ros.outputs import AnswerMessages, frame_header
+from sam3_agent_ros.ros.conversions import frame_header
+from sam3_agent_ros.ros.outputs import AnswerMessages
 from sam3_agent_ros.ros.query_message import ECHO_CHARS, MAX_QUERY_ID_CHARS
 from sam3_agent_ros.ros.segment_action import (
     GoalRejected,
