@@ -31,6 +31,12 @@ class Frame:
         return int(self.image.shape[0])
 
 
+def stamp_ns(sec: int, nanosec: int) -> int:
+    """A stamp (``sec``, ``nanosec``) in integer nanoseconds: exact, ordered, comparable. The one
+    conversion of the package (frames, ROS headers, result and status JSON)."""
+    return int(sec) * 1_000_000_000 + int(nanosec)
+
+
 @dataclass(frozen=True)
 class Query:
     id: str

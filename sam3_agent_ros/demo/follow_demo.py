@@ -24,7 +24,7 @@ from sam3_agent_ros.config import OFFLINE_BACKENDS, nest
 from sam3_agent_ros.demo import harness, moving_sample, sample
 from sam3_agent_ros.demo.follow_scoring import FollowOutcome, format_summary, score_follow
 from sam3_agent_ros.demo.harness import DemoOptions
-from sam3_agent_ros.demo.listener import Listener, mono8_to_mask, stamp_ns
+from sam3_agent_ros.demo.listener import Listener, header_stamp_ns, mono8_to_mask
 from sam3_agent_ros.demo.node_process import NodeProcess
 from sam3_agent_ros.demo.report import DemoReport
 
@@ -121,11 +121,11 @@ def _session(options: DemoOptions, sample_dir: Path, description: dict, process:
     def on_mask(msg):
         mask = mono8_to_mask(msg.height, msg.width, msg.step, bytes(msg.data))
         with collected.lock:
-            collected.masks[stamp_ns(msg.header)] = mask
+            collected.masks[header_stamp_ns(msg.header)] = mask
 
     def on_target(msg):
         with collected.lock:
-            collected.targets[stamp_ns(msg.header)] = np.array([msg.point.x, msg.point.y,
+            collected.targets[header_stamp_ns(msg.header)] = np.array([msg.point.x, msg.point.y,
                                                                  msg.point.z])
 
     try:

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from sam3_agent_ros.core.types import stamp_ns
 from sam3_agent_ros.demo import sample
 from sam3_agent_ros.demo.report import DemoReport, backends_lines
 
@@ -23,7 +24,7 @@ MAX_MEAN_ERROR_CM = 2.0
 
 def stamp_of(status: dict) -> int:
     frame = status.get("frame") or {}
-    return int(frame.get("sec", 0)) * 1_000_000_000 + int(frame.get("nanosec", 0))
+    return stamp_ns(frame.get("sec", 0), frame.get("nanosec", 0))
 
 
 def touches_border(mask: np.ndarray) -> bool:

@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from sam3_agent_ros.core.types import stamp_ns
 from sam3_agent_ros.demo.node_process import NodeProcess
 
 SETTLE_S = 0.5  # after the node is up: let our subscriptions match its publishers
@@ -90,9 +91,9 @@ class Listener:
         rclpy.try_shutdown(context=self.context)
 
 
-def stamp_ns(header) -> int:
+def header_stamp_ns(header) -> int:
     """A message header's stamp in nanoseconds."""
-    return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
+    return stamp_ns(header.stamp.sec, header.stamp.nanosec)
 
 
 def mono8_to_mask(height: int, width: int, step: int, data: bytes) -> np.ndarray:

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from sam3_agent_ros.core.types import stamp_ns
 from sam3_agent_ros.demo import sample
 from sam3_agent_ros.demo.report import DemoReport, backends_lines
 
@@ -54,7 +55,7 @@ def score_outcome(outcome: QueryOutcome, result: dict, truth: sample.GroundTruth
     """Fill ``outcome`` from the result JSON, the received ~/mask and the ground truth."""
     outcome.status = str(result.get("status"))
     stamp = result.get("stamp") or {}
-    outcome.stamp_ns = int(stamp.get("sec", 0)) * 1_000_000_000 + int(stamp.get("nanosec", 0))
+    outcome.stamp_ns = stamp_ns(stamp.get("sec", 0), stamp.get("nanosec", 0))
     outcome.frame_index = truth.frame_index(outcome.stamp_ns)
     outcome.agent_s = (result.get("timings") or {}).get("total_s")
     outcome.backends = result.get("backends")

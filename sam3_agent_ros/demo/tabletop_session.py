@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 
 from sam3_agent_ros.bags.record import NODE_OUTPUT_TOPICS
+from sam3_agent_ros.core.types import stamp_ns
 from sam3_agent_ros.demo import sample
-from sam3_agent_ros.demo.listener import Listener, mono8_to_mask, stamp_ns
+from sam3_agent_ros.demo.listener import Listener, header_stamp_ns, mono8_to_mask
 from sam3_agent_ros.demo.node_process import NodeProcess
 from sam3_agent_ros.demo.tabletop_scoring import QueryOutcome, format_outcome, score_outcome
 
@@ -87,7 +88,7 @@ class TabletopSession:
             if kind == "result":
                 pending.append((received, json.loads(msg.data)))
             elif kind in ("mask", "overlay"):
-                stamp = stamp_ns(msg.header)
+                stamp = header_stamp_ns(msg.header)
                 store = masks if kind == "mask" else overlays
                 store.setdefault(stamp, []).append(msg)
             pending = self._score_ready(pending, masks, overlays)
@@ -144,13 +145,13 @@ class TabletopSession:
         still = []
         for received, result in pending:
             stamp = result.get("stamp") or {}
-            stamp_ns = int(stamp.get("sec", 0)) * 1_000_000_000 + int(stamp.get("nanosec", 0))
-            has_images = stamp_ns in masks and stamp_ns in overlays
+            key = stamp_ns(stamp.get("sec", 0), stamp.get("nanosec", 0))
+            has_images = key in masks and key in overlays
             if not has_images and not force and time.monotonic() - received < IMAGE_WAIT_S:
                 still.append((received, result))
                 continue
-            mask_msg = masks[stamp_ns].pop(0) if masks.get(stamp_ns) else None
-            overlay_msg = overlays[stamp_ns].pop(0) if overlays.get(stamp_ns) else None
+            mask_msg = masks[key].pop(0) if masks.get(key) else None
+            overlay_msg = overlays[key].pop(0) if overlays.get(key) else None
             self._score(received, result, mask_msg, overlay_msg)
         return still
 

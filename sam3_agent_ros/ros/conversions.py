@@ -25,7 +25,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from sam3_agent_ros.core.types import Frame
+from sam3_agent_ros.core.types import Frame, stamp_ns
 from sam3_agent_ros.image_header import (
     DEFAULT_MAX_PIXELS,
     ImageHeaderError,
@@ -61,11 +61,6 @@ class FrameUnusable(Exception):
 
 
 # --- stamps and headers ----------------------------------------------------------------------
-
-
-def stamp_ns(sec: int, nanosec: int) -> int:
-    """A stamp (``sec``, ``nanosec``) in integer nanoseconds: exact, ordered, comparable."""
-    return int(sec) * 1_000_000_000 + int(nanosec)
 
 
 def frame_stamp_ns(frame: Frame) -> int:

@@ -17,6 +17,7 @@ from geometry_msgs.msg import PointStamped, PoseArray
 from sensor_msgs.msg import CameraInfo, Image
 
 from sam3_agent_ros.config import DepthConfig
+from sam3_agent_ros.core.types import stamp_ns
 from sam3_agent_ros.geometry3d import (
     as_intrinsics,
     depth_from_buffer,
@@ -25,7 +26,7 @@ from sam3_agent_ros.geometry3d import (
     scale_intrinsics,
 )
 from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS, pixel_cap_problem
-from sam3_agent_ros.ros.conversions import frame_stamp_ns, stamp_ns
+from sam3_agent_ros.ros.conversions import frame_stamp_ns
 from sam3_agent_ros.ros.qos import DEPTH_QOS, OUTPUT_QOS
 
 DEPTH_TOPIC = "depth"

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from sam3_agent_ros.demo.listener import mono8_to_mask, stamp_ns
+from sam3_agent_ros.demo.listener import header_stamp_ns, mono8_to_mask
 
 
 def test_mono8_masks_drop_the_row_padding():
@@ -18,4 +18,4 @@ def test_mono8_masks_drop_the_row_padding():
 
 def test_header_stamps_in_nanoseconds():
     header = SimpleNamespace(stamp=SimpleNamespace(sec=1_700_000_002, nanosec=50_000_000))
-    assert stamp_ns(header) == 1_700_000_002_050_000_000
+    assert header_stamp_ns(header) == 1_700_000_002_050_000_000
