@@ -9,6 +9,12 @@ only its top face is rendered, so depth is piecewise constant: the table at ``ta
 top face is parallel to the image plane, its projection is exact (an affine image of the face),
 so mask centroids back-project exactly to the 3D top centres in ``SceneFrame.positions``.
 
+A top face may also be tilted (``SceneObject.tilt_deg``: an object leaning on something): its
+outline is projected vertex by vertex (exact: a pinhole maps lines to lines) and its depth is
+ray-cast onto its plane, pixel by pixel. ``SceneFrame.true_box(name)`` is the face's true
+oriented box: its centre, the two sides of its minimum-area rectangle and its axes, in the camera
+frame (what ``geometry3d.fit_box`` estimates from the depth).
+
 Everything is deterministic given the seed; one 640x480 frame renders in a few milliseconds.
 """
 
@@ -17,6 +23,7 @@ from __future__ import annotations
 import io
 import math
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -65,6 +72,8 @@ class SceneObject:
     size: tuple[float, float]
     height: float  # m above the table
     yaw_deg: float = 0.0
+    # The top face turned about the table's x axis, then its y axis, through its centre (deg).
+    tilt_deg: tuple[float, float] = (0.0, 0.0)
 
     def __post_init__(self) -> None:
         if self.shape not in SHAPES:
@@ -89,6 +98,26 @@ class SceneObject:
         yaw = math.radians(self.yaw_deg)
         rot = np.array([[math.cos(yaw), -math.sin(yaw)], [math.sin(yaw), math.cos(yaw)]])
         return local @ rot.T + np.asarray(self.position)
+
+    @property
+    def tilted(self) -> bool:
+        return any(self.tilt_deg)
+
+    def tilt(self) -> np.ndarray:
+        """3x3 rotation of the top face about its centre (table x, then y; identity untilted)."""
+        ax, ay = (math.radians(a) for a in self.tilt_deg)
+        about_x = np.array([[1.0, 0.0, 0.0], [0.0, math.cos(ax), -math.sin(ax)],
+                            [0.0, math.sin(ax), math.cos(ax)]])
+        about_y = np.array([[math.cos(ay), 0.0, math.sin(ay)], [0.0, 1.0, 0.0],
+                            [-math.sin(ay), 0.0, math.cos(ay)]])
+        return about_y @ about_x
+
+    def top_outline_3d(self, top_z: float) -> np.ndarray:
+        """(K, 3) table x, y and camera depth z (m) of the top face's outline, its centre at
+        depth ``top_z``, tilted."""
+        flat = self.top_outline() - np.asarray(self.position)
+        offsets = np.concatenate([flat, np.zeros((len(flat), 1))], axis=1) @ self.tilt().T
+        return offsets + np.array([*self.position, top_z])
 
 
 @dataclass(frozen=True)
@@ -161,6 +190,56 @@ class SceneFrame:
         depth = np.nan_to_num(self.depth_m, nan=0.0, posinf=0.0, neginf=0.0)
         return np.clip(np.rint(depth * 1000.0), 0, 65535).astype(np.uint16)
 
+    def true_box(self, name: str) -> TrueBox:
+        """The true oriented box of an object's top face in the camera frame (see TrueBox)."""
+        return true_box(self.scene.object(name), self.positions[name])
+
+
+@dataclass(frozen=True)
+class TrueBox:
+    """An object's top face as a box: ``center`` (camera frame, m) of its minimum-area
+    rectangle, ``sizes`` (longest, second) of that rectangle, ``long_axis`` and ``normal``
+    (unit vectors, camera frame). ``symmetry_deg``: the long axis is defined modulo this angle
+    (180; 90 for a square; None when not at all: circles, and triangles). ``ambiguous``: the
+    face has several minimum-area rectangles of different centres and sides (a triangle: one
+    flush with each side, all of the same area), so only its plane is defined."""
+
+    center: tuple[float, float, float]
+    sizes: tuple[float, float]
+    long_axis: tuple[float, float, float]
+    normal: tuple[float, float, float]
+    symmetry_deg: float | None
+    ambiguous: bool = False
+
+
+SQUARE_TOLERANCE = 0.02  # sides within 2 %: a square (the long axis is defined modulo 90 deg)
+
+
+def true_box(obj: SceneObject, top_centre: tuple[float, float, float]) -> TrueBox:
+    """``obj``'s top face as a ``TrueBox``, its face centre at ``top_centre`` (camera frame)."""
+    if obj.shape == "triangle":  # one of its minimum-area rectangles
+        flat = (obj.top_outline() - np.asarray(obj.position)).astype(np.float32)
+        (mid_x, mid_y), (width, height), angle = cv2.minAreaRect(flat)
+    else:  # rectangles and ellipses are their own rectangles' axes
+        (mid_x, mid_y), angle = (0.0, 0.0), obj.yaw_deg
+        width, height = obj.size if obj.shape != "circle" else (obj.size[0], obj.size[0])
+    direction = np.array([math.cos(math.radians(angle)), math.sin(math.radians(angle)), 0.0])
+    if height > width:
+        direction = np.array([-direction[1], direction[0], 0.0])
+        width, height = height, width
+    tilt = obj.tilt()
+    center = np.asarray(top_centre) + tilt @ np.array([mid_x, mid_y, 0.0])
+    if obj.shape in ("circle", "triangle"):
+        symmetry = None
+    elif obj.shape == "ellipse":
+        symmetry = 180.0 if abs(width - height) > SQUARE_TOLERANCE * width else None
+    else:
+        symmetry = 90.0 if abs(width - height) <= SQUARE_TOLERANCE * width else 180.0
+    return TrueBox(center=tuple(float(c) for c in center), sizes=(float(width), float(height)),
+                   long_axis=tuple(float(c) for c in tilt @ direction),
+                   normal=tuple(float(c) for c in tilt @ np.array([0.0, 0.0, 1.0])),
+                   symmetry_deg=symmetry, ambiguous=obj.shape == "triangle")
+
 
 def default_scene(intrinsics: CameraIntrinsics | None = None) -> Scene:
     """Six objects on a table, 1 m below the camera.
@@ -176,6 +255,30 @@ def default_scene(intrinsics: CameraIntrinsics | None = None) -> Scene:
         SceneObject("red_cylinder", "red", "circle", (-0.12, -0.22), (0.055, 0.055), 0.03),
         SceneObject("green_prism", "green", "triangle", (-0.06, 0.20), (0.11, 0.10), 0.03),
         SceneObject("yellow_ellipse", "yellow", "ellipse", (0.36, -0.20), (0.10, 0.06), 0.05, 20.0),
+    )
+    return Scene(objects=objects, intrinsics=intrinsics or CameraIntrinsics())
+
+
+def rotated_scene(intrinsics: CameraIntrinsics | None = None) -> Scene:
+    """Eight objects turned every way, for the 3D box: rectangles and ellipses at yaws across
+    the half turn, top faces tilted up to 25 degrees (leaning objects), a turned square, a
+    long thin bar; none overlap, every face between 0.85 and 0.95 m from the camera."""
+    objects = (
+        SceneObject("flat_box", "blue", "rectangle", (-0.33, -0.17), (0.14, 0.08), 0.06, 35.0),
+        SceneObject("leaning_box", "red", "rectangle", (-0.10, -0.18), (0.12, 0.07), 0.10, 120.0,
+                    (20.0, 0.0)),
+        SceneObject("tipped_box", "green", "rectangle", (0.13, -0.17), (0.10, 0.06), 0.09, 75.0,
+                    (-15.0, 20.0)),
+        SceneObject("turned_square", "yellow", "rectangle", (0.35, -0.17), (0.08, 0.08), 0.05,
+                    30.0),
+        SceneObject("flat_ellipse", "orange", "ellipse", (-0.33, 0.15), (0.12, 0.07), 0.07,
+                    -50.0),
+        SceneObject("leaning_ellipse", "purple", "ellipse", (-0.10, 0.16), (0.11, 0.06), 0.10,
+                    10.0, (0.0, -25.0)),
+        SceneObject("bar", "cyan", "rectangle", (0.13, 0.16), (0.16, 0.035), 0.08, 100.0,
+                    (10.0, 10.0)),
+        SceneObject("disc", "pink", "circle", (0.35, 0.16), (0.08, 0.08), 0.12, 0.0,
+                    (0.0, 15.0)),
     )
     return Scene(objects=objects, intrinsics=intrinsics or CameraIntrinsics())
 
@@ -242,13 +345,25 @@ def render_scene(scene: Scene | None = None, pose: CameraPose | None = None,
         z = table_z - obj.height
         if z <= 0:
             raise ValueError(f"object {obj.name!r} reaches the camera")
-        outline = obj.top_outline()
-        u = k.fx * (outline[:, 0] - pose.tx) / z + k.cx
-        v = k.fy * (outline[:, 1] - pose.ty) / z + k.cy
+        if obj.tilted:
+            outline = obj.top_outline_3d(z)
+            if outline[:, 2].max() >= table_z or outline[:, 2].min() <= 0:
+                raise ValueError(f"object {obj.name!r}: its tilted top face leaves the space "
+                                 "between the camera and the table")
+            u = k.fx * (outline[:, 0] - pose.tx) / outline[:, 2] + k.cx
+            v = k.fy * (outline[:, 1] - pose.ty) / outline[:, 2] + k.cy
+        else:
+            outline = obj.top_outline()
+            u = k.fx * (outline[:, 0] - pose.tx) / z + k.cx
+            v = k.fy * (outline[:, 1] - pose.ty) / z + k.cy
         # Pixel centres sit at integer coordinates in OpenCV's fillPoly.
         points = np.rint(np.stack([u, v], axis=1) * (1 << _FILL_SHIFT)).astype(np.int32)
         cv2.fillPoly(ids, [points], index + 1, cv2.LINE_8, _FILL_SHIFT)
-        cv2.fillPoly(depth, [points], float(z), cv2.LINE_8, _FILL_SHIFT)
+        if obj.tilted:
+            _fill_plane(depth, points, obj, (obj.position[0] - pose.tx,
+                                             obj.position[1] - pose.ty, z), k)
+        else:
+            cv2.fillPoly(depth, [points], float(z), cv2.LINE_8, _FILL_SHIFT)
         cv2.fillPoly(albedo, [points], tuple(float(c) for c in COLORS[obj.color_name]),
                      cv2.LINE_8, _FILL_SHIFT)
         cx_m, cy_m = obj.position
@@ -263,6 +378,70 @@ def render_scene(scene: Scene | None = None, pose: CameraPose | None = None,
     masks = {obj.name: ids == index + 1 for index, obj in enumerate(scene.objects)}
     return SceneFrame(rgb=rgb, depth_m=depth, masks=masks, positions=positions, intrinsics=k,
                       scene=scene, pose=pose, lighting=lighting)
+
+
+@dataclass(frozen=True)
+class BoxErrors:
+    """An estimated box against a ``TrueBox``: centre distance (cm), the two largest sizes'
+    relative errors (%), the in-plane angle between the long axes (deg; None where the truth has
+    no long axis); None for what an ambiguous truth does not define."""
+
+    center_cm: float | None
+    size_pct: tuple[float, float] | None
+    angle_deg: float | None
+
+    def within(self, center_cm: float = 1.0, size_pct: float = 10.0,
+               angle_deg: float = 10.0) -> bool:
+        """Within the accuracy targets (centre 1 cm, sizes 10 %, angle 10 degrees)."""
+        return ((self.center_cm is None or self.center_cm <= center_cm)
+                and (self.size_pct is None or max(map(abs, self.size_pct)) <= size_pct)
+                and (self.angle_deg is None or self.angle_deg <= angle_deg))
+
+    def describe(self) -> str:
+        parts = []
+        if self.center_cm is not None:
+            parts.append(f"centre {self.center_cm:.2f} cm")
+        if self.size_pct is not None:
+            parts.append("sizes " + "/".join(f"{v:+.1f}" for v in self.size_pct) + " %")
+        if self.angle_deg is not None:
+            parts.append(f"angle {self.angle_deg:.1f} deg")
+        return ", ".join(parts) or "undefined for this shape"
+
+
+def box_errors(truth: TrueBox, center: Sequence[float], size: Sequence[float],
+               rotation: np.ndarray) -> BoxErrors:
+    """Compare a box (centre, sizes longest first, rotation matrix whose columns are its axes)
+    with the truth: the sizes and the long axis are those of the box's two axes in the face's
+    plane (the third is the one nearest the face's normal), the angle is measured in the face's
+    plane, modulo the truth's symmetry."""
+    if truth.ambiguous:
+        return BoxErrors(None, None, None)
+    center_cm = float(np.linalg.norm(np.asarray(center) - np.asarray(truth.center))) * 100.0
+    normal, long_axis = np.asarray(truth.normal), np.asarray(truth.long_axis)
+    axes = [np.asarray(rotation)[:, i] for i in range(3)]
+    across = max(range(3), key=lambda i: abs(axes[i] @ normal))
+    in_plane = [i for i in range(3) if i != across]  # longest first, as the sizes are
+    size_pct = tuple(float(size[i] / truth.sizes[n] - 1.0) * 100.0
+                     for n, i in enumerate(in_plane))
+    angle = None
+    if truth.symmetry_deg is not None:
+        axis = axes[in_plane[0]] - (axes[in_plane[0]] @ normal) * normal
+        axis /= np.linalg.norm(axis)
+        turned = math.degrees(math.atan2(np.cross(long_axis, axis) @ normal,
+                                         long_axis @ axis)) % truth.symmetry_deg
+        angle = min(turned, truth.symmetry_deg - turned)
+    return BoxErrors(center_cm, size_pct, angle)
+
+
+def _fill_plane(depth: np.ndarray, points: np.ndarray, obj: SceneObject,
+                centre: tuple[float, float, float], k: CameraIntrinsics) -> None:
+    """Ray-cast the tilted top face (its pixels: the polygon ``points``) onto its plane."""
+    inside = np.zeros(depth.shape, np.uint8)
+    cv2.fillPoly(inside, [points], 1, cv2.LINE_8, _FILL_SHIFT)
+    vs, us = np.nonzero(inside)
+    normal = obj.tilt() @ np.array([0.0, 0.0, 1.0])
+    rays = np.stack([(us - k.cx) / k.fx, (vs - k.cy) / k.fy, np.ones(len(us))], axis=1)
+    depth[vs, us] = (np.asarray(centre) @ normal) / (rays @ normal)
 
 
 def sequence_conditions(t_s: float, period_s: float = 10.0) -> tuple[CameraPose, Lighting]:

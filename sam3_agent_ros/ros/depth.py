@@ -1,5 +1,5 @@
 """3D targets from aligned depth: the ROS side of ``geometry3d`` (depth + camera_info in,
-``~/target`` and ``~/targets`` out).
+``~/target``, ``~/targets`` and ``~/markers`` out).
 
 Threads: the subscription callbacks only keep message references (a ring buffer of depth frames,
 the latest camera_info); ``locate`` runs on the node's worker thread, picks the depth frame nearest
@@ -15,15 +15,15 @@ from typing import Any
 
 from geometry_msgs.msg import PointStamped, PoseArray
 from sensor_msgs.msg import CameraInfo, Image
+from visualization_msgs.msg import MarkerArray
 
 from sam3_agent_ros.config import DepthConfig
 from sam3_agent_ros.core.types import stamp_ns
 from sam3_agent_ros.geometry3d import (
     as_intrinsics,
+    depth_for_colour,
     depth_from_buffer,
-    locate_mask,
-    resize_depth_to,
-    scale_intrinsics,
+    measure_mask,
 )
 from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS, pixel_cap_problem
 from sam3_agent_ros.ros.conversions import frame_stamp_ns
@@ -33,13 +33,12 @@ DEPTH_TOPIC = "depth"
 CAMERA_INFO_TOPIC = "camera_info"
 TARGET_TOPIC = "~/target"
 TARGETS_TOPIC = "~/targets"
-# Colour and depth images whose aspect ratios differ by more than this are not aligned.
-ASPECT_TOLERANCE = 0.02
-POSITION_DECIMALS = 5  # 10 micrometres
+MARKERS_TOPIC = "~/markers"
 
 
 class DepthTargets:
-    """Subscribes ``depth`` and ``camera_info``, measures masks, publishes ``~/target(s)``."""
+    """Subscribes ``depth`` and ``camera_info``, measures masks, publishes ``~/target(s)`` and
+    ``~/markers``."""
 
     def __init__(self, node: Any, cfg: DepthConfig, callback_group: Any = None,
                  max_pixels: int = DEFAULT_MAX_PIXELS):
@@ -60,6 +59,7 @@ class DepthTargets:
         self._info_topic = self._info_sub.topic_name
         self._target_pub = node.create_publisher(PointStamped, TARGET_TOPIC, OUTPUT_QOS)
         self._targets_pub = node.create_publisher(PoseArray, TARGETS_TOPIC, OUTPUT_QOS)
+        self._markers_pub = node.create_publisher(MarkerArray, MARKERS_TOPIC, OUTPUT_QOS)
 
     # --- callbacks (executor thread): keep references only --------------------------------------
     def _on_depth(self, msg: Image) -> None:
@@ -72,8 +72,9 @@ class DepthTargets:
 
     # --- queries (worker thread) ----------------------------------------------------------------
     def locate(self, frame: Any, masks: list[Any]) -> list[dict[str, Any]]:
-        """Per mask ``{"position": {"x", "y", "z"} | None, "position_error": None | reason}``
-        (``"position_spread_m"`` on success). Never raises."""
+        """Per mask ``{"position": {"x", "y", "z"} | None, "position_error": None | reason,
+        "box": {"center", "size", "orientation"} | None, "box_error": None | reason}``
+        (``"position_spread_m"`` with a position): ``geometry3d.measure_mask``. Never raises."""
         if not masks:
             return []
         try:
@@ -135,51 +136,55 @@ class DepthTargets:
                 f"depth frame_id '{depth_msg.header.frame_id}' differs from the colour frame_id "
                 f"'{frame.frame_id}': depth must be registered (aligned) to the colour camera, "
                 "e.g. RealSense align_depth.enable:=true (see docs/depth.md)")
-        colour_aspect = frame.width / frame.height
-        depth_aspect = depth_msg.width / depth_msg.height
-        if abs(depth_aspect / colour_aspect - 1.0) > ASPECT_TOLERANCE:
-            reason = (f"depth image {depth_msg.width}x{depth_msg.height} does not have the colour "
-                      f"image's aspect ratio ({frame.width}x{frame.height}): is it aligned to the "
-                      "colour camera?")
-            self._warn_once(f"aspect:{depth_msg.width}x{depth_msg.height}", reason)
-            return None, None, reason
         try:
             intrinsics = as_intrinsics(info.k)
-            if info.width and info.height and (info.width, info.height) != (frame.width,
-                                                                             frame.height):
-                intrinsics = scale_intrinsics(intrinsics, (info.width, info.height),
-                                              (frame.width, frame.height))
         except ValueError as exc:
             reason = f"unusable camera_info: {exc}"
             self._warn_once("camera_info", reason)
             return None, None, reason
-        return resize_depth_to(depth_m, frame.height, frame.width), intrinsics, None
+        try:  # the colour resolution, the colour image's intrinsics (geometry3d)
+            depth_m, intrinsics = depth_for_colour(
+                depth_m, (frame.width, frame.height), intrinsics,
+                (info.width, info.height) if info.width and info.height else None)
+        except ValueError as exc:
+            reason = str(exc)
+            self._warn_once(f"aspect:{depth_msg.width}x{depth_msg.height}", reason)
+            return None, None, reason
+        return depth_m, intrinsics, None
 
     def _measure(self, mask: Any, frame: Any, depth_m, intrinsics) -> dict[str, Any]:
         array = mask.mask
         if array.shape != (frame.height, frame.width):
             return _no_position(f"mask shape {array.shape} differs from the frame "
                                 f"({frame.height}, {frame.width})")
-        cfg = self._cfg
-        located = locate_mask(array, depth_m, intrinsics, erode_px=cfg.erode_px, min_m=cfg.min_m,
-                              max_m=cfg.max_m, min_valid_pixels=cfg.min_valid_pixels,
-                              statistic=cfg.statistic)
-        if located.position is None:
-            return _no_position(located.error)
-        x, y, z = (round(float(c), POSITION_DECIMALS) for c in located.position)
-        return {"position": {"x": x, "y": y, "z": z}, "position_error": None,
-                "position_spread_m": round(float(located.spread_m), POSITION_DECIMALS)}
+        return measure_mask(array, depth_m, intrinsics, self._cfg)
 
     # --- outputs --------------------------------------------------------------------------------
-    def publish_messages(self, target: PointStamped | None, targets: PoseArray) -> None:
-        """``~/target`` (the first selected mask's point, when it has one) and ``~/targets`` (one
-        pose per mask with a position), as built by ``outputs.target_messages``. Never raises."""
+    def publish_messages(self, target: PointStamped | None, targets: PoseArray,
+                         markers: MarkerArray | None = None) -> None:
+        """``~/target`` (the first selected mask's point, when it has one), ``~/targets`` (one
+        pose per mask with a position) and ``~/markers``, as built by ``outputs``. Never
+        raises."""
         try:
             if target is not None:
                 self._target_pub.publish(target)
             self._targets_pub.publish(targets)
         except Exception as exc:  # noqa: BLE001
             self._warn_once("publish", f"cannot publish 3D targets: {type(exc).__name__}: {exc}")
+        if markers is not None:
+            self.publish_markers(markers)
+
+    def publish_markers(self, markers: MarkerArray) -> None:
+        """``~/markers`` (an answer's or a follow update's boxes). Never raises."""
+        try:
+            self._markers_pub.publish(markers)
+        except Exception as exc:  # noqa: BLE001
+            self._warn_once("markers", f"cannot publish ~/markers: {type(exc).__name__}: {exc}")
+
+    def markers_wanted(self) -> bool:
+        """Whether anybody subscribes to ``~/markers`` (follow mode builds them only then)."""
+        publisher = self._markers_pub
+        return publisher is not None and publisher.get_subscription_count() > 0
 
     def destroy(self) -> None:
         """Drop the subscriptions, publishers and buffered messages; never raises."""
@@ -188,12 +193,13 @@ class DepthTargets:
             for sub in (self._depth_sub, self._info_sub):
                 if sub is not None:
                     node.destroy_subscription(sub)
-            for pub in (self._target_pub, self._targets_pub):
+            for pub in (self._target_pub, self._targets_pub, self._markers_pub):
                 if pub is not None:
                     node.destroy_publisher(pub)
         except Exception as exc:  # noqa: BLE001 (teardown goes on)
             self._logger.warning(f"depth: destroy failed: {exc}")
-        self._depth_sub = self._info_sub = self._target_pub = self._targets_pub = None
+        self._depth_sub = self._info_sub = None
+        self._target_pub = self._targets_pub = self._markers_pub = None
         with self._lock:
             self._depth_frames.clear()
             self._camera_info = None
@@ -218,4 +224,6 @@ def start_depth(node: Any, cfg: DepthConfig, max_pixels: int) -> DepthTargets | 
 
 
 def _no_position(reason: str | None) -> dict[str, Any]:
-    return {"position": None, "position_error": reason or "no position"}
+    """A mask without 3D: no position and no box, for the same reason."""
+    reason = reason or "no position"
+    return {"position": None, "position_error": reason, "box": None, "box_error": reason}

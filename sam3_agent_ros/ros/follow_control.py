@@ -46,6 +46,7 @@ class FollowControl:
         self._depth = depth  # the node's current DepthTargets (None without depth)
         self._lock = threading.Lock()
         self._requests: dict[str, tuple[bool, str]] = {}  # query id -> (follow?, query text)
+        self._labels: dict[str, str] = {}  # the followed query's id -> its text (marker labels)
         self._publisher = FollowPublisher(node, OUTPUT_QOS)
         self._runner = FollowRunner(to_frame=to_frame, publish=self._publish,
                                     on_reground=self._on_reground)
@@ -131,6 +132,8 @@ class FollowControl:
         except Exception as exc:  # noqa: BLE001 (a tracker that cannot start ends following)
             self._publish_refusal(result, f"not followed: {type(exc).__name__}: {exc}")
             return
+        with self._lock:
+            self._labels = {result.query_id: result.query}  # ~/markers labels, this follow's
         self._runner.follow(result.query_id, session, len(result.masks), frame, text)
         self._node.get_logger().info(
             f"following {for_log(result.query_id)} ({len(result.masks)} object(s), "
@@ -144,8 +147,10 @@ class FollowControl:
 
     # --- follow thread ---------------------------------------------------------------------------
     def _publish(self, frame: Frame | None, masks: list, status: dict) -> None:
+        with self._lock:
+            label = self._labels.get(status.get("query_id"))
         self._publisher.publish(frame, masks, {**status, "backends": self._backends},
-                                self._depth())
+                                self._depth(), label)
 
     def _on_reground(self, query_id: str, text: str) -> None:
         self._node.get_logger().info(f"follow of {for_log(query_id)} lost: re-running the query "

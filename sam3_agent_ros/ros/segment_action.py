@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 from sensor_msgs.msg import Image
 
 from sam3_agent_ros.config import PARAMETERS_BY_NAME
@@ -108,10 +109,10 @@ def result_message(action_type: Any, mask_info_type: Any, result: Result,
     message.status = result.status.value
     message.error = result.error or ""
     message.header = header
+    extras = list(result.mask_extras)
     message.masks = [
-        mask_info_type(id=index + 1, score=float(mask.score),
-                       bbox=[float(v) for v in mask.bbox], area=int(mask.area),
-                       centroid=[float(v) for v in mask.centroid])
+        mask_info(mask_info_type, index + 1, mask,
+                  extras[index] if index < len(extras) else {})
         for index, mask in enumerate(result.masks)]
     message.mask = images.get("mask") or Image(header=header)
     message.labels = images.get("labels") or Image(header=header)
@@ -124,6 +125,25 @@ def result_message(action_type: Any, mask_info_type: Any, result: Result,
     message.result_json = (published.result.data if published is not None
                            else json.dumps(result.to_json()))
     return message
+
+
+def mask_info(mask_info_type: Any, mask_id: int, mask: Any, extra: dict[str, Any]) -> Any:
+    """One ``MaskInfo``: the mask's 2D fields, and its position and box from the result JSON's
+    3D fields (``extra``: ``geometry3d.measure_mask``) when it has them."""
+    info = mask_info_type(id=mask_id, score=float(mask.score),
+                          bbox=[float(v) for v in mask.bbox], area=int(mask.area),
+                          centroid=[float(v) for v in mask.centroid])
+    position, box = extra.get("position"), extra.get("box")
+    if position:
+        info.position_valid = True
+        info.position = Point(**{axis: float(position[axis]) for axis in "xyz"})
+    if box:
+        info.box_valid = True
+        info.box_pose = Pose(
+            position=Point(**{axis: float(box["center"][axis]) for axis in "xyz"}),
+            orientation=Quaternion(**{axis: float(box["orientation"][axis]) for axis in "xyzw"}))
+        info.box_size = Vector3(**{axis: float(box["size"][axis]) for axis in "xyz"})
+    return info
 
 
 class KeptImages:

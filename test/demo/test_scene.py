@@ -20,7 +20,9 @@ from sam3_agent_ros.demo.scene import (
     load_ground_truth_masks,
     render_scene,
     render_sequence_frame,
+    rotated_scene,
     save_ground_truth,
+    true_box,
 )
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -184,3 +186,65 @@ def test_bundled_example_matches_the_generator():
     assert all(np.array_equal(masks[n], frame.masks[n]) for n in frame.masks)
     assert (DATA / "example_tabletop.png").stat().st_size < 500_000
     assert not math.isnan(frame.centroid_px("blue_box")[0])
+
+
+# --- tilted faces and true boxes (the 3D box's ground truth) ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def rotated():
+    return render_scene(rotated_scene())
+
+
+def test_a_tilted_face_is_ray_cast_onto_its_plane(rotated):
+    k = rotated.intrinsics
+    for obj in rotated.scene.objects:
+        truth = rotated.true_box(obj.name)
+        vs, us = np.nonzero(rotated.masks[obj.name])
+        z = rotated.depth_m[vs, us].astype(np.float64)
+        points = np.stack([(us - k.cx) * z / k.fx, (vs - k.cy) * z / k.fy, z], axis=1)
+        offsets = (points - np.asarray(rotated.positions[obj.name])) @ np.asarray(truth.normal)
+        assert np.abs(offsets).max() < 1e-5, obj.name  # on the face's plane
+        if obj.tilted:
+            assert np.ptp(z) > 0.01, obj.name  # and not parallel to the image
+        tilt = math.degrees(math.acos(truth.normal[2]))
+        expected = math.degrees(math.acos(obj.tilt()[2, 2]))
+        assert tilt == pytest.approx(expected, abs=1e-6)
+
+
+def test_the_rotated_scene_has_disjoint_objects_between_camera_and_table(rotated):
+    total = sum(mask.sum() for mask in rotated.masks.values())
+    assert total == np.count_nonzero(rotated.label_image())
+    for obj in rotated.scene.objects:
+        depths = rotated.depth_m[rotated.masks[obj.name]]
+        assert depths.min() > 0.8 and depths.max() < 1.0, obj.name
+    assert any(obj.tilted for obj in rotated.scene.objects)
+
+
+def test_a_face_tilted_through_the_table_is_refused():
+    through = SceneObject("plank", "red", "rectangle", (0.0, 0.0), (0.3, 0.05), 0.02, 0.0,
+                          (0.0, 30.0))
+    with pytest.raises(ValueError, match="tilted top face"):
+        render_scene(Scene(objects=(through,)))
+
+
+def test_true_boxes_of_rectangles_ellipses_squares_circles_and_triangles():
+    box = true_box(SceneObject("b", "red", "rectangle", (0.1, 0.2), (0.06, 0.15), 0.05, 30.0),
+                   (0.1, 0.2, 0.95))
+    assert box.sizes == pytest.approx((0.15, 0.06), abs=1e-6)
+    assert box.center == pytest.approx((0.1, 0.2, 0.95), abs=1e-6)
+    # The long side is the local y axis turned by 30 degrees: (-sin 30, cos 30), up to sign.
+    assert abs(np.dot(box.long_axis, (-0.5, math.sqrt(3) / 2, 0.0))) == pytest.approx(1.0)
+    assert box.normal == pytest.approx((0.0, 0.0, 1.0)) and box.symmetry_deg == 180.0
+    square = true_box(SceneObject("s", "red", "rectangle", (0, 0), (0.08, 0.08), 0.05), (0, 0, 1))
+    assert square.symmetry_deg == 90.0
+    disc = true_box(SceneObject("c", "red", "circle", (0, 0), (0.08, 0.08), 0.05), (0, 0, 1))
+    assert disc.symmetry_deg is None and disc.sizes == pytest.approx((0.08, 0.08), rel=1e-3)
+    leaning = true_box(SceneObject("e", "red", "ellipse", (0, 0), (0.1, 0.06), 0.1, 0.0,
+                                   (0.0, 20.0)), (0.0, 0.0, 0.9))
+    assert leaning.long_axis == pytest.approx(
+        (math.cos(math.radians(20)), 0.0, -math.sin(math.radians(20))), abs=1e-6) or \
+        leaning.long_axis == pytest.approx(
+            (-math.cos(math.radians(20)), 0.0, math.sin(math.radians(20))), abs=1e-6)
+    triangle = true_box(SceneObject("t", "red", "triangle", (0, 0), (0.1, 0.1), 0.05), (0, 0, 1))
+    assert triangle.ambiguous and triangle.symmetry_deg is None

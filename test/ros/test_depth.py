@@ -198,6 +198,9 @@ def test_16uc1_locate_and_publish(rig, scene):
         assert error_cm(extra["position"], scene.positions[name]) < 1.0, name
         assert extra["position_error"] is None
         assert extra["position_spread_m"] >= 0.0
+        assert extra["box_error"] is None, name
+        if not scene.true_box(name).ambiguous:
+            assert error_cm(extra["box"]["center"], scene.true_box(name).center) < 1.0, name
 
     header = Header(frame_id=COLOUR_FRAME)
     header.stamp.sec, header.stamp.nanosec = STAMP
@@ -212,7 +215,12 @@ def test_16uc1_locate_and_publish(rig, scene):
     poses = r.received["targets"][0]
     assert poses.header.frame_id == COLOUR_FRAME
     assert len(poses.poses) == len(masks) - 1  # the mask without a position has no pose
-    assert poses.poses[0].orientation.w == 1.0
+    for pose, extra in zip(poses.poses, extras[:1] + extras[2:], strict=True):  # the boxes
+        box = extra["box"]
+        assert [pose.position.x, pose.position.y, pose.position.z] == pytest.approx(
+            [box["center"][axis] for axis in "xyz"])
+        assert [pose.orientation.x, pose.orientation.y, pose.orientation.z,
+                pose.orientation.w] == pytest.approx([box["orientation"][a] for a in "xyzw"])
     assert poses.poses[1].position.x == pytest.approx(scene.positions[names[2]][0], abs=0.01)
 
 
@@ -331,8 +339,9 @@ def test_too_few_valid_pixels_reason(rig, scene):
     tiny[10, 10:15] = True
     extras = r.locate_when(colour_frame(scene), [Mask.from_array(tiny, 0.9, (10, 10, 15, 11))],
                            inputs_arrived)
-    assert extras == [{"position": None,
-                       "position_error": "too few valid depth pixels (5 < 20)"}]
+    reason = "too few valid depth pixels (5 < 20)"
+    assert extras == [{"position": None, "position_error": reason, "box": None,
+                       "box_error": reason}]
 
 
 # --- the node, as a user runs it ---------------------------------------------------------------

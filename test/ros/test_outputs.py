@@ -15,8 +15,10 @@ import rclpy
 from geometry_msgs.msg import PointStamped
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import Image
-from std_msgs.msg import String
+from std_msgs.msg import Header, String
+from visualization_msgs.msg import Marker
 
+from sam3_agent_ros import render
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
 from sam3_agent_ros.ros import outputs
 from test.ros.helpers import RELIABLE
@@ -24,6 +26,13 @@ from test.ros.helpers import RELIABLE
 STAMP = (1234, 5678)
 POSITIONS = [{"position": {"x": 0.1, "y": -0.2, "z": 0.9}, "position_error": None},
              {"position": None, "position_error": "too few valid depth pixels (3 < 20)"}]
+# A box turned 90 degrees about the camera's z axis (quaternion z = w = sqrt(1/2)), flat.
+BOX = {"center": {"x": 0.1, "y": -0.2, "z": 0.91}, "size": {"x": 0.15, "y": 0.1, "z": 0.0},
+       "orientation": {"x": 0.0, "y": 0.0, "z": 0.707107, "w": 0.707107}}
+BOXES = [{**POSITIONS[0], "box": BOX, "box_error": None},
+         {"position": {"x": -0.3, "y": 0.0, "z": 1.2}, "position_error": None, "box": None,
+          "box_error": "the mask's depth points do not span a surface (a line or a point)"},
+         {**POSITIONS[1], "box": None, "box_error": POSITIONS[1]["position_error"]}]
 _namespaces = itertools.count()
 
 
@@ -35,6 +44,8 @@ class FakeDepth:
         self.fail = fail
         self.calls: list[tuple] = []
         self.published: list[tuple] = []
+        self.markers: list = []
+        self.wants_markers = False
 
     def locate(self, frame, masks):
         self.calls.append((frame, masks))
@@ -43,8 +54,16 @@ class FakeDepth:
         assert len(masks) == len(self.extras), "locate called with an unexpected mask count"
         return [dict(e) for e in self.extras]
 
-    def publish_messages(self, target, targets):
+    def publish_messages(self, target, targets, markers=None):
         self.published.append((target, targets))
+        if markers is not None:
+            self.markers.append(markers)
+
+    def publish_markers(self, markers):
+        self.markers.append(markers)
+
+    def markers_wanted(self):
+        return self.wants_markers
 
 
 def two_masks(height=48, width=64):
@@ -87,6 +106,46 @@ def test_answer_messages_carry_images_targets_and_json_with_the_frame_header():
     payload = json.loads(built.result.data)
     assert payload["masks"][0]["position"] == POSITIONS[0]["position"]
     assert payload["masks"][1]["position_error"].startswith("too few valid")
+
+
+def test_target_poses_are_the_boxes_and_positions_without_a_box_keep_the_identity():
+    header = Header(frame_id="cam")
+    target, poses = outputs.target_messages(header, BOXES)
+    assert target.point.x == pytest.approx(0.1) and target.point.z == pytest.approx(0.9)
+    assert len(poses.poses) == 2  # the third mask has no position
+    box_pose, point_pose = poses.poses
+    assert [box_pose.position.x, box_pose.position.y, box_pose.position.z] == pytest.approx(
+        [0.1, -0.2, 0.91])
+    assert [box_pose.orientation.z, box_pose.orientation.w] == pytest.approx([0.707107] * 2)
+    assert point_pose.position.x == pytest.approx(-0.3) and point_pose.orientation.w == 1.0
+
+
+def test_markers_delete_all_then_a_cube_and_a_label_per_mask():
+    header = Header(frame_id="cam")
+    header.stamp.sec, header.stamp.nanosec = STAMP
+    markers = outputs.marker_messages(header, BOXES, "the  red\nbox").markers
+    assert markers[0].action == Marker.DELETEALL
+    assert [(m.ns, m.id, m.type) for m in markers[1:]] == [
+        (outputs.BOX_NAMESPACE, 1, Marker.CUBE), (outputs.LABEL_NAMESPACE, 1,
+                                                  Marker.TEXT_VIEW_FACING),
+        (outputs.BOX_NAMESPACE, 2, Marker.SPHERE), (outputs.LABEL_NAMESPACE, 2,
+                                                    Marker.TEXT_VIEW_FACING)]
+    for marker in markers:
+        assert marker.header.frame_id == "cam"
+        assert (marker.header.stamp.sec, marker.header.stamp.nanosec) == STAMP
+    cube, label = markers[1], markers[2]
+    assert cube.pose.position.z == pytest.approx(0.91)
+    assert [cube.pose.orientation.z, cube.pose.orientation.w] == pytest.approx([0.707107] * 2)
+    # A flat face is drawn with the smallest visible thickness, its sides as they are.
+    assert [cube.scale.x, cube.scale.y, cube.scale.z] == pytest.approx(
+        [0.15, 0.1, outputs.MIN_MARKER_SCALE_M])
+    assert [cube.color.r, cube.color.g, cube.color.b] == pytest.approx(
+        [c / 255 for c in render.palette_color(0)])
+    assert label.text == "the red box #1"
+    assert label.pose.position.z < cube.pose.position.z  # nearer the camera than the box
+    assert markers[4].text == "the red box #2"
+    long_label = outputs.marker_messages(header, BOXES[:1], "x" * 200).markers[2].text
+    assert len(long_label) == outputs.LABEL_CHARS + len(" #1")
 
 
 def test_answer_messages_build_only_the_kinds_asked_and_nothing_for_a_failure():
@@ -157,6 +216,28 @@ def test_follow_messages_keep_each_objects_label_and_add_positions():
     assert json.loads(lost.status.data)["state"] == "lost"
 
 
+def test_follow_messages_draw_the_visible_objects_boxes_with_their_answer_ids():
+    first, second = two_masks()
+    frame = Frame(np.zeros((48, 64, 3), np.uint8), *STAMP, "cam")
+    status = {"query_id": "q-1", "state": "tracking", "objects": [{"id": 2}]}
+    built = outputs.follow_messages(frame, [None, second], status, FakeDepth(BOXES[:1]))
+    markers = built.markers.markers
+    assert markers[0].action == Marker.DELETEALL
+    assert [(m.id, m.type) for m in markers[1:]] == [(2, Marker.CUBE),
+                                                     (2, Marker.TEXT_VIEW_FACING)]
+    assert markers[2].text == "q-1 #2"  # no label given: the query id
+    assert json.loads(built.status.data)["objects"][0]["box"] == BOX
+    labelled = outputs.follow_messages(frame, [first, None], status, FakeDepth(BOXES[:1]),
+                                       label="the red box")
+    assert labelled.markers.markers[2].text == "the red box #1"
+
+    lost = outputs.follow_messages(frame, [None, None], {"state": "lost"}, FakeDepth([]))
+    assert [m.action for m in lost.markers.markers] == [Marker.DELETEALL]  # the boxes are gone
+    stopped = outputs.follow_messages(frame, [], {"state": "stopped"}, FakeDepth([]))
+    assert stopped.markers is None  # the last boxes stay
+    assert outputs.follow_messages(frame, [second], status).markers is None  # no depth
+
+
 # --- publishing over rclpy ----------------------------------------------------------------------
 
 
@@ -212,6 +293,7 @@ def test_answer_publisher_renders_only_subscribed_images(graph):
     assert json.loads(listener.received["sam3_agent/result"][0].data)["query_id"] == "q-7"
     assert listener.received["sam3_agent/mask"][0].header.stamp.sec == STAMP[0]
     assert len(depth.published) == 1 and depth.published[0][0].point.x == pytest.approx(0.1)
+    assert depth.markers == [sent.markers] and sent.markers.markers[2].text == "the boxes #1"
     publisher.destroy()
     wait_for(lambda: peer.count_publishers(f"{node.get_namespace()}/sam3_agent/result") == 0,
              "the publishers to go away")
@@ -235,6 +317,10 @@ def test_follow_publisher_always_sends_the_status_and_images_only_when_wanted(gr
              and listener.received["sam3_agent/follow/target"], "the follow outputs")
     target = listener.received["sam3_agent/follow/target"][0]
     assert (target.header.stamp.sec, target.header.stamp.nanosec) == STAMP
+    # Measured for the target and status subscribers: the boxes go out on ~/markers too.
+    depth = FakeDepth(BOXES[:1])
+    publisher.publish(frame, [first], {"state": "tracking", "objects": [{"id": 1}]}, depth)
+    assert len(depth.calls) == 1 and len(depth.markers) == 1
     publisher.destroy()
     quiet = publisher.publish(frame, [first], {"state": "stopped"})
     assert quiet.images == {}  # destroyed: builds and sends nothing

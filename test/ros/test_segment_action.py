@@ -127,6 +127,31 @@ def test_result_message_reuses_what_the_node_published():
     assert message.result_json == '{"as": "published"}'
 
 
+def test_mask_infos_carry_the_position_and_box_of_the_result_json():
+    result = _answer()
+    box = {"center": {"x": 0.1, "y": -0.05, "z": 0.92}, "size": {"x": 0.15, "y": 0.1, "z": 0.01},
+           "orientation": {"x": 0.0, "y": 0.0, "z": 0.258819, "w": 0.965926}}
+    result.mask_extras = [
+        {"position": {"x": 0.1, "y": -0.05, "z": 0.9}, "position_error": None, "box": box,
+         "box_error": None},
+        {"position": None, "position_error": "no depth", "box": None, "box_error": "no depth"}]
+    first, second = result_message(Segment, MaskInfo, result).masks
+    assert first.position_valid and first.box_valid
+    assert [first.position.x, first.position.y, first.position.z] == pytest.approx(
+        [0.1, -0.05, 0.9])
+    pose = first.box_pose
+    assert [pose.position.x, pose.position.y, pose.position.z] == pytest.approx(
+        [0.1, -0.05, 0.92])
+    assert [pose.orientation.x, pose.orientation.y, pose.orientation.z,
+            pose.orientation.w] == pytest.approx([0.0, 0.0, 0.258819, 0.965926])
+    assert [first.box_size.x, first.box_size.y, first.box_size.z] == pytest.approx(
+        [0.15, 0.1, 0.01])
+    assert not second.position_valid and not second.box_valid
+    assert second.box_pose.orientation.w == 1.0  # the default pose, marked invalid
+    without_depth = result_message(Segment, MaskInfo, _answer()).masks[0]
+    assert not without_depth.position_valid and not without_depth.box_valid
+
+
 def test_failed_result_has_empty_images_and_the_error():
     message = result_message(Segment, MaskInfo, _answer(QueryStatus.FAILED))
     assert (message.status, message.error) == ("failed", "why")
