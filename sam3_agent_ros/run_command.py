@@ -3,6 +3,11 @@
 Prints the result JSON (CONTRACTS §6) on stdout and nothing else there; logs go to stderr.
 Exit status: 0 succeeded/no_mask, 1 failed/cancelled, 2 bad usage (including a backend that
 lacks what it needs: endpoint, API key, SAM 3 checkpoint; checked before anything loads).
+
+With ``--depth`` (a depth image registered to the colour image) and ``--intrinsics`` or
+``--camera-info``, each mask gains ``position`` and ``box`` as on ROS (CONTRACTS §8b): the same
+``geometry3d.measure_mask`` with the same ``depth.*`` parameters (``-p depth.erode_px:=...``).
+The depth and intrinsics files are read before the agent runs: a bad one is a usage error.
 """
 
 from __future__ import annotations
@@ -33,6 +38,19 @@ def register(subparsers) -> None:
     run.add_argument("--query", required=True, help='e.g. "the leftmost blue object"')
     run.add_argument("--query-id", default="cli-1", help="query_id of the result")
     add_config_arguments(run)
+    depth = run.add_argument_group(
+        "3D (as with depth on ROS: position and box per mask in the result JSON)")
+    depth.add_argument("--depth", metavar="DEPTH",
+                       help="depth image registered to --image: a 16-bit PNG or a .npy array")
+    depth.add_argument("--depth-scale", type=float, metavar="M",
+                       help="metres per depth unit (default: 0.001 for integer data, i.e. "
+                            "millimetres; 1.0 for float data)")
+    intrinsics = depth.add_mutually_exclusive_group()
+    intrinsics.add_argument("--intrinsics", metavar="FX,FY,CX,CY",
+                            help="the colour camera's intrinsics in pixels")
+    intrinsics.add_argument("--camera-info", metavar="YAML",
+                            help="the colour camera's calibration YAML (camera_matrix: data:) "
+                                 "or a dumped sensor_msgs/CameraInfo (k:)")
     run.add_argument("--out", help="directory for overlay.png and mask.png")
     run.add_argument("--trace", help="write every LLM request/response as JSON lines here")
     run.set_defaults(handler=cmd_run)
@@ -45,6 +63,39 @@ def read_image(path: str, max_pixels: int):
         raise UsageError(f"--image {path}: {exc}") from None
 
 
+def read_depth_inputs(args: argparse.Namespace, width: int, height: int, max_pixels: int):
+    """``(depth in metres at the colour resolution, the colour intrinsics)`` from --depth and
+    --intrinsics / --camera-info, None without --depth; UsageError for a missing or bad one."""
+    from sam3_agent_ros.depth_files import parse_intrinsics, read_camera_info, read_depth
+    from sam3_agent_ros.geometry3d import depth_for_colour
+
+    has_intrinsics = args.intrinsics is not None or args.camera_info is not None
+    if args.depth is None:
+        if has_intrinsics or args.depth_scale is not None:
+            raise UsageError("--intrinsics, --camera-info and --depth-scale go with --depth")
+        return None
+    if not has_intrinsics:
+        raise UsageError("--depth needs the colour camera's --intrinsics fx,fy,cx,cy or "
+                         "--camera-info YAML")
+    try:
+        depth_m = read_depth(args.depth, args.depth_scale, max_pixels)
+    except ValueError as exc:
+        raise UsageError(f"--depth {args.depth}: {exc}") from None
+    try:
+        if args.intrinsics is not None:
+            intrinsics, size = parse_intrinsics(args.intrinsics), None
+        else:
+            intrinsics, size = read_camera_info(args.camera_info)
+    except ValueError as exc:
+        flag = (f"--intrinsics {args.intrinsics}" if args.intrinsics is not None
+                else f"--camera-info {args.camera_info}")
+        raise UsageError(f"{flag}: {exc}") from None
+    try:
+        return depth_for_colour(depth_m, (width, height), intrinsics, size)
+    except ValueError as exc:
+        raise UsageError(f"--depth {args.depth}: {exc}") from None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from sam3_agent_ros.config import ConfigError
     from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result
@@ -52,6 +103,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.params_file, args.overrides, args.offline)
         image = read_image(args.image, config.node.max_image_pixels)
+        depth = read_depth_inputs(args, image.shape[1], image.shape[0],
+                                  config.node.max_image_pixels)
     except (ConfigError, UsageError) as exc:
         print(f"sam3-agent run: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
@@ -72,6 +125,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         close_quietly(agent.llm)
         close_quietly(agent.segmenter)
+    if depth is not None and result.status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK):
+        from sam3_agent_ros.geometry3d import measure_mask
+
+        depth_m, intrinsics = depth
+        result.mask_extras = [measure_mask(mask.mask, depth_m, intrinsics, config.depth)
+                              for mask in result.masks]
     if args.out:
         _write_outputs(Path(args.out), frame, result)
     print(json.dumps(result.to_json()))

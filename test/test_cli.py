@@ -133,6 +133,69 @@ def test_max_image_pixels_applies_to_the_cli_image():
     assert proc.returncode == 2 and "640x480 = 307200 pixels" in proc.stderr
 
 
+def _example_depth_files(tmp_path: Path) -> tuple[Path, Path]:
+    """The example image's depth as a 16-bit PNG (millimetres, full size) and as a float .npy
+    in metres at half size."""
+    with np.load(GROUND_TRUTH) as truth:
+        depth_mm = truth["depth_mm"]
+    png = tmp_path / "depth.png"
+    cv2.imwrite(str(png), depth_mm)
+    half = cv2.resize(depth_mm, (320, 240), interpolation=cv2.INTER_NEAREST_EXACT)
+    npy = tmp_path / "depth_half.npy"
+    np.save(npy, half.astype(np.float32) / 1000.0)
+    return png, npy
+
+
+def test_run_with_depth_gives_each_mask_a_position_and_a_box(tmp_path):
+    """3D without ROS, both ways: a full-size 16-bit PNG with --intrinsics, and a half-size
+    float .npy with the colour camera's calibration file (its size says how to scale)."""
+    from sam3_agent_ros.demo.scene import box_errors, render_scene
+    from sam3_agent_ros.geometry3d import quaternion_to_matrix
+
+    png, npy = _example_depth_files(tmp_path)
+    calibration = tmp_path / "colour.yaml"
+    calibration.write_text("image_width: 640\nimage_height: 480\ncamera_matrix:\n  rows: 3\n"
+                           "  cols: 3\n  data: [600, 0, 320, 0, 600, 240, 0, 0, 1]\n")
+    truth = render_scene(seed=7)  # the example image's scene
+    results = []
+    for depth_args in (["--depth", str(png), "--intrinsics", "600,600,320,240"],
+                       ["--depth", str(npy), "--camera-info", str(calibration)]):
+        proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the largest red object",
+                          *OFFLINE, *depth_args)
+        assert proc.returncode == 0, proc.stderr
+        mask = json.loads(proc.stdout)["masks"][0]
+        position = [mask["position"][a] for a in "xyz"]
+        assert position == pytest.approx(truth.positions["red_box"], abs=0.01)
+        box = mask["box"]
+        errors = box_errors(truth.true_box("red_box"), [box["center"][a] for a in "xyz"],
+                            [box["size"][a] for a in "xyz"],
+                            quaternion_to_matrix([box["orientation"][a] for a in "xyzw"]))
+        assert errors.within(), errors.describe()
+        results.append(mask)
+    assert results[0]["box"] != results[1]["box"]  # really the half-size depth the second time
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--depth", "DEPTH"], "--depth needs the colour camera's --intrinsics"),
+    (["--intrinsics", "600,600,320,240"], "go with --depth"),
+    (["--depth", "DEPTH", "--intrinsics", "600,600"], "--intrinsics 600,600: expected four"),
+    (["--depth", "MISSING", "--intrinsics", "600,600,320,240"], "no such file"),
+    (["--depth", "SQUARE", "--intrinsics", "600,600,320,240"], "aspect ratio"),
+    (["--depth", "DEPTH", "--camera-info", "MISSING"], "--camera-info"),
+    (["--depth", "DEPTH", "--depth-scale", "-1", "--intrinsics", "600,600,320,240"],
+     "positive number of metres"),
+])
+def test_bad_depth_arguments_are_usage_errors(tmp_path, args, fragment):
+    png, _ = _example_depth_files(tmp_path)
+    cv2.imwrite(str(tmp_path / "square.png"), np.ones((100, 100), np.uint16))
+    paths = {"DEPTH": str(png), "MISSING": str(tmp_path / "missing"),
+             "SQUARE": str(tmp_path / "square.png")}
+    proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "x", *OFFLINE,
+                      *[paths.get(a, a) for a in args])
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert fragment in proc.stderr
+
+
 def test_missing_arguments_are_usage_errors():
     assert sam3_agent("run", "--query", "x").returncode == 2
 

@@ -6,11 +6,16 @@ in its own namespace), then the whole node in a subprocess fed colour + depth + 
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
+import cv2
 import numpy as np
 import pytest
 import rclpy
@@ -19,16 +24,20 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header, String
+from visualization_msgs.msg import Marker, MarkerArray
 
 from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.types import Frame, Mask
-from sam3_agent_ros.demo.scene import render_scene
+from sam3_agent_ros.demo import sample
+from sam3_agent_ros.demo.scene import box_errors, render_scene
+from sam3_agent_ros.geometry3d import quaternion_to_matrix
 from sam3_agent_ros.ros.conversions import rgb8_image
 from sam3_agent_ros.ros.dds import apply_loopback_env
 from sam3_agent_ros.ros.depth import DepthTargets
 from sam3_agent_ros.ros.outputs import target_messages
 
 COLOUR_FRAME = "camera_color_optical_frame"
+REPO_ROOT = Path(__file__).resolve().parents[2]
 STAMP = (1_700_000_000, 250_000_000)
 TIMEOUT_S = 10.0
 _namespaces = itertools.count()
@@ -348,16 +357,20 @@ def test_too_few_valid_pixels_reason(rig, scene):
 NODE_NS = "/depth_robot"
 
 
-def test_node_publishes_the_target_of_the_selected_object(scene, tmp_path):
-    """sam3_agent_node (offline backends, depth.enabled) fed a camera's three topics."""
+def test_node_publishes_the_target_of_the_selected_object(tmp_path):
+    """sam3_agent_node (offline backends, depth.enabled) fed a camera's three topics: the
+    sample bag's frame of its first query. ``sam3-agent run --depth`` on the same frame saved
+    to files gives the same numbers."""
     from test.ros.helpers import Harness, NodeProcess
 
+    scene = sample.render_frame(2.0)
     proc = NodeProcess(NODE_NS, {"depth": {"enabled": True}}, tmp_path)
     harness = Harness("depth_node_test")
     stop = threading.Event()
     camera_thread = None
     try:
-        outputs = {"result": String, "target": PointStamped, "targets": PoseArray}
+        outputs = {"result": String, "target": PointStamped, "targets": PoseArray,
+                   "markers": MarkerArray}
         for name, msg_type in outputs.items():
             harness.listen(f"{NODE_NS}/sam3_agent/{name}", msg_type)
         harness.wait_state(proc.name, "active", timeout=60)
@@ -419,12 +432,43 @@ def test_node_publishes_the_target_of_the_selected_object(scene, tmp_path):
             return [m for m in harness.messages(f"{NODE_NS}/sam3_agent/{topic}")
                     if (m.header.stamp.sec, m.header.stamp.nanosec) == stamp]
 
+        def stamped_markers() -> list:
+            return [marker for array in harness.messages(f"{NODE_NS}/sam3_agent/markers")
+                    for marker in array.markers
+                    if (marker.header.stamp.sec, marker.header.stamp.nanosec) == stamp]
+
         target = harness.wait_for(lambda: stamped("target"), 10, "~/target of the query")[0]
         assert target.header.frame_id == COLOUR_FRAME
         got = [target.point.x, target.point.y, target.point.z]
         assert got == pytest.approx(list(scene.positions["blue_box"]), abs=0.01)
         poses = harness.wait_for(lambda: stamped("targets"), 10, "~/targets of the query")[0]
         assert len(poses.poses) == len(result["masks"]) and poses.header.frame_id == COLOUR_FRAME
+
+        # The box: on target, the pose of ~/targets, a CUBE with a label on ~/markers.
+        box = mask["box"]
+        assert mask["box_error"] is None, mask
+        errors = box_errors(scene.true_box("blue_box"), [box["center"][a] for a in "xyz"],
+                            [box["size"][a] for a in "xyz"],
+                            quaternion_to_matrix([box["orientation"][a] for a in "xyzw"]))
+        assert errors.within(), errors.describe()
+        pose = poses.poses[0]
+        assert [pose.orientation.x, pose.orientation.y, pose.orientation.z,
+                pose.orientation.w] == pytest.approx([box["orientation"][a] for a in "xyzw"])
+        markers = harness.wait_for(lambda: stamped_markers(), 10, "~/markers of the query")
+        assert [m.action for m in markers[:1]] == [Marker.DELETEALL]
+        cube, label = markers[1:]
+        assert cube.type == Marker.CUBE and cube.header.frame_id == COLOUR_FRAME
+        assert [cube.pose.position.x, cube.pose.position.y, cube.pose.position.z] == \
+            pytest.approx([box["center"][a] for a in "xyz"])
+        assert cube.scale.x == pytest.approx(box["size"]["x"])
+        assert label.type == Marker.TEXT_VIEW_FACING
+        assert label.text == "the leftmost blue object #1"
+
+        # 3D without ROS: the same frame from files gives the same position and box.
+        cli = run_cli_on_files(scene, tmp_path / "cli")
+        assert cli["status"] == "succeeded", cli
+        assert [m["box"] for m in cli["masks"]] == [m["box"] for m in result["masks"]]
+        assert [m["position"] for m in cli["masks"]] == [m["position"] for m in result["masks"]]
     except (AssertionError, TimeoutError) as exc:
         raise AssertionError(f"{exc}\n--- node log ---\n{proc.log()}") from exc
     finally:
@@ -434,3 +478,20 @@ def test_node_publishes_the_target_of_the_selected_object(scene, tmp_path):
         harness.close()
         assert proc.stop() == 0, proc.log()
     assert "Traceback" not in proc.log(), proc.log()
+
+
+def run_cli_on_files(scene, folder: Path) -> dict:
+    """``sam3-agent run --depth`` on the frame saved as a user would: colour PNG, 16-bit depth
+    PNG (millimetres), the camera_info dumped as YAML."""
+    folder.mkdir()
+    cv2.imwrite(str(folder / "colour.png"), cv2.cvtColor(scene.rgb, cv2.COLOR_RGB2BGR))
+    cv2.imwrite(str(folder / "depth.png"), scene.depth_mm())
+    k = [float(v) for v in scene.intrinsics.K.ravel()]
+    (folder / "camera_info.yaml").write_text(f"width: 640\nheight: 480\nk: {k}\n")
+    completed = subprocess.run(
+        [sys.executable, "-m", "sam3_agent_ros.cli", "run", "--offline",
+         "--image", str(folder / "colour.png"), "--query", "the leftmost blue object",
+         "--depth", str(folder / "depth.png"), "--camera-info", str(folder / "camera_info.yaml")],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    return json.loads(completed.stdout)

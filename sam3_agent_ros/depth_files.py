@@ -1,0 +1,135 @@
+"""3D without ROS: a depth image and the colour camera's intrinsics read from files, for
+``sam3-agent run --depth`` (CONTRACTS §8b).
+
+- Depth: a 16-bit PNG (a RealSense / OpenNI depth frame saved as is) or a ``.npy`` array (any
+  integer or float 2D array). ``depth_scale`` is metres per unit: by default 0.001 for integer
+  data (millimetres), 1.0 for float data (metres). 0 and NaN stay invalid. The PNG's size is read
+  from its header and refused past the pixel cap before decoding (``image_header``); the
+  ``.npy`` header is read before its data.
+- Intrinsics: ``fx,fy,cx,cy`` on the command line, or a camera-info YAML: the ROS calibration
+  format of camera_calibration / camera_info_manager (``camera_matrix: {data: [9 values]}``,
+  ``image_width``, ``image_height``) or a dumped ``sensor_msgs/CameraInfo`` (``k: [9 values]``,
+  ``width``, ``height``; what ``ros2 topic echo --once`` prints). The size, when given, lets
+  intrinsics of another resolution be scaled to the colour image's.
+
+Every problem raises ``ValueError`` saying what is wrong; nothing here imports ROS.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from sam3_agent_ros.geometry3d import Intrinsics, as_intrinsics
+from sam3_agent_ros.image_header import (
+    ImageHeaderError,
+    ImageTooLarge,
+    decode_bounded,
+    pixel_cap_problem,
+)
+
+INTEGER_DEPTH_SCALE = 0.001  # millimetres, as 16-bit depth cameras publish them
+FLOAT_DEPTH_SCALE = 1.0  # metres
+MAX_YAML_BYTES = 1 << 20  # a camera-info file is a few hundred bytes
+
+
+def default_depth_scale(dtype: np.dtype) -> float:
+    """Metres per unit when ``--depth-scale`` is not given."""
+    return FLOAT_DEPTH_SCALE if np.issubdtype(dtype, np.floating) else INTEGER_DEPTH_SCALE
+
+
+def read_depth(path: str | Path, depth_scale: float | None, max_pixels: int) -> np.ndarray:
+    """A depth file -> float32 metres (H, W); ``depth_scale`` None: ``default_depth_scale``."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError("no such file")
+    if depth_scale is not None and not (math.isfinite(depth_scale) and depth_scale > 0):
+        raise ValueError(f"the depth scale must be a positive number of metres per unit, got "
+                         f"{depth_scale}")
+    raw = _read_npy(path, max_pixels) if path.suffix.lower() == ".npy" else _read_png(
+        path, max_pixels)
+    if raw.ndim != 2:
+        raise ValueError(f"a depth image has one channel, this one has shape {raw.shape}")
+    if raw.dtype == np.uint8:
+        raise ValueError("an 8-bit image holds no usable depth: save depth as a 16-bit PNG "
+                         "(millimetres) or a .npy array")
+    if not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)):
+        raise ValueError(f"depth must be integer or float data, not {raw.dtype}")
+    scale = default_depth_scale(raw.dtype) if depth_scale is None else depth_scale
+    return (raw.astype(np.float64) * scale).astype(np.float32)
+
+
+def _read_png(path: Path, max_pixels: int) -> np.ndarray:
+    import cv2
+
+    try:
+        return decode_bounded(np.fromfile(path, dtype=np.uint8), max_pixels,
+                              cv2.IMREAD_UNCHANGED)
+    except ImageTooLarge as exc:
+        raise ValueError(f"too large: {exc} (not decoded)") from None
+    except ImageHeaderError as exc:
+        raise ValueError(f"not a 16-bit PNG or a .npy array: {exc}") from None
+
+
+def _read_npy(path: Path, max_pixels: int) -> np.ndarray:
+    try:  # memory-mapped: the header is read, the data only when copied below
+        mapped = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise ValueError(f"not a .npy array: {exc}") from None
+    if not isinstance(mapped, np.ndarray):
+        raise ValueError("not a .npy array (an .npz archive?)")
+    if mapped.ndim == 2:
+        problem = pixel_cap_problem(mapped.shape[1], mapped.shape[0], max_pixels)
+        if problem:
+            raise ValueError(f"too large: {problem} (not read)")
+    return np.array(mapped)
+
+
+def parse_intrinsics(text: str) -> Intrinsics:
+    """``"fx,fy,cx,cy"`` (pixels) -> Intrinsics."""
+    parts = [part.strip() for part in text.split(",")]
+    try:
+        values = [float(part) for part in parts]
+    except ValueError:
+        values = []
+    if len(values) != 4:
+        raise ValueError(f"expected four numbers fx,fy,cx,cy, got {text!r}")
+    return as_intrinsics(values)
+
+
+def read_camera_info(path: str | Path) -> tuple[Intrinsics, tuple[int, int] | None]:
+    """A camera-info YAML -> (intrinsics, (width, height) of the image they belong to, or None
+    when the file does not say)."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError("no such file")
+    if path.stat().st_size > MAX_YAML_BYTES:
+        raise ValueError(f"larger than {MAX_YAML_BYTES} bytes: not a camera-info file")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ValueError(f"not YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError("expected a mapping with camera_matrix (calibration file) or k "
+                         "(a dumped CameraInfo)")
+    if isinstance(data.get("camera_matrix"), dict):
+        matrix, size = data["camera_matrix"].get("data"), ("image_width", "image_height")
+    elif "k" in data or "K" in data:
+        matrix, size = data.get("k", data.get("K")), ("width", "height")
+    else:
+        raise ValueError("no camera_matrix: {data: [...]} (calibration file) and no k: [...] "
+                         "(a dumped CameraInfo)")
+    if not isinstance(matrix, list) or len(matrix) != 9:
+        raise ValueError("the camera matrix must be a list of 9 numbers (row-major 3x3)")
+    try:
+        intrinsics = as_intrinsics([float(v) for v in matrix])
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"camera matrix: {exc}") from None
+    width, height = data.get(size[0]), data.get(size[1])
+    if isinstance(width, int) and isinstance(height, int) and width > 0 and height > 0:
+        return intrinsics, (width, height)
+    return intrinsics, None
