@@ -23,7 +23,7 @@ from typing import Any
 
 NODE_OUTPUT_TOPICS = ("/sam3_agent/result", "/sam3_agent/status", "/sam3_agent/mask",
                       "/sam3_agent/labels", "/sam3_agent/overlay", "/sam3_agent/target",
-                      "/sam3_agent/targets")
+                      "/sam3_agent/targets", "/sam3_agent/markers")
 RECORD_QOS_DEPTH = 100
 DISCOVERY_PERIOD_S = 0.2
 

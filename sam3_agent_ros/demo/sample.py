@@ -235,22 +235,33 @@ def write_ground_truth(out_dir: Path, spec: SampleSpec = SampleSpec()) -> None:
         labels=np.stack([frame.label_image() for frame in frames]),
         positions_m=np.array([[frame.positions[n] for n in names] for frame in frames]),
         names=np.array(names), K=frames[0].intrinsics.K)
+    write_description(out_dir, spec, scene)
+
+
+def write_description(out_dir: Path, spec: SampleSpec = SampleSpec(),
+                      scene: scene_mod.Scene | None = None) -> None:
+    """``ground_truth.json``: topics, queries, and each object's shape (enough for its true
+    3D box: ``GroundTruth.true_box``)."""
+    scene = scene or render_frame(0.0, spec).scene
     description = {
         "description": "Synthetic tabletop (sam3_agent_ros.demo.scene.default_scene) seen from 1 m "
                        "above, 10 Hz, slight camera motion and lighting change. Positions are "
-                       "the centres of the objects' top faces in the camera optical frame (m).",
+                       "the centres of the objects' top faces in the camera optical frame (m); "
+                       "size_m is a top face's extent along x and y before its yaw_deg turn "
+                       "(a triangle: base and height), tilt_deg its turn about x then y.",
         "frame_id": FRAME_ID,
         "start_ns": START_NS,
         "rate_hz": spec.rate_hz,
-        "frame_count": len(times),
+        "frame_count": len(spec.frame_times()),
         "topics": {**TOPIC_TYPES},
         "objects": [{"name": o.name, "color": o.color_name, "shape": o.shape,
-                     "height_m": o.height} for o in scene.objects],
+                     "height_m": o.height, "size_m": list(o.size), "yaw_deg": o.yaw_deg,
+                     "tilt_deg": list(o.tilt_deg)} for o in scene.objects],
         "queries": [{"t_s": q.t_s, "stamp_ns": stamp_ns(q.t_s), "data": q.message_data(),
                      "query": q.text, "query_id": q.query_id, "expected": q.expected}
                     for q in spec.queries],
     }
-    (out_dir / GROUND_TRUTH_JSON).write_text(json.dumps(description, indent=2) + "\n")
+    (Path(out_dir) / GROUND_TRUTH_JSON).write_text(json.dumps(description, indent=2) + "\n")
 
 
 def generate_sample(out_dir: Path, spec: SampleSpec = SampleSpec()) -> Path:
@@ -279,6 +290,7 @@ class GroundTruth:
     names: tuple[str, ...]
     queries: tuple[dict, ...]
     topics: dict[str, str]
+    objects: tuple[dict, ...] = ()  # ground_truth.json's objects (shape, size, yaw, tilt)
 
     def frame_index(self, stamp: int) -> int | None:
         """Index of the frame with this exact stamp (ns), or None."""
@@ -290,6 +302,18 @@ class GroundTruth:
 
     def position(self, frame_index: int, name: str) -> np.ndarray:
         return self.positions_m[frame_index, self.names.index(name)]
+
+    def true_box(self, frame_index: int, name: str) -> scene_mod.TrueBox | None:
+        """The object's true 3D box on that frame (None for an older ground truth without the
+        objects' sizes)."""
+        described = next((o for o in self.objects if o["name"] == name), None)
+        if described is None or "size_m" not in described:
+            return None
+        obj = scene_mod.SceneObject(
+            name, described["color"], described["shape"], (0.0, 0.0),
+            tuple(described["size_m"]), described["height_m"], described.get("yaw_deg", 0.0),
+            tuple(described.get("tilt_deg", (0.0, 0.0))))
+        return scene_mod.true_box(obj, tuple(self.position(frame_index, name)))
 
     def query_for(self, query_id: str | None, text: str) -> dict | None:
         """The bag's query a result answers: by id when the bag gave one, else by text."""
@@ -309,7 +333,8 @@ def load_ground_truth(sample_dir: Path) -> GroundTruth:
         return GroundTruth(stamps_ns=data["stamps_ns"], labels=data["labels"],
                            positions_m=data["positions_m"],
                            names=tuple(str(n) for n in data["names"]),
-                           queries=tuple(description["queries"]), topics=description["topics"])
+                           queries=tuple(description["queries"]), topics=description["topics"],
+                           objects=tuple(description.get("objects", ())))
 
 
 def mask_iou(a: np.ndarray, b: np.ndarray) -> float:

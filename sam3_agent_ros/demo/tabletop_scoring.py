@@ -11,6 +11,8 @@ import numpy as np
 from sam3_agent_ros.core.types import stamp_ns
 from sam3_agent_ros.demo import sample
 from sam3_agent_ros.demo.report import DemoReport, backends_lines
+from sam3_agent_ros.demo.scene import BoxErrors, box_errors
+from sam3_agent_ros.geometry3d import quaternion_to_matrix
 
 IOU_THRESHOLD = 0.8
 
@@ -31,6 +33,12 @@ class QueryOutcome:
     iou: float | None = None
     position_m: list[float] | None = None
     position_error_cm: float | None = None
+    box: dict | None = None  # the first mask's box in the result JSON
+    box_error: str | None = None  # why it has none
+    box_center_error_cm: float | None = None  # against the true box (scene.box_errors)
+    box_size_error_pct: list[float] | None = None
+    box_angle_error_deg: float | None = None
+    box_on_target: bool | None = None  # centre 1 cm, sizes 10 %, angle 10 degrees
     bbox: list[float] | None = None
     centroid: list[float] | None = None
     overlay_png: str | None = None
@@ -66,6 +74,9 @@ def score_outcome(outcome: QueryOutcome, result: dict, truth: sample.GroundTruth
         position = masks[0].get("position")
         if isinstance(position, dict):
             outcome.position_m = [float(position[k]) for k in ("x", "y", "z")]
+        box = masks[0].get("box")
+        outcome.box = box if isinstance(box, dict) else None
+        outcome.box_error = masks[0].get("box_error")
     if outcome.frame_index is None:
         outcome.problem = "the result's stamp is not the stamp of a frame of the bag"
         return
@@ -84,12 +95,39 @@ def score_outcome(outcome: QueryOutcome, result: dict, truth: sample.GroundTruth
         error = np.asarray(outcome.position_m) - truth.position(outcome.frame_index,
                                                                 outcome.expected)
         outcome.position_error_cm = float(np.linalg.norm(error) * 100.0)
+    _score_box(outcome, truth)
     if outcome.iou is None:
         outcome.problem = "no ~/mask image arrived for this result"
     elif outcome.iou < IOU_THRESHOLD:
         outcome.problem = f"IoU {outcome.iou:.2f} with {outcome.expected} is below {IOU_THRESHOLD}"
     else:
         outcome.correct = True
+
+
+def _score_box(outcome: QueryOutcome, truth: sample.GroundTruth) -> None:
+    """The first mask's box against the expected object's true box on the answer's frame."""
+    true_box = truth.true_box(outcome.frame_index, outcome.expected)
+    box = outcome.box
+    if box is None or true_box is None:
+        return
+    errors = box_errors(true_box, [box["center"][a] for a in "xyz"],
+                        [box["size"][a] for a in "xyz"],
+                        quaternion_to_matrix([box["orientation"][a] for a in "xyzw"]))
+    outcome.box_center_error_cm = errors.center_cm
+    outcome.box_size_error_pct = list(errors.size_pct) if errors.size_pct else None
+    outcome.box_angle_error_deg = errors.angle_deg
+    outcome.box_on_target = errors.within()
+
+
+def box_description(outcome: QueryOutcome) -> str | None:
+    """``box: centre 0.06 cm, sizes +3.9/+3.9 %, angle 0.1 deg (on target)`` or None."""
+    if outcome.box_on_target is None:
+        return None
+    errors = BoxErrors(outcome.box_center_error_cm,
+                       tuple(outcome.box_size_error_pct) if outcome.box_size_error_pct else None,
+                       outcome.box_angle_error_deg)
+    verdict = "on target" if outcome.box_on_target else "OFF TARGET"
+    return f"box error {errors.describe()} ({verdict})"
 
 
 def format_outcome(outcome: QueryOutcome, label: str) -> str:
@@ -110,6 +148,11 @@ def format_outcome(outcome: QueryOutcome, label: str) -> str:
         details.append(f"IoU {outcome.iou:.3f}")
     if outcome.position_error_cm is not None:
         details.append(f"3D error {outcome.position_error_cm:.2f} cm")
+    box = box_description(outcome)
+    if box is not None:
+        details.append(box)
+    elif outcome.box_error:
+        details.append(f"no box: {outcome.box_error}")
     if outcome.problem:
         details.append(outcome.problem)
     return ", ".join(parts) + f"  | {verdict}: " + ", ".join(details)
@@ -132,6 +175,12 @@ def format_summary(report: DemoReport) -> list[str]:
     if errors:
         lines.append("3D position error: " + ", ".join(f"{v:.2f}" for v in errors)
                      + f" cm (max {max(errors):.2f} cm)")
+    boxes = [o for o in outcomes if o.box_on_target is not None]
+    if boxes:
+        lines.append(f"3D boxes on target: {sum(o.box_on_target for o in boxes)}/{len(boxes)} "
+                     "(centre 1 cm, sizes 10 %, long-axis angle 10 deg)")
+        for outcome in boxes:
+            lines.append(f"  {outcome.query!r}: {box_description(outcome)}")
     lines += backends_lines(outcomes)
     for outcome in outcomes:
         if outcome.problem:

@@ -20,11 +20,14 @@ from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_typestore
 
 from sam3_agent_ros.demo import sample
+from sam3_agent_ros.demo.scene import box_errors
+from sam3_agent_ros.geometry3d import quaternion_to_matrix
 from sam3_agent_ros.ros.dds import loopback_env
 
 pytestmark = pytest.mark.ros
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STORE = get_typestore(Stores.ROS2_KILTED)
+CUBE, TEXT_VIEW_FACING = 1, 9  # visualization_msgs/Marker types
 
 
 def _stamp(header) -> int:
@@ -69,6 +72,10 @@ def test_demo_exits_cleanly_with_every_query_correct(demo_run):
     report = json.loads((out / "report.json").read_text())
     assert (report["answered"], report["correct"], report["total"]) == (4, 4, 4)
     assert "queries answered: 4/4" in process.stdout
+    assert "3D boxes on target: 3/3" in process.stdout  # the summary compares them with truth
+    for outcome in report["queries"]:
+        if outcome["expected"] is not None:
+            assert outcome["box_on_target"] is True, outcome
     assert len(list(out.glob("*_overlay.png"))) == 4
     # The demo runs without a model and says so: the summary, and each result in the bag.
     assert ("backends: llm offline, segmenter color (built-in demo backends: these answers are "
@@ -85,6 +92,7 @@ def test_output_bag_holds_one_correct_result_per_query(demo_run):
     for topic, msg in messages:
         if topic == "/sam3_agent/mask":
             masks[_stamp(msg.header)] = msg.data.reshape(msg.height, msg.width) > 0
+    markers = [m for t, m in messages if t == "/sam3_agent/markers"]
 
     answered = [truth.query_for(r["query_id"], r["query"]) for r in results]
     assert None not in answered
@@ -109,6 +117,15 @@ def test_output_bag_holds_one_correct_result_per_query(demo_run):
         error = np.subtract([position["x"], position["y"], position["z"]],
                             truth.position(frame, query["expected"]))
         assert np.linalg.norm(error) < 0.02, (query["query"], error)
+        box = result["masks"][0]["box"]
+        errors = box_errors(truth.true_box(frame, query["expected"]),
+                            [box["center"][a] for a in "xyz"], [box["size"][a] for a in "xyz"],
+                            quaternion_to_matrix([box["orientation"][a] for a in "xyzw"]))
+        assert errors.within(), (query["query"], errors.describe())
+        # RViz: the answer's markers, stamped with its frame: a DELETEALL, a cube and a label.
+        drawn = [m for array in markers for m in array.markers if _stamp(m.header) == stamp]
+        assert [m.type for m in drawn[1:]] == [CUBE, TEXT_VIEW_FACING], query["query"]
+        assert drawn[2].text == f"{result['query']} #1"
 
 
 def test_output_bag_is_a_valid_rosbag2(demo_run):
@@ -121,6 +138,7 @@ def test_output_bag_is_a_valid_rosbag2(demo_run):
     assert types["/sam3_agent/result"] == "std_msgs/msg/String"
     assert types["/sam3_agent/overlay"] == "sensor_msgs/msg/Image"
     assert types["/sam3_agent/target"] == "geometry_msgs/msg/PointStamped"
+    assert types["/sam3_agent/markers"] == "visualization_msgs/msg/MarkerArray"
 
 
 def test_demo_runs_on_the_exported_domain_id_without_a_deprecation_warning(demo_run):

@@ -100,6 +100,23 @@ def test_ground_truth_matches_the_bag_and_the_scene(committed, truth):
     assert truth.frame_index(sample.stamp_ns(6.0) + 1) is None
 
 
+def test_committed_description_matches_the_generator(tmp_path):
+    """ground_truth.json (with the objects' sizes, yaws and tilts) as the generator writes it."""
+    sample.write_description(tmp_path)
+    committed = sample.default_sample_dir() / sample.GROUND_TRUTH_JSON
+    assert (tmp_path / sample.GROUND_TRUTH_JSON).read_text() == committed.read_text()
+
+
+def test_true_boxes_come_from_the_committed_description(truth):
+    index = truth.frame_index(sample.stamp_ns(4.0))
+    frame = sample.render_frame(4.0)
+    for name in truth.names:
+        assert truth.true_box(index, name) == frame.true_box(name), name
+    old = sample.GroundTruth(truth.stamps_ns, truth.labels, truth.positions_m, truth.names,
+                             truth.queries, truth.topics)  # a ground truth without objects
+    assert old.true_box(index, "red_box") is None
+
+
 def test_query_for_matches_by_id_then_by_text(truth):
     red = truth.query_for("sample-red", "whatever the node echoes")
     assert red is not None and red["expected"] == "red_box"

@@ -77,3 +77,43 @@ def test_the_summary_says_which_backends_answered(truth):
              if line.startswith("backends:")]
     assert lines == ["backends: llm offline, segmenter color (built-in demo backends: these "
                      "answers are not from a model)", "backends: llm openai, segmenter sam3"]
+
+
+def _box_json(center, sizes, yaw_deg):
+    half = np.radians(yaw_deg) / 2
+    return {"center": dict(zip("xyz", map(float, center))), "size": dict(zip("xyz", sizes)),
+            "orientation": {"x": 0.0, "y": 0.0, "z": float(np.sin(half)),
+                            "w": float(np.cos(half))}}
+
+
+def test_the_box_is_scored_against_the_true_box_of_the_frame(truth):
+    """red_box: 0.15 x 0.10 m, turned -8 degrees; a box 2 cm off or turned 20 degrees misses."""
+    centre = truth.true_box(20, "red_box").center
+    lines = {}
+    for label, box in (("good", _box_json(centre, (0.153, 0.102, 0.0), -8.5)),
+                       ("shifted", _box_json(np.add(centre, [0.02, 0, 0]), (0.15, 0.1, 0.0), -8)),
+                       ("turned", _box_json(centre, (0.15, 0.1, 0.0), 12.0))):
+        outcome = tabletop_scoring.QueryOutcome("the largest red object", "r", "red_box")
+        result = _result(truth, 20)
+        result["masks"][0]["box"] = box
+        tabletop_scoring.score_outcome(outcome, result, truth, truth.mask(20, "red_box"))
+        lines[label] = (outcome, tabletop_scoring.format_outcome(outcome, "r"))
+    good, line = lines["good"]
+    assert good.box_on_target and good.box_center_error_cm == pytest.approx(0.0, abs=1e-6)
+    assert good.box_size_error_pct == pytest.approx([2.0, 2.0])
+    assert good.box_angle_error_deg == pytest.approx(0.5)
+    assert "box error centre 0.00 cm, sizes +2.0/+2.0 %, angle 0.5 deg (on target)" in line
+    assert lines["shifted"][0].box_center_error_cm == pytest.approx(2.0)
+    assert lines["turned"][0].box_angle_error_deg == pytest.approx(20.0)
+    assert "OFF TARGET" in lines["turned"][1] and not lines["shifted"][0].box_on_target
+    summary = tabletop_scoring.format_summary(DemoReport([good, lines["turned"][0]]))
+    assert "3D boxes on target: 1/2 (centre 1 cm, sizes 10 %, long-axis angle 10 deg)" in summary
+
+
+def test_an_answer_without_a_box_says_why(truth):
+    outcome = tabletop_scoring.QueryOutcome("the largest red object", "r", "red_box")
+    result = _result(truth, 20)
+    result["masks"][0].update(box=None, box_error="no camera_info received on /camera_info")
+    tabletop_scoring.score_outcome(outcome, result, truth, truth.mask(20, "red_box"))
+    assert outcome.box_on_target is None
+    assert "no box: no camera_info received" in tabletop_scoring.format_outcome(outcome, "r")
