@@ -30,7 +30,8 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE_NAME}"]),
         (SHARE, ["package.xml"]),
         (f"{SHARE}/launch", sorted(glob("launch/*.launch.py"))),
-        (f"{SHARE}/config", sorted(glob("config/*.yaml") + glob("config/*.xml"))),
+        (f"{SHARE}/config", sorted(glob("config/*.yaml") + glob("config/*.xml")
+                                   + glob("config/*.rviz"))),
         (f"{SHARE}/config/sros2", sorted(glob("config/sros2/*.xml"))),
         (f"{SHARE}/prompts", sorted(glob("prompts/*.md"))),
         (f"{SHARE}/data", ["data/example_tabletop.png", "data/example_tabletop_gt.npz"]),

@@ -4,6 +4,7 @@
     ros2 launch sam3_agent_ros sam3_agent.launch.py namespace:=robot1 offline:=true
     ros2 launch sam3_agent_ros sam3_agent.launch.py params_file:=/path/to/my_params.yaml \\
         llm_base_url:=http://gpu-box:8000/v1 llm_model:=Qwen/Qwen3-VL-8B-Instruct
+    ros2 launch sam3_agent_ros sam3_agent.launch.py offline:=true rviz:=true
 
 Parameters come from params_file (default: the installed config/sam3_agent.yaml: the real backends,
 llm.backend openai and segmenter.backend sam3). The launch arguments llm_base_url and llm_model
@@ -22,6 +23,11 @@ and a `-p` after the file wins over the file's value, whether the file's section
 sections in the order they first appear and a `-p` adds to `/**`, so in a file with a `/**:`
 section above the node's own, the node's section wins over the arguments too.
 
+rviz:=true also starts rviz2 (not a dependency of the package: install ros-<distro>-rviz2) with
+the shipped config/sam3_agent.rviz (overlay image, box and label markers, box poses, the target),
+in the node's namespace (the config's topics are relative) with the fixed frame rviz_frame (the
+colour camera's optical frame by default; a robot's base frame when TF is published).
+
 Large camera images: the Fast DDS profile is process environment, read when the node starts, so
 export it before `ros2 launch` (for the camera driver too), under both names: Fast DDS 3 (Kilted)
 reads FASTDDS_DEFAULT_PROFILES_FILE, Fast DDS 2 (Humble, Jazzy) FASTRTPS_DEFAULT_PROFILES_FILE;
@@ -34,7 +40,7 @@ from ament_index_python.packages import get_package_share_directory
 from launch.actions import DeclareLaunchArgument, GroupAction
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import LifecycleNode, SetParameter, SetParametersFromFile
+from launch_ros.actions import LifecycleNode, Node, SetParameter, SetParametersFromFile
 
 from launch import Condition, LaunchDescription
 from sam3_agent_ros.config import OFFLINE_BACKENDS
@@ -43,8 +49,9 @@ PACKAGE = "sam3_agent_ros"
 
 
 def generate_launch_description():
-    default_params = os.path.join(get_package_share_directory(PACKAGE), "config",
-                                  "sam3_agent.yaml")
+    share = get_package_share_directory(PACKAGE)
+    default_params = os.path.join(share, "config", "sam3_agent.yaml")
+    rviz_config = os.path.join(share, "config", "sam3_agent.rviz")
     image_topic = LaunchConfiguration("image_topic")
     offline = IfCondition(LaunchConfiguration("offline"))
 
@@ -58,6 +65,10 @@ def generate_launch_description():
         namespace=LaunchConfiguration("namespace"), output="screen",
         remappings=[("image", image_topic), ("image/compressed", [image_topic, "/compressed"]),
                     ("query", LaunchConfiguration("query_topic"))])
+    rviz = Node(package="rviz2", executable="rviz2", name="rviz2",
+                namespace=LaunchConfiguration("namespace"), output="log",
+                arguments=["-d", rviz_config, "-f", LaunchConfiguration("rviz_frame")],
+                condition=IfCondition(LaunchConfiguration("rviz")))
     return LaunchDescription([
         DeclareLaunchArgument("namespace", default_value="",
                               description="Namespace of the node and its topics."),
@@ -79,6 +90,12 @@ def generate_launch_description():
                               description="true: the built-in demo backends, offline planner + "
                                           "colour segmenter (no model; answers are marked so). "
                                           "false: the real backends (LLM endpoint + SAM 3)."),
+        DeclareLaunchArgument("rviz", default_value="false", choices=["true", "false"],
+                              description="true: also start rviz2 with config/sam3_agent.rviz "
+                                          "(overlay, boxes, labels, target; needs rviz2)."),
+        DeclareLaunchArgument("rviz_frame", default_value="camera_color_optical_frame",
+                              description="rviz2's fixed frame: the colour camera's optical "
+                                          "frame, or a robot's base frame when TF is published."),
         # In this order on the node's command line, the last value of a parameter winning.
         GroupAction([
             SetParametersFromFile(LaunchConfiguration("params_file")),
@@ -90,4 +107,5 @@ def generate_launch_description():
               for name, value in OFFLINE_BACKENDS.items()],
             node,
         ]),
+        rviz,
     ])

@@ -230,7 +230,8 @@ PARAMETERS: tuple[Parameter, ...] = (
               min=1, max=100000, read_only=True),
     # --- 3D from aligned depth -------------------------------------------------------------------
     Parameter("depth.enabled", False,
-              "Subscribe to 'depth' and 'camera_info' and publish ~/target, ~/targets."),
+              "Subscribe to 'depth' and 'camera_info'; publish ~/target, ~/targets (box poses) "
+              "and ~/markers, and a position and box per mask in the result."),
     Parameter("depth.max_stamp_diff_s", 0.05,
               "Largest stamp difference between the colour frame and the depth frame used.",
               min=0.0, max=10.0),

@@ -21,7 +21,8 @@ from sam3_agent_ros.config import OFFLINE_BACKENDS, PARAMETERS_BY_NAME, Config
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILE = REPO_ROOT / "launch" / "sam3_agent.launch.py"
 EXPECTED_ARGUMENTS = {"namespace", "image_topic", "query_topic", "params_file", "llm_base_url",
-                      "llm_model", "offline"}
+                      "llm_model", "offline", "rviz", "rviz_frame"}
+RVIZ_CONFIG = REPO_ROOT / "config" / "sam3_agent.rviz"
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +96,7 @@ def test_referenced_files_are_installed_by_setup_py():
     assert (f"{share}/launch", LAUNCH_FILE.name) in installed
     assert (f"{share}/config", "sam3_agent.yaml") in installed
     assert (f"{share}/config", "fastdds_large_images.xml") in installed
+    assert (f"{share}/config", RVIZ_CONFIG.name) in installed
     text = LAUNCH_FILE.read_text()
     assert '"config"' in text and '"sam3_agent.yaml"' in text
 
@@ -189,6 +191,7 @@ class _Group(_Recorded): ...  # GroupAction
 class _Node(_Recorded): ...  # LifecycleNode
 class _SetParameter(_Recorded): ...  # SetParameter
 class _SetParametersFromFile(_Recorded): ...  # SetParametersFromFile
+class _PlainNode(_Recorded): ...  # Node (rviz2)
 
 
 def _launch_stand_ins(share_dir: Path) -> dict[str, types.ModuleType]:
@@ -210,8 +213,8 @@ def _launch_stand_ins(share_dir: Path) -> dict[str, types.ModuleType]:
         "launch.substitutions": module("launch.substitutions", LaunchConfiguration=_Config),
         "launch_ros": module("launch_ros"),
         "launch_ros.actions": module(
-            "launch_ros.actions", LifecycleNode=_Node, SetParameter=_SetParameter,
-            SetParametersFromFile=_SetParametersFromFile),
+            "launch_ros.actions", LifecycleNode=_Node, Node=_PlainNode,
+            SetParameter=_SetParameter, SetParametersFromFile=_SetParametersFromFile),
     }
 
 
@@ -221,6 +224,7 @@ class _Launched:
     name: str
     parameter_arguments: list[str]  # as launch_ros puts them on the node's command line
     top_level: list  # the description's entities
+    others: list  # the other nodes started (rviz2): (package, executable, namespace, arguments)
 
 
 def _launched(monkeypatch, tmp_path: Path, arguments: dict[str, str]) -> _Launched:
@@ -233,6 +237,7 @@ def _launched(monkeypatch, tmp_path: Path, arguments: dict[str, str]) -> _Launch
     entities = module.generate_launch_description().args[0]
     context = _Context(dict(arguments))  # given on the command line: set before any declaration
     launched: list[_Launched] = []
+    others: list[tuple] = []
 
     def visit(actions, global_params):
         for action in actions:
@@ -251,6 +256,10 @@ def _launched(monkeypatch, tmp_path: Path, arguments: dict[str, str]) -> _Launch
                 global_params += ["-p", f"{action.kwargs['name']}:={value}"]
             elif isinstance(action, _Node):
                 launched.append(node_launched(action, list(global_params)))
+            elif isinstance(action, _PlainNode):
+                others.append((action.kwargs["package"], action.kwargs["executable"],
+                               context.resolve(action.kwargs["namespace"]),
+                               [context.resolve(a) for a in action.kwargs["arguments"]]))
 
     def node_launched(node, arguments_so_far):
         namespace = "/" + context.resolve(node.kwargs["namespace"]).strip("/")
@@ -261,11 +270,42 @@ def _launched(monkeypatch, tmp_path: Path, arguments: dict[str, str]) -> _Launch
                                      f"{namespace.rstrip('/')}/{name}",
                                      {k: context.resolve(v) for k, v in entry.items()})
             arguments_so_far += ["--params-file", str(context.resolve(entry))]
-        return _Launched(namespace, name, arguments_so_far, list(entities))
+        return _Launched(namespace, name, arguments_so_far, list(entities), others)
 
     visit(entities, [])
     assert len(launched) == 1, "exactly one node runs for any value of the arguments"
     return launched[0]
+
+
+def test_rviz_true_starts_rviz2_with_the_shipped_config_in_the_nodes_namespace(monkeypatch,
+                                                                                tmp_path):
+    assert _launched(monkeypatch, tmp_path, {}).others == []  # rviz:=false, the default
+    launched = _launched(monkeypatch, tmp_path, {"rviz": "true", "namespace": "robot1"})
+    assert launched.others == [("rviz2", "rviz2", "robot1",
+                                ["-d", str(RVIZ_CONFIG), "-f", "camera_color_optical_frame"])]
+    framed = _launched(monkeypatch, tmp_path, {"rviz": "true", "rviz_frame": "base_link"})
+    assert framed.others[0][3][-2:] == ["-f", "base_link"]
+
+
+def test_the_rviz_config_shows_the_nodes_outputs_by_relative_names():
+    """config/sam3_agent.rviz: overlay, markers, box poses and target of the node, by names
+    relative to rviz2's namespace (the launch file puts it in the node's); the launch default
+    frame as its fixed frame."""
+    import yaml
+
+    config = yaml.safe_load(RVIZ_CONFIG.read_text())
+    manager = config["Visualization Manager"]
+    displays = {d["Class"]: d for d in manager["Displays"]}
+    topics = {cls.rsplit("/", 1)[-1]: d["Topic"]["Value"] for cls, d in displays.items()
+              if "Topic" in d}
+    assert topics == {"Image": "sam3_agent/overlay", "MarkerArray": "sam3_agent/markers",
+                      "PoseArray": "sam3_agent/targets", "PointStamped": "sam3_agent/target"}
+    assert all(d["Enabled"] for d in displays.values())
+    assert manager["Global Options"]["Fixed Frame"] == "camera_color_optical_frame"
+    from sam3_agent_ros.ros import outputs
+
+    assert set(displays["rviz_default_plugins/MarkerArray"]["Namespaces"]) == {
+        outputs.BOX_NAMESPACE, outputs.LABEL_NAMESPACE}
 
 
 def _launched_parameters(monkeypatch, tmp_path: Path, arguments: dict[str, str]) -> dict:

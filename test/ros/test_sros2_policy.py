@@ -139,11 +139,11 @@ def test_the_node_enclave_allows_exactly_the_live_interfaces(every_interface_on)
 # --- the policy file itself (no graph) -------------------------------------------------------
 
 def test_the_comparison_reports_an_interface_the_policy_lacks():
-    """What a later wave adding ~/markers without a policy line would see."""
+    """What a later change adding a topic without a policy line would see."""
     policy = allowed(profile_of(NODE_ENCLAVE))
-    live = policy | {("publish", "/sam3_agent/markers")}
+    live = policy | {("publish", "/sam3_agent/new_output")}
     assert diff(policy, live) == ("  the policy lacks (the node has it): publish "
-                                  "/sam3_agent/markers")
+                                  "/sam3_agent/new_output")
     assert "allows (the node has no such interface): reply /sam3_agent/stop_follow" in diff(
         policy, policy - {("reply", "/sam3_agent/stop_follow")})
 
