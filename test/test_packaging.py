@@ -84,7 +84,7 @@ def _source_share_files() -> dict[str, list[str]]:
     return {
         "launch": sorted(p.name for p in (REPO_ROOT / "launch").glob("*.launch.py")),
         "config": sorted(p.name for p in (REPO_ROOT / "config").iterdir()
-                         if p.suffix in (".yaml", ".xml")),
+                         if p.suffix in (".yaml", ".xml", ".rviz")),
         "config/sros2": sorted(p.name for p in (REPO_ROOT / "config" / "sros2").glob("*.xml")),
         "prompts": sorted(p.name for p in (REPO_ROOT / "prompts").glob("*.md")),
     }

@@ -186,6 +186,15 @@ def test_bundled_example_matches_the_generator():
     assert all(np.array_equal(masks[n], frame.masks[n]) for n in frame.masks)
     assert (DATA / "example_tabletop.png").stat().st_size < 500_000
     assert not math.isnan(frame.centroid_px("blue_box")[0])
+    # Its depth (16-bit PNG, millimetres) and calibration, for sam3-agent run --depth.
+    depth = cv2.imread(str(DATA / "example_tabletop_depth.png"), cv2.IMREAD_UNCHANGED)
+    assert depth.dtype == np.uint16 and np.array_equal(depth, frame.depth_mm())
+    from sam3_agent_ros.depth_files import read_camera_info
+
+    intrinsics, size = read_camera_info(DATA / "example_tabletop_camera_info.yaml")
+    k = frame.intrinsics
+    assert (intrinsics.fx, intrinsics.fy, intrinsics.cx, intrinsics.cy) == (k.fx, k.fy, k.cx, k.cy)
+    assert size == (k.width, k.height)
 
 
 # --- tilted faces and true boxes (the 3D box's ground truth) ------------------------------------
