@@ -53,6 +53,7 @@ QUATERNION_DECIMALS = 6
 # span less than MIN_SPREAD_M across are a line, not a surface; rays within MIN_RAY_COSINE of the
 # plane meet it too far away to be used.
 PLANE_ITERATIONS = 3
+PLANE_POINTS = 4096  # the plane is fitted on at most this many seed points (evenly strided)
 RANSAC_HYPOTHESES = 64  # planes through 3 seed points tried, scored on at most
 RANSAC_SCORED_POINTS = 2048  # this many points; the generator's seed makes the fit repeatable
 RANSAC_SEED = 0
@@ -65,7 +66,10 @@ RECTANGLE_ADVANTAGE = 0.05
 # steep side wall steps ~1 cm a pixel at 1 m); the extremes are the THICKNESS_PERCENTILE-th
 # percentiles (single stray points do not count).
 THICKNESS_GAP_SIGMAS = 4.0
-THICKNESS_PERCENTILE = 0.5
+# Points further than this many pixel footprints (plus the noise band) outside the face's
+# rectangle, along the plane, are not the object's (background seen past its edge).
+FOOTPRINT_SLACK_PIXELS = 2.0
+THICKNESS_PERCENTILE = 2.0
 SIGN_EPSILON = 1e-9
 
 
@@ -329,8 +333,8 @@ class Box3D:
 
     def to_json(self, decimals: int = 5) -> dict[str, dict[str, float]]:
         """``{"center", "size", "orientation"}`` as in the result JSON (CONTRACTS §8b)."""
-        def named(values, keys, places):
-            return {key: round(float(value), places) for key, value in zip(keys, values)}
+        def named(values, keys, places):  # + 0.0: no "-0.0" in the JSON
+            return {key: round(float(value), places) + 0.0 for key, value in zip(keys, values)}
 
         return {"center": named(self.center, "xyz", decimals),
                 "size": named(self.size, "xyz", decimals),
@@ -377,19 +381,20 @@ def _fit_box(sampled: _MaskDepth, intr: Intrinsics, min_valid_pixels: int) -> Bo
     depth = sampled.depth
     lo, hi = _cluster_around(depth[sampled.used], sampled.z, min_valid_pixels)
     seed = sampled.used & (depth >= lo) & (depth <= hi)
-    rays = _rays(sampled, intr)
-    seed_points = _sampled(rays[seed] * depth[seed][:, None], MAX_STATISTIC_SAMPLES)
-    plane = _fit_plane(seed_points, sampled.z, min_valid_pixels)
+    seed_rays = _sampled(_rays(seed, sampled, intr), PLANE_POINTS)
+    seed_depths = _sampled(depth[seed], PLANE_POINTS)
+    plane = _fit_plane(seed_rays * seed_depths[:, None], sampled.z, min_valid_pixels)
     if isinstance(plane, str):
         return Boxed(None, plane)
     origin, normal, band, noise = plane
 
     # Every valid pixel of the whole mask, by its signed distance from the plane.
     everywhere = sampled.crop & sampled.valid
-    points = rays[everywhere] * depth[everywhere][:, None]
+    rays = _rays(everywhere, sampled, intr)
+    points = rays * depth[everywhere][:, None].astype(np.float64)
     residuals = (points - origin) @ normal
     on_plane = np.abs(residuals) <= band
-    face_rays = rays[everywhere][on_plane]
+    face_rays = rays[on_plane]
     facing = face_rays @ normal
     face_rays = face_rays[np.abs(facing) > MIN_RAY_COSINE * np.linalg.norm(face_rays, axis=1)]
     if len(face_rays) < min_valid_pixels:
@@ -406,11 +411,21 @@ def _fit_box(sampled: _MaskDepth, intr: Intrinsics, min_valid_pixels: int) -> Bo
     pitch = _pixel_footprint(origin + mid_a * in_plane[0] + mid_b * in_plane[1], normal, intr)
     extents = [extent_a + pitch(in_plane[0]), extent_b + pitch(in_plane[1])]
 
-    # Thickness: what is connected to the plane along its normal, less the noise on either side.
-    near, far = _cluster_around(residuals.astype(np.float32), 0.0, 1,
+    # Thickness: the points over the face's rectangle (a side wall lies along its edge; the
+    # background a mask spills onto lies beyond it), connected to the plane along its normal,
+    # less the noise on either side.
+    # Depth noise moves a point along its ray: sideways by the noise times the ray's slope.
+    face_centre = origin + mid_a * in_plane[0] + mid_b * in_plane[1]
+    slope = math.hypot(face_centre[0], face_centre[1]) / face_centre[2]
+    slack = FOOTPRINT_SLACK_PIXELS * max(pitch(in_plane[0]), pitch(in_plane[1])) \
+        + INLIER_BAND_SIGMAS * noise * slope
+    over = np.ones(len(points), bool)
+    for axis, extent, middle in ((in_plane[0], extent_a, mid_a), (in_plane[1], extent_b, mid_b)):
+        over &= np.abs((points - origin) @ axis - middle) <= extent / 2.0 + slack
+    near, far = _cluster_around(residuals[over].astype(np.float32), 0.0, 1,
                                 max(MIN_GAP_M, GAP_FRACTION * float(origin[2]),
                                     THICKNESS_GAP_SIGMAS * noise))
-    attached = residuals[(residuals >= near) & (residuals <= far)]
+    attached = residuals[over & (residuals >= near) & (residuals <= far)]
     low, high = np.percentile(attached, (THICKNESS_PERCENTILE, 100.0 - THICKNESS_PERCENTILE))
     margin = INLIER_BAND_SIGMAS * noise
     low, high = min(0.0, float(low) + margin), max(0.0, float(high) - margin)
@@ -426,15 +441,14 @@ def _fit_box(sampled: _MaskDepth, intr: Intrinsics, min_valid_pixels: int) -> Bo
     return Boxed(box, None, points=len(face))
 
 
-def _rays(sampled: _MaskDepth, intr: Intrinsics) -> np.ndarray:
-    """(h, w, 3) float64 rays (x/z, y/z, 1) of the crop's pixels."""
-    height, width = sampled.crop.shape
-    u = (np.arange(width) + sampled.x0 - intr.cx) / intr.fx
-    v = (np.arange(height) + sampled.y0 - intr.cy) / intr.fy
-    rays = np.empty((height, width, 3))
-    rays[..., 0] = u[None, :]
-    rays[..., 1] = v[:, None]
-    rays[..., 2] = 1.0
+def _rays(selected: np.ndarray, sampled: _MaskDepth, intr: Intrinsics) -> np.ndarray:
+    """(N, 3) float64 rays (x/z, y/z, 1) of the ``selected`` pixels of the crop, in the order
+    of ``depth[selected]``."""
+    ys, xs = np.nonzero(selected)
+    rays = np.empty((len(xs), 3))
+    rays[:, 0] = (xs + (sampled.x0 - intr.cx)) / intr.fx
+    rays[:, 1] = (ys + (sampled.y0 - intr.cy)) / intr.fy
+    rays[:, 2] = 1.0
     return rays
 
 
@@ -472,29 +486,37 @@ def _fit_plane(points: np.ndarray, z: float, min_valid_pixels: int):
     plane of ``points``, or the reason there is none.
 
     RANSAC (seeded: the same points give the same plane) finds the plane with the most points
-    within the minimum band (a top face beside its side walls, not a compromise between them);
-    PCA then refits it on its inliers, the band growing to ``INLIER_BAND_SIGMAS`` times the
-    noise measured around it."""
+    within the minimum band (a top face beside its side walls, not a compromise between them).
+    It is then refitted on its inliers by least squares along the pixel rays: a plane
+    ``n . X = d`` seen through pixel rays (x/z, y/z, 1) is linear in inverse depth,
+    ``1/z = (n / d) . (x/z, y/z, 1)``, and depth noise lies along the rays, so this fit is not
+    tilted by it (PCA is, by noise comparable to the face's size). The band grows to
+    ``INLIER_BAND_SIGMAS`` times the noise measured around the plane."""
     if len(points) < max(3, min_valid_pixels):
         return f"too few depth points on a plane ({len(points)} < {min_valid_pixels})"
     band = INLIER_MIN_BAND_M + INLIER_BAND_FRACTION * z
     keep = _ransac_inliers(points, band)
+    rays = points / points[:, 2:3]
     noise = 0.0
     for _ in range(PLANE_ITERATIONS):
         kept = points[keep]
         if len(kept) < max(3, min_valid_pixels):
             return f"too few depth points on a plane ({len(kept)} < {min_valid_pixels})"
-        origin = kept.mean(axis=0)
-        variances, vectors = np.linalg.eigh(np.cov((kept - origin).T))
+        centred = kept - kept.mean(axis=0)
+        variances = np.linalg.eigvalsh(centred.T @ centred / len(kept))
         if math.sqrt(max(variances[1], 0.0)) < MIN_SPREAD_M:
             return "the mask's depth points do not span a surface (a line or a point)"
-        normal = vectors[:, 0]
-        residuals = (points - origin) @ normal
+        inverse_plane, *_ = np.linalg.lstsq(rays[keep], 1.0 / kept[:, 2], rcond=None)
+        scale = float(np.linalg.norm(inverse_plane))
+        if not math.isfinite(scale) or scale == 0.0 or inverse_plane[2] <= 0:
+            return "the mask's depth points do not span a surface in front of the camera"
+        normal, offset = inverse_plane / scale, 1.0 / scale
+        residuals = points @ normal - offset
         noise = MAD_TO_SIGMA * _median(np.abs(residuals[keep] - _median(residuals[keep])))
         band = max(INLIER_MIN_BAND_M + INLIER_BAND_FRACTION * z, INLIER_BAND_SIGMAS * noise)
         keep = np.abs(residuals) <= band
-    if normal @ origin < 0:
-        normal = -normal
+    centroid = points[keep].mean(axis=0) if keep.any() else kept.mean(axis=0)
+    origin = centroid - (centroid @ normal - offset) * normal  # on the plane
     return origin, normal, band, noise
 
 

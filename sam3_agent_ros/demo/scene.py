@@ -190,6 +190,24 @@ class SceneFrame:
         depth = np.nan_to_num(self.depth_m, nan=0.0, posinf=0.0, neginf=0.0)
         return np.clip(np.rint(depth * 1000.0), 0, 65535).astype(np.uint16)
 
+    def spilled_mask(self, name: str, pixels: int) -> np.ndarray:
+        """The object's mask grown by ``pixels`` onto the table around it, as a segmenter's mask
+        bleeds past an object's edge; but not over the object's footprint on the table (where
+        a real prism's side walls would be seen: this scene renders top faces only, so the
+        table under a face's edge is visible here and nowhere else)."""
+        mask = self.masks[name]
+        kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * pixels + 1,) * 2)
+        grown = cv2.dilate(mask.view(np.uint8), kernel).astype(bool)
+        obj, k, pose = self.scene.object(name), self.intrinsics, self.pose
+        table_z = self.scene.table_distance_m - pose.tz
+        outline = obj.top_outline()
+        u = k.fx * (outline[:, 0] - pose.tx) / table_z + k.cx
+        v = k.fy * (outline[:, 1] - pose.ty) / table_z + k.cy
+        footprint = np.zeros(mask.shape, np.uint8)
+        points = np.rint(np.stack([u, v], axis=1) * (1 << _FILL_SHIFT)).astype(np.int32)
+        cv2.fillPoly(footprint, [points], 1, cv2.LINE_8, _FILL_SHIFT)
+        return mask | (grown & ~footprint.astype(bool))
+
     def true_box(self, name: str) -> TrueBox:
         """The true oriented box of an object's top face in the camera frame (see TrueBox)."""
         return true_box(self.scene.object(name), self.positions[name])

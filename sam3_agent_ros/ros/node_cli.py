@@ -22,7 +22,7 @@ MAIN_PARAMETERS = ("llm.backend", "llm.base_url", "llm.model", "llm.api_key_env"
                    "segmenter.backend", "segmenter.checkpoint", "segmenter.device", "autostart",
                    "image_transport", "query_policy", "depth.enabled")
 LAUNCH_ARGUMENTS = ("namespace", "image_topic", "query_topic", "params_file", "llm_base_url",
-                    "llm_model", "offline")
+                    "llm_model", "offline", "rviz", "rviz_frame")
 
 
 def help_requested(argv: Sequence[str]) -> bool:
