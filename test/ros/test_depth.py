@@ -464,6 +464,26 @@ def test_node_publishes_the_target_of_the_selected_object(tmp_path):
         assert label.type == Marker.TEXT_VIEW_FACING
         assert label.text == "the leftmost blue object #1"
 
+        # Follow mode redraws the followed box on later frames (~/markers has a subscriber).
+        harness.send_query(NODE_NS, {"id": "followed", "query": "the leftmost blue object",
+                                     "follow": True})
+        answered = harness.wait_result(NODE_NS, "followed")
+        answer_ns = answered["stamp"]["sec"] * 10**9 + answered["stamp"]["nanosec"]
+
+        def followed_cubes() -> list:
+            return [m for array in harness.messages(f"{NODE_NS}/sam3_agent/markers")
+                    for m in array.markers if m.type == Marker.CUBE
+                    and m.header.stamp.sec * 10**9 + m.header.stamp.nanosec > answer_ns]
+
+        cube = harness.wait_for(followed_cubes, 20, "a followed frame's box")[0]
+        assert cube.id == 1 and cube.pose.position.z == pytest.approx(box["center"]["z"],
+                                                                       abs=0.01)
+        labels = [m.text for array in harness.messages(f"{NODE_NS}/sam3_agent/markers")
+                  for m in array.markers if m.header.stamp == cube.header.stamp
+                  and m.type == Marker.TEXT_VIEW_FACING]
+        assert labels == ["the leftmost blue object #1"]
+        harness.send_query(NODE_NS, {"stop_follow": True})
+
         # 3D without ROS: the same frame from files gives the same position and box.
         cli = run_cli_on_files(scene, tmp_path / "cli")
         assert cli["status"] == "succeeded", cli
