@@ -358,14 +358,16 @@ def fit_box(mask: np.ndarray, depth_m: np.ndarray, k: Intrinsics | Sequence[floa
 
     1. Seed: the depths the statistic used (eroded mask: no edge pixels), kept to the depth
        cluster around the statistic's depth (gaps split off background and flying pixels).
-    2. Dominant plane: PCA of the seed points, refitted on the points within a robust band.
+    2. Dominant plane: RANSAC on the seed points, refitted by least squares in inverse depth on
+       the points within a robust band (``_fit_plane``).
     3. Footprint: every valid pixel of the whole mask within that band of the plane (mask edges
        that fall on the background are off the plane), intersected with the plane along its
        ray; a minimum-area rectangle (or the principal axes, when they bound the points as
        tightly: ellipses) gives the two in-plane axes and extents, plus one pixel's footprint
        (pixel centres span one pixel less than the surface they sample).
-    4. Thickness: the extent along the plane's normal of the mask's points connected to the plane
-       (a visible side wall; a gap splits off the background), less the noise band.
+    4. Thickness: the extent along the plane's normal of the mask's points over the face's
+       rectangle and connected to the plane (a visible side wall; a gap splits off the
+       background), trimmed, less the noise on either side.
     The axes are sorted by extent (``Box3D``). Invalid arguments raise ValueError; a mask without
     enough valid depth, or whose points do not span a plane, gives ``Boxed(None, reason)``.
     """
