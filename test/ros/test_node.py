@@ -381,18 +381,11 @@ def test_lifecycle_services_answer_while_the_models_load(ros, tmp_path):
         assert proc.stop() == 0
 
 
-def test_nodes_exit_cleanly_on_ctrl_c(ros):
-    _, procs = ros
-    for proc in procs.values():
-        assert proc.stop() == 0
-        assert "Traceback" not in proc.log(), proc.log()
-
-
 def test_a_refinement_is_answered_on_the_frame_of_the_answer_it_refines(ros, scene):
     """Issue 20 over the query topic: "no, the other one" after "the largest red object", while
     the camera shows something else (or nothing): the earlier frame, its stamp, the other one."""
     harness, procs = ros
-    with Camera(harness, f"{R1}/image", rgb8_image(scene.rgb)) as camera:
+    with Camera(harness, f"{R1}/image", rgb8_image(scene.rgb), stamp_base=8000) as camera:
         harness.send_query(R1, {"id": "red-1", "query": "the largest red object"})
         first = harness.wait_result(R1, "red-1")
     assert first["status"] == "succeeded" and first["refines"] is None
@@ -437,3 +430,11 @@ def test_refinements_of_unknown_ids_fail_and_their_ids_are_escaped_in_the_log(ro
     failed = new_failed_result(harness, R1, lambda: harness.send_query(
         R1, '{"query": "the other one", "refines": "' + long_refines + '"}'))
     assert failed["status"] == "failed" and "'refines' is 129 characters long" in failed["error"]
+
+
+def test_nodes_exit_cleanly_on_ctrl_c(ros):
+    _, procs = ros
+    for proc in procs.values():
+        assert proc.stop() == 0
+        assert "Traceback" not in proc.log(), proc.log()
+
