@@ -236,13 +236,22 @@ def node_costs(data: dict) -> Section:
     return s
 
 
+def _refinements(data: dict) -> str:
+    if "refinements" not in data:
+        return ""
+    return (f", {data['refinements']} of them refinements of the query before, on its frame, "
+            f"with the answer store of refine.keep_answers={data['keep_answers']} full; the mean "
+            f"below is of the others, {data['mean_refinement_ms']:.1f} ms per refinement")
+
+
 def memory_soak(data: dict) -> Section:
     s = Section("5. Memory soak")
     growth = data["rss_growth_mib"]
     s.add(f"Command: `{data['command']}`", "",
           f"{data['queries']} offline queries (Agent + OfflinePlanner + ColorSegmenter, "
           f"data/example_tabletop.png {data['width']}x{data['height']}, one agent, a new frame "
-          f"array per query) after {data['warmup_queries']} warm-up queries: RSS "
+          f"array per query{_refinements(data)}) after {data['warmup_queries']} warm-up "
+          "queries: RSS "
           f"{data['rss_start_mib']:.1f} -> {data['rss_end_mib']:.1f} MiB ({growth:+.1f} MiB); "
           f"live RSS (after `gc.collect()` + `malloc_trim(0)`) {data['live_rss_start_mib']:.1f} "
           f"-> {data['live_rss_end_mib']:.1f} MiB ({data['live_rss_growth_mib']:+.1f} MiB); "

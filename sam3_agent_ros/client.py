@@ -52,17 +52,19 @@ class SegmentClient:
 
     def ask(self, query: str, timeout_s: float = 60.0, query_id: str = "",
             on_feedback: Callable[[Any], None] | None = None,
-            server_timeout_s: float = 10.0, follow: bool = False) -> Any:
+            server_timeout_s: float = 10.0, follow: bool = False, refines: str = "") -> Any:
         """Send one goal and return its ``Segment.Result``; raises ``SegmentError`` when there is
         no server within ``server_timeout_s``, the goal is rejected, or no result came within
         ``timeout_s`` (the goal is cancelled first). ``follow``: keep the answer current on new
-        frames afterwards (``~/follow/*``)."""
+        frames afterwards (``~/follow/*``). ``refines``: the query_id of an earlier answer this
+        query corrects (answered on that answer's frame)."""
         return self.send(query, timeout_s, query_id, on_feedback, server_timeout_s,
-                         follow).result
+                         follow, refines).result
 
     def send(self, query: str, timeout_s: float = 60.0, query_id: str = "",
              on_feedback: Callable[[Any], None] | None = None,
-             server_timeout_s: float = 10.0, follow: bool = False) -> GoalOutcome:
+             server_timeout_s: float = 10.0, follow: bool = False,
+             refines: str = "") -> GoalOutcome:
         """``ask``, also returning the goal's final status (``GoalOutcome``)."""
         from action_msgs.msg import GoalStatus
 
@@ -70,7 +72,8 @@ class SegmentClient:
         server_timeout_s = min(server_timeout_s, timeout_s)
         if not self._wait_for_server(server_timeout_s):
             raise SegmentError(f"no action server {self.action_name} after {server_timeout_s:g} s")
-        goal = self._segment.Goal(query=query, query_id=query_id, follow=bool(follow))
+        goal = self._segment.Goal(query=query, query_id=query_id, follow=bool(follow),
+                                  refines=refines)
 
         def feedback(message: Any) -> None:
             if on_feedback is not None:
@@ -158,6 +161,9 @@ def register(subparsers: Any) -> None:
                      help="give up (and cancel the goal) after this long (default 60)")
     ask.add_argument("--follow", action="store_true",
                      help="keep the answer current on new frames afterwards (~/follow/*)")
+    ask.add_argument("--refines", default="", metavar="QUERY_ID",
+                     help='correct the answer of that query (e.g. "no, the other one"): answered '
+                          "on its frame")
     ask.add_argument("--feedback", action="store_true",
                      help="print each feedback (with --topic: each status) as JSON on stderr")
     ask.add_argument("--loopback", action="store_true",
@@ -177,8 +183,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(f"sam3-agent ask: --node: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if args.stop_follow:
-        if args.query.strip() or args.follow:
-            print("sam3-agent ask: --stop-follow takes no query and no --follow",
+        if args.query.strip() or args.follow or args.refines:
+            print("sam3-agent ask: --stop-follow takes no query, --follow or --refines",
                   file=sys.stderr)
             return EXIT_USAGE
         from sam3_agent_ros.ros.graph_cli import cmd_stop_follow
@@ -206,7 +212,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         return EXIT_FAILED
 
     def print_feedback(feedback: Any) -> None:
-        fields = ("phase", "round", "tool", "text_prompt", "num_masks", "reasoning", "elapsed_s")
+        fields = ("phase", "round", "tool", "text_prompt", "num_masks", "reasoning", "elapsed_s",
+                  "refines")
         print(json.dumps({name: getattr(feedback, name) for name in fields}), file=sys.stderr)
 
     context = rclpy.Context()
@@ -218,7 +225,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         try:
             result = client.ask(args.query, timeout_s=args.timeout, query_id=args.query_id,
                                 on_feedback=print_feedback if args.feedback else None,
-                                follow=args.follow)
+                                follow=args.follow, refines=args.refines)
         except SegmentError as exc:
             print(f"sam3-agent ask: {exc}", file=sys.stderr)
             return EXIT_FAILED

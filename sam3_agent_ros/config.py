@@ -228,6 +228,11 @@ PARAMETERS: tuple[Parameter, ...] = (
               "older ones keep the rest (status, error, masks, result_json) until "
               "action.result_timeout_s. A client waiting for its result gets it whole.",
               min=1, max=100000, read_only=True),
+    # --- Refinement ("no, the other one": a query that corrects an earlier answer) ---------------
+    Parameter("refine.keep_answers", 8,
+              "Most recent answers kept for refinement (a query with 'refines': <query_id>), "
+              "each with its frame and selected masks (at 1080p about 6 MB + 2 MB a mask); "
+              "older ones expire. 0: refinement off.", min=0, max=1000, read_only=True),
     # --- 3D from aligned depth -------------------------------------------------------------------
     Parameter("depth.enabled", False,
               "Subscribe to 'depth' and 'camera_info'; publish ~/target, ~/targets (box poses) "
@@ -328,6 +333,8 @@ FollowConfig = dataclasses.make_dataclass("FollowConfig", _fields_from("follow")
 FollowConfig.__doc__ = "Follow mode settings (follow.*)."
 ActionConfig = dataclasses.make_dataclass("ActionConfig", _fields_from("action"), frozen=True)
 ActionConfig.__doc__ = "Action server settings (action.*)."
+RefineConfig = dataclasses.make_dataclass("RefineConfig", _fields_from("refine"), frozen=True)
+RefineConfig.__doc__ = "Refinement settings (refine.*)."
 NodeConfig = dataclasses.make_dataclass(
     "NodeConfig",
     [(p.name, p.type, field(default=p.default)) for p in PARAMETERS if "." not in p.name],
@@ -336,7 +343,8 @@ NodeConfig = dataclasses.make_dataclass(
 NodeConfig.__doc__ = "ROS node settings (un-prefixed parameters)."
 
 _SECTIONS = {"llm": LlmConfig, "segmenter": SegmenterConfig, "agent": AgentConfig,
-             "depth": DepthConfig, "follow": FollowConfig, "action": ActionConfig}
+             "depth": DepthConfig, "follow": FollowConfig, "action": ActionConfig,
+             "refine": RefineConfig}
 
 
 @dataclass(frozen=True)
@@ -349,6 +357,7 @@ class Config:
     depth: DepthConfig = field(default_factory=DepthConfig)
     follow: FollowConfig = field(default_factory=FollowConfig)
     action: ActionConfig = field(default_factory=ActionConfig)
+    refine: RefineConfig = field(default_factory=RefineConfig)
     node: NodeConfig = field(default_factory=NodeConfig)
 
     @classmethod

@@ -1,4 +1,4 @@
-"""``sam3-agent run``: answer one query on one image file.
+"""``sam3-agent run``: answer one query on one image file, or correct an earlier run's answer.
 
 Prints the result JSON (CONTRACTS §6) on stdout and nothing else there; logs go to stderr.
 Exit status: 0 succeeded/no_mask, 1 failed/cancelled, 2 bad usage (including a backend that
@@ -8,6 +8,10 @@ With ``--depth`` (a depth image registered to the colour image) and ``--intrinsi
 ``--camera-info``, each mask gains ``position`` and ``box`` as on ROS (CONTRACTS §8b): the same
 ``geometry3d.measure_mask`` with the same ``depth.*`` parameters (``-p depth.erode_px:=...``).
 The depth and intrinsics files are read before the agent runs: a bad one is a usage error.
+
+``--out DIR`` also keeps what a refinement needs (``core/answer_folder.py``: the frame, the
+selected masks, the query and its answer); ``run --refines DIR --query TEXT`` answers TEXT on that
+frame, shown that answer (interface §8c), and may write its own ``--out`` (the same DIR too).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import signal
 import sys
 import threading
@@ -34,9 +39,14 @@ class UsageError(Exception):
 def register(subparsers) -> None:
     """Add ``run`` to the ``sam3-agent`` sub-command parsers."""
     run = subparsers.add_parser("run", help="answer one query on one image file")
-    run.add_argument("--image", required=True, help="image file (PNG or JPEG)")
+    source = run.add_mutually_exclusive_group(required=True)
+    source.add_argument("--image", help="image file (PNG or JPEG)")
+    source.add_argument("--refines", metavar="DIR",
+                        help="correct the answer an earlier run wrote with --out DIR: the query "
+                             '(e.g. "no, the other one") is answered on its frame')
     run.add_argument("--query", required=True, help='e.g. "the leftmost blue object"')
-    run.add_argument("--query-id", default="cli-1", help="query_id of the result")
+    run.add_argument("--query-id", help="query_id of the result (default cli-1; with --refines "
+                                        "the refined one's cli-<n> + 1)")
     add_config_arguments(run)
     depth = run.add_argument_group(
         "3D (as with depth on ROS: position and box per mask in the result JSON)")
@@ -51,7 +61,8 @@ def register(subparsers) -> None:
     intrinsics.add_argument("--camera-info", metavar="YAML",
                             help="the colour camera's calibration YAML (camera_matrix: data:) "
                                  "or a dumped sensor_msgs/CameraInfo (k:)")
-    run.add_argument("--out", help="directory for overlay.png and mask.png")
+    run.add_argument("--out", help="directory for overlay.png and mask.png, and what a later "
+                                   "--refines needs (frame.png, masks/, answer.json)")
     run.add_argument("--trace", help="write every LLM request/response as JSON lines here")
     run.set_defaults(handler=cmd_run)
 
@@ -96,13 +107,35 @@ def read_depth_inputs(args: argparse.Namespace, width: int, height: int, max_pix
         raise UsageError(f"--depth {args.depth}: {exc}") from None
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from sam3_agent_ros.config import ConfigError
-    from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result
+def read_refined(folder: str, max_pixels: int):
+    from sam3_agent_ros.core.answer_folder import AnswerFolderError, read_answer_folder
 
     try:
+        return read_answer_folder(Path(folder), max_pixels)
+    except AnswerFolderError as exc:
+        raise UsageError(f"--refines {folder}: {exc}") from None
+
+
+def next_cli_id(refined_id: str) -> str:
+    """The default query_id of a refinement: ``cli-2`` after ``cli-1``, and so on."""
+    match = re.fullmatch(r"cli-([0-9]{1,9})", refined_id)
+    return f"cli-{int(match.group(1)) + 1}" if match else "cli-2"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from sam3_agent_ros.config import ConfigError
+    from sam3_agent_ros.core.answers import AnswerStore
+    from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result
+
+    refined = None
+    try:
         config = load_config(args.params_file, args.overrides, args.offline)
-        image = read_image(args.image, config.node.max_image_pixels)
+        if args.refines:
+            refined = read_refined(args.refines, config.node.max_image_pixels)
+            image = refined.frame.image
+        else:
+            image = read_image(args.image, config.node.max_image_pixels)
+        # With --refines, --depth is the depth of the refined answer's frame.
         depth = read_depth_inputs(args, image.shape[1], image.shape[0],
                                   config.node.max_image_pixels)
     except (ConfigError, UsageError) as exc:
@@ -110,12 +143,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if not check_backends(config, "run"):
         return EXIT_USAGE
-    frame, query = Frame(image, frame_id="image"), Query(args.query_id, args.query)
+    answers = AnswerStore(1)  # the refined answer, if any: the CLI answers one query
+    if refined is not None:
+        answers.add(refined)
+        frame = refined.frame
+        query = Query(args.query_id or next_cli_id(refined.record.query_id), args.query,
+                      refines=refined.record.query_id)
+    else:
+        frame, query = Frame(image, frame_id="image"), Query(args.query_id or "cli-1", args.query)
     try:
-        agent = _build_agent(config, args.trace)
+        agent = _build_agent(config, args.trace, answers)
     except Exception as exc:  # backend construction: a system error with a clear reason
         result = Result(query.id, query.text, QueryStatus.FAILED, error=str(exc), frame=frame,
-                        backends=config.backends)
+                        refines=query.refines, backends=config.backends)
+        if args.out:
+            _write_outputs(Path(args.out), result, refined)
         print(json.dumps(result.to_json()))
         return EXIT_FAILED
     try:
@@ -132,13 +174,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         result.mask_extras = [measure_mask(mask.mask, depth_m, intrinsics, config.depth)
                               for mask in result.masks]
     if args.out:
-        _write_outputs(Path(args.out), frame, result)
+        _write_outputs(Path(args.out), result, refined)
     print(json.dumps(result.to_json()))
     return EXIT_OK if result.status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK) \
         else EXIT_FAILED
 
 
-def _build_agent(config, trace_path: str | None):
+def _build_agent(config, trace_path: str | None, answers=None):
     from sam3_agent_ros.backends import make_llm, make_segmenter
     from sam3_agent_ros.core.agent import Agent
 
@@ -147,7 +189,7 @@ def _build_agent(config, trace_path: str | None):
         from sam3_agent_ros.llm.trace import TracingClient
 
         llm = TracingClient(llm, trace_path)
-    return Agent(config, llm=llm, segmenter=make_segmenter(config))
+    return Agent(config, llm=llm, segmenter=make_segmenter(config), answers=answers)
 
 
 def _run_interruptible(agent, frame, query):
@@ -166,12 +208,18 @@ def _run_interruptible(agent, frame, query):
                      on_status=lambda event: log.info("status %s", json.dumps(event.to_json())))
 
 
-def _write_outputs(out: Path, frame, result) -> None:
+def _write_outputs(out: Path, result, refined) -> None:
+    """overlay.png and mask.png, and the answer folder a later ``--refines`` reads."""
     import cv2
 
     from sam3_agent_ros import render
+    from sam3_agent_ros.core.answer_folder import write_answer_folder
 
     out.mkdir(parents=True, exist_ok=True)
+    write_answer_folder(out, result, refined)
+    frame = result.frame
+    if frame is None:  # no frame was answered on: nothing to draw
+        return
     masks = [m.mask for m in result.masks]
     overlay = render.overlay_masks(frame.image, masks) if masks else frame.image
     cv2.imwrite(str(out / "overlay.png"), cv2.cvtColor(overlay, cv2.COLOR_RGB2BGR))

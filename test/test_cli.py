@@ -319,3 +319,51 @@ def test_run_with_native_tool_calling_against_a_scripted_server(tmp_path):
                  if '"kind": "response"' in line]
     assert [r["tool_calls"][0]["id"] for r in responses if r.get("tool_calls")][:4] == \
         ["a1", "a2", "a3", "a4"]
+
+
+def test_run_refines_an_earlier_runs_answer_on_its_frame(tmp_path):
+    """Issue 20: --out keeps the frame, masks and answer; --refines DIR answers on that frame."""
+    first_dir, second_dir = tmp_path / "first", tmp_path / "second"
+    first = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the leftmost blue object",
+                       *OFFLINE, "--out", str(first_dir))
+    assert first.returncode == 0, first.stderr
+    assert {p.name for p in first_dir.iterdir()} >= {"frame.png", "masks", "answer.json"}
+    trace = tmp_path / "trace.jsonl"
+    proc = sam3_agent("run", "--refines", str(first_dir), "--query", "no, the other one",
+                      *OFFLINE, "--out", str(second_dir), "--trace", str(trace))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert (result["query_id"], result["refines"], result["status"]) == (
+        "cli-2", "cli-1", "succeeded")
+    assert (result["stamp"], result["frame_id"]) == (json.loads(first.stdout)["stamp"], "image")
+    mask = cv2.imread(str(second_dir / "mask.png"), cv2.IMREAD_GRAYSCALE) > 0
+    other = leftmost_blue_ground_truth()
+    assert not (mask & other).any() and mask.sum() > 1000  # the other blue object
+    requests = [json.loads(line) for line in trace.read_text().splitlines()
+                if '"kind": "request"' in line and '"conversation": "main"' in line]
+    assert requests[0]["n_images"] == 2 and all(r["n_images"] <= 2 for r in requests)
+    first_user = requests[0]["messages"][1]["content"]  # the frame, then the text
+    assert 'Earlier answer 1: query "the leftmost blue object"' in first_user[1]
+    # a refinement of the refinement, written over its own folder: the chain goes on
+    again = sam3_agent("run", "--refines", str(second_dir), "--query", "not that one either",
+                       *OFFLINE, "--out", str(second_dir))
+    assert again.returncode == 0, again.stderr
+    assert (json.loads(again.stdout)["query_id"], json.loads(again.stdout)["status"]) == (
+        "cli-3", "no_mask")
+    chain = json.loads((second_dir / "answer.json").read_text())["earlier"]
+    assert [e["query_id"] for e in chain] == ["cli-1", "cli-2"]
+
+
+def test_refines_usage_errors(tmp_path):
+    both = sam3_agent("run", "--image", str(EXAMPLE), "--refines", str(tmp_path), "--query", "x",
+                      *OFFLINE)
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr
+    empty = sam3_agent("run", "--refines", str(tmp_path), "--query", "x", *OFFLINE)
+    assert empty.returncode == 2 and empty.stdout == ""
+    assert f"--refines {tmp_path}: {tmp_path} has no answer.json" in empty.stderr
+    failed_dir = tmp_path / "failed"
+    plugin = "test.fakes.segmenters:broken_factory"
+    sam3_agent("run", "--image", str(EXAMPLE), "--query", "x", "-p", "llm.backend:=offline",
+               "-p", f"segmenter.backend:={plugin}", "--out", str(failed_dir))
+    failed = sam3_agent("run", "--refines", str(failed_dir), "--query", "x", *OFFLINE)
+    assert failed.returncode == 2 and "ended failed without an answer" in failed.stderr

@@ -24,8 +24,9 @@ def test_ask_usage_errors_exit_2_before_touching_ros(args, message, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["the cup", "--stop-follow"], "--stop-follow takes no query and no --follow"),
-    (["--stop-follow", "--follow"], "--stop-follow takes no query and no --follow"),
+    (["the cup", "--stop-follow"], "--stop-follow takes no query, --follow or --refines"),
+    (["--stop-follow", "--follow"], "--stop-follow takes no query, --follow or --refines"),
+    (["--stop-follow", "--refines", "q-1"], "--stop-follow takes no query, --follow or --refines"),
     (["--topic"], "the query is empty"),
     (["the cup", "--node", "/"], "--node: the node name is empty"),
 ])

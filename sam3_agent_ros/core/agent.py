@@ -2,6 +2,10 @@
 
 ``Agent.run`` never raises: every query ends in exactly one ``Result``. Errors caused by the model
 go back to it as a corrective turn (a ``Mistake`` value); errors of the system end the query.
+
+With an ``AnswerStore`` the agent keeps its answers, and a query with ``refines`` (interface §8c)
+is answered on the frame of the answer it names, which the model is shown (``context.py``); an
+id the store does not hold ends the query ``failed`` with the store's reason.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from sam3_agent_ros import render
 from sam3_agent_ros.config import Config
 from sam3_agent_ros.core import context, protocol
+from sam3_agent_ros.core.answers import AnswerStore, KeptAnswer, RefineUnavailable
 from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import LlmError, Mistake, QueryEnded, SegmenterError
 from sam3_agent_ros.core.ports import LlmClient, Segmenter
@@ -45,25 +51,46 @@ _query_serial = itertools.count(1)
 
 class Agent:
     def __init__(self, config: Config, llm: LlmClient, segmenter: Segmenter,
-                 prompts: Prompts | None = None):
+                 prompts: Prompts | None = None, answers: AnswerStore | None = None):
         self.config = config
         self.llm = llm
         self.segmenter = segmenter
         self.prompts = prompts or load_prompts(config.agent.prompts_dir)
         self.backends = config.backends  # named in every result and status (CONTRACTS §8d)
+        self.answers = answers  # None: nothing kept, a refinement fails
 
-    def run(self, frame: Frame, query: Query, cancel: CancelToken | None = None,
+    def run(self, frame: Frame | None, query: Query, cancel: CancelToken | None = None,
             on_status: StatusCallback | None = None) -> Result:
-        return _QueryRun(self, frame, query, cancel or CancelToken(), on_status).execute()
+        """Answer ``query`` on ``frame``; a refinement (``query.refines``) on the frame of the
+        answer it refines (``frame`` is not used: None will do)."""
+        refined = refusal = None
+        if query.refines is not None:
+            try:
+                refined = self._find(query.refines)
+                frame = refined.frame
+            except RefineUnavailable as exc:
+                refusal, frame = str(exc), None
+        result = _QueryRun(self, frame, query, cancel or CancelToken(), on_status, refined,
+                           refusal).execute()
+        if self.answers is not None:
+            self.answers.remember(result, refined)
+        return result
+
+    def _find(self, query_id: str) -> KeptAnswer:
+        if self.answers is None:
+            raise RefineUnavailable("cannot refine: this agent keeps no answers")
+        return self.answers.find(query_id)
 
 
 class _QueryRun:
     """The state of one query; ``execute`` is the loop."""
 
-    def __init__(self, agent: Agent, frame: Frame, query: Query, cancel: CancelToken,
-                 on_status: StatusCallback | None):
+    def __init__(self, agent: Agent, frame: Frame | None, query: Query, cancel: CancelToken,
+                 on_status: StatusCallback | None, refined: KeptAnswer | None = None,
+                 refusal: str | None = None):
         self.cfg = agent.config.agent
         self.agent, self.frame, self.query = agent, frame, query
+        self.refined, self.refusal = refined, refusal  # refinements: the answer, or why none
         self.started = time.monotonic()
         self.parent_cancel = cancel
         self.cancel = cancel.child(self.started + self.cfg.query_timeout_s)
@@ -86,7 +113,11 @@ class _QueryRun:
 
     def execute(self) -> Result:
         try:
+            if self.refusal is not None:
+                raise QueryEnded(QueryStatus.FAILED, self.refusal)
             _check_inputs(self.frame, self.query)
+            if self.refined is not None and self.refined.masks:
+                self.turns.append(self._earlier_answer_turn(self.refined))
             while True:
                 self._check_limits()
                 messages = self._next_request()
@@ -115,10 +146,20 @@ class _QueryRun:
             raise QueryEnded(QueryStatus.FAILED,
                              f"no answer after agent.max_rounds={self.cfg.max_rounds} rounds")
 
+    def _earlier_answer_turn(self, refined: KeptAnswer) -> context.Turn:
+        """The refined answer's overlay at the LLM's size, numbered like its ``~/labels``."""
+        view = self.state.view
+        overlay = render.overlay_masks(view.image, [view.mask(m) for m in refined.masks])
+        view.keep_only([])  # drawn once: its resized masks are not kept
+        return context.earlier_answer_turn(refined.record,
+                                           self.state.image("earlier-overlay", overlay))
+
     def _next_request(self) -> list[Message]:
         first_user = context.first_user_message(
             self.state.image("frame", self.state.view.image), self.query.text, self.frame.width,
-            self.frame.height, replaced_prompts=self.state.prompts[:-1])
+            self.frame.height, replaced_prompts=self.state.prompts[:-1],
+            earlier=self.refined.chain if self.refined is not None else (),
+            table_limit=self.cfg.max_masks_in_table)
         messages = context.build_messages(Message.text("system", self.system_prompt),
                                           first_user, self.turns, self.cfg.max_context_messages)
         violation = context.check_messages(messages, self.cfg.max_context_messages)
@@ -216,7 +257,7 @@ class _QueryRun:
             elapsed_s=time.monotonic() - self.started,
             status=status.value if status else None,
             reasoning=None if phase is Phase.THINKING else self.reasoning,
-            backends=self.agent.backends)
+            backends=self.agent.backends, refines=self.query.refines)
         try:
             self.on_status(event)
         except Exception:  # a broken observer must not break the query
@@ -229,7 +270,7 @@ class _QueryRun:
                         masks=list(masks), text_prompts=list(self.state.prompts),
                         rounds=self.rounds, timings=self.timings, usage=self.usage,
                         frame=self.frame if isinstance(self.frame, Frame) else None,
-                        backends=self.agent.backends)
+                        refines=self.query.refines, backends=self.agent.backends)
         if self.state.untrained_weights:
             result.extra["untrained_weights"] = True
         self._status(Phase.DONE, status=status)

@@ -13,16 +13,30 @@ correction), so pruning never separates a call from its result. The rendered req
 - only the newest image among the kept turns survives (older overlays become a text note), so a
   request carries at most 2 images: the raw frame and the current overlay;
 - once an executed prompt has been replaced, the first user message lists it as not to be reused.
+
+A refinement (interface §8c) keeps this shape: its raw frame is the frame of the answer it
+corrects, the first user message also states the earlier queries and what they selected (ids,
+boxes: the mask table), and the earlier answer's overlay comes as a first turn before any call
+(``earlier_answer_turn``), so it is pruned like any other turn once a ``segment_phrase`` runs and
+never makes a third image.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sam3_agent_ros.core.answers import AnswerRecord
+from sam3_agent_ros.core.mask_table import format_table
 from sam3_agent_ros.core.types import ImagePart, Message
+from sam3_agent_ros.core.untrusted_text import clip
 
 IMAGE_OMITTED = "[older overlay image omitted; the latest one below shows the current masks]"
 IMAGE_FOLLOWS = "The image of the tool result above:"
+EARLIER_HEADER = "The user is correcting earlier answers given on this same frame, oldest first:"
+EARLIER_QUERY_CHARS = 300  # the most of an earlier query's text that a refinement repeats
+EARLIER_LOOK = "Before I act, I look at the earlier answer the user is correcting."
 
 
 @dataclass(frozen=True)
@@ -33,14 +47,60 @@ class Turn:
 
 
 def first_user_message(frame_image: ImagePart, query: str, width: int, height: int,
-                       replaced_prompts: list[str]) -> Message:
-    text = (f"The image is the current camera frame ({width}x{height} px; x grows to the right, "
+                       replaced_prompts: list[str], earlier: Sequence[AnswerRecord] = (),
+                       table_limit: int = 30) -> Message:
+    """messages[1]: the raw frame and the query; in a refinement (``earlier``: the answers it
+    corrects, oldest first) also what each of them selected; the prompts replaced so far."""
+    which = "the frame of the earlier answers below" if earlier else "the current camera frame"
+    text = (f"The image is {which} ({width}x{height} px; x grows to the right, "
             f"y grows downwards).\nUser query: {query}")
+    if earlier:
+        text += "\n\n" + earlier_answers_text(earlier, width, height, table_limit)
     if replaced_prompts:
         listed = ", ".join(f'"{p}"' for p in replaced_prompts)
         text += (f"\n\nNote: these text_prompts were already tried and their results replaced: "
                  f"{listed}. Do not use any of them again.")
     return Message("user", (frame_image, text))
+
+
+def earlier_answers_text(earlier: Sequence[AnswerRecord], width: int, height: int,
+                         table_limit: int) -> str:
+    """What the answers a refinement corrects selected: per answer its query (JSON-quoted: one
+    line whatever it holds), its masks as a mask table (ids as the user saw them, boxes), and its
+    text_prompts; then how the model may use them. The earlier prompts are NOT counted as tried
+    in the new query, and the model is told so."""
+    lines = [EARLIER_HEADER]
+    for number, record in enumerate(earlier, start=1):
+        quoted = _quote(clip(record.query, EARLIER_QUERY_CHARS))
+        named = f"Earlier answer {number}: query {quoted} (query_id {_quote(record.query_id)})"
+        if record.selected:
+            lines.append(f"{named} selected {len(record.selected)} mask(s):")
+            lines.append(format_table(record.selected, width, height, table_limit))
+        else:
+            lines.append(f"{named} found no mask.")
+        if record.text_prompts:
+            lines.append("Its text_prompts: " + ", ".join(_quote(p)
+                                                          for p in record.text_prompts) + ".")
+    lines.append("The user query refers to these answers (\"the other one\", \"the one to its "
+                 "left\": relative to the latest one). Their masks are not current masks of this "
+                 "query: call segment_phrase to get masks you can select. The earlier "
+                 "text_prompts were not tried in this query: you may use them again.")
+    return "\n".join(lines)
+
+
+def _quote(text: str) -> str:
+    """``text`` as a JSON string: quoted, one line, its quotes and control characters escaped."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def earlier_answer_turn(record: AnswerRecord, overlay: ImagePart) -> Turn:
+    """The first turn of a refinement: the earlier answer's overlay, as the user saw it (its
+    masks numbered like ``~/labels``). Not a ``segment_phrase`` turn: the first one prunes it."""
+    text = (f"The earlier answer to query {_quote(clip(record.query, EARLIER_QUERY_CHARS))} "
+            f"(query_id {_quote(record.query_id)}) as the user saw it: its "
+            f"{len(record.selected)} selected mask(s) drawn on the frame, numbered as in the "
+            "table above. They are not current masks.")
+    return Turn(Message.text("assistant", EARLIER_LOOK), Message("user", (text, overlay)))
 
 
 def render_turn(turn: Turn, keep_images: bool) -> list[Message]:

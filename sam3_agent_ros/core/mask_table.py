@@ -4,16 +4,27 @@ so it can reason about "leftmost" or "largest" with numbers. Pure formatting and
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from sam3_agent_ros.core.types import Mask
+
+class MaskFacts(Protocol):
+    """What a table row shows of a mask: a ``types.Mask``, or an earlier answer's
+    ``answers.SelectedMask`` (no pixels)."""
+
+    score: float
+    bbox: tuple[float, float, float, float]
+    area: int
+    centroid: tuple[float, float]
+
 
 HEADER = "id | score | bbox x0,y0,x1,y1 (px) | area % | centroid x,y (px)"
 _NUMBERS = r"([\d.,\s-]+)"
 _ROW = re.compile(rf"^\s*(\d+)\s*\|\s*([\d.]+)\s*\|{_NUMBERS}\|\s*([\d.]+)\s*\|{_NUMBERS}$")
 
 
-def format_table(masks: list[Mask], width: int, height: int, limit: int) -> str:
+def format_table(masks: Sequence[MaskFacts], width: int, height: int, limit: int) -> str:
     """One row per mask, ids 1..N in list order; at most ``limit`` rows (score-sorted list)."""
     total = float(width * height) or 1.0
     rows = [HEADER]

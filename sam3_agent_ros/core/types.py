@@ -41,6 +41,9 @@ def stamp_ns(sec: int, nanosec: int) -> int:
 class Query:
     id: str
     text: str
+    # The query_id of an earlier answer this query corrects ("no, the other one"): it is answered
+    # on that answer's frame (core/answers.py, interface §8c). None: a query of its own.
+    refines: str | None = None
 
 
 @dataclass(frozen=True)
@@ -185,6 +188,7 @@ class Result:
     timings: Timings = field(default_factory=Timings)
     usage: Usage = field(default_factory=Usage)
     frame: Frame | None = None
+    refines: str | None = None  # the query_id of the answer this query corrected (Query.refines)
     # What answered, {"llm": ..., "segmenter": ...} (CONTRACTS §8d; Config.backends): set by the
     # Agent, and by the node / CLI for results made without it.
     backends: dict[str, str] = field(default_factory=dict)
@@ -223,6 +227,7 @@ class Result:
                       "completion_tokens": self.usage.completion_tokens,
                       "llm_calls": self.usage.llm_calls},
             "backends": dict(self.backends),
+            "refines": self.refines,
         }
         out.update(self.extra)
         return out
@@ -252,12 +257,14 @@ class StatusEvent:
     status: str | None = None  # terminal status, on phase "done"
     reasoning: str | None = None  # the model's reasoning of this round, cut (CONTRACTS §7)
     backends: dict[str, str] | None = None  # what answers (as in Result); None: not known here
+    refines: str | None = None  # the query_id of the answer this query corrects (Query.refines)
 
     def to_json(self) -> dict[str, Any]:
         out = {"query_id": self.query_id, "phase": self.phase.value, "round": self.round,
                "tool": self.tool, "text_prompt": self.text_prompt, "num_masks": self.num_masks,
                "context": {"messages": self.context_messages, "images": self.context_images},
-               "elapsed_s": round(self.elapsed_s, 3), "reasoning": self.reasoning}
+               "elapsed_s": round(self.elapsed_s, 3), "reasoning": self.reasoning,
+               "refines": self.refines}
         if self.status is not None:
             out["status"] = self.status
         if self.backends is not None:

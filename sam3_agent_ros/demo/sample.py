@@ -58,24 +58,33 @@ START_NS = 1_700_000_000 * 1_000_000_000  # a fixed epoch keeps the bag reproduc
 class SampleQuery:
     """A query published at ``t_s`` seconds into the bag.
 
-    ``query_id`` set: the message is the JSON ``{"id", "query"}``, else plain text.
-    ``expected``: the scene object that answers it, or None when nothing should (``no_mask``).
+    ``query_id`` set: the message is the JSON ``{"id", "query"}`` (with ``"refines"`` when it
+    corrects an earlier query's answer), else plain text.
+    ``expected``: the scene object that answers it, or None when nothing should (``no_mask``); a
+    refinement is answered on the frame of the answer it refines, and scored there.
     """
 
     t_s: float
     text: str
     expected: str | None
     query_id: str | None = None
+    refines: str | None = None  # the query_id of the earlier query it corrects
 
     def message_data(self) -> str:
         if self.query_id is None:
             return self.text
-        return json.dumps({"id": self.query_id, "query": self.text})
+        payload = {"id": self.query_id, "query": self.text}
+        if self.refines is not None:
+            payload["refines"] = self.refines
+        return json.dumps(payload)
 
 
 SAMPLE_QUERIES: tuple[SampleQuery, ...] = (
     SampleQuery(2.05, "the leftmost blue object", "blue_box"),
     SampleQuery(4.05, "the largest red object", "red_box", query_id="sample-red"),
+    # The operator corrects the answer above: the other red object, on the same frame.
+    SampleQuery(5.05, "no, the other one", "red_cylinder", query_id="sample-red-other",
+                refines="sample-red"),
     SampleQuery(6.05, "the purple object", None),
     SampleQuery(8.05, "the yellow object", "yellow_ellipse", query_id="sample-yellow"),
 )
@@ -258,7 +267,8 @@ def write_description(out_dir: Path, spec: SampleSpec = SampleSpec(),
                      "height_m": o.height, "size_m": list(o.size), "yaw_deg": o.yaw_deg,
                      "tilt_deg": list(o.tilt_deg)} for o in scene.objects],
         "queries": [{"t_s": q.t_s, "stamp_ns": stamp_ns(q.t_s), "data": q.message_data(),
-                     "query": q.text, "query_id": q.query_id, "expected": q.expected}
+                     "query": q.text, "query_id": q.query_id, "refines": q.refines,
+                     "expected": q.expected}
                     for q in spec.queries],
     }
     (Path(out_dir) / GROUND_TRUTH_JSON).write_text(json.dumps(description, indent=2) + "\n")

@@ -53,7 +53,7 @@ def _run(options: DemoOptions, out) -> DemoReport:
     except (FileNotFoundError, OSError, ValueError, KeyError) as exc:
         report.error = f"cannot load the sample: {exc}"
         return report
-    report.outcomes = [QueryOutcome(q["query"], q["query_id"], q["expected"])
+    report.outcomes = [QueryOutcome(q["query"], q["query_id"], q["expected"], q.get("refines"))
                        for q in truth.queries]
     try:
         with harness.output_lock(options.out_dir):

@@ -24,6 +24,7 @@ class QueryOutcome:
     query: str
     query_id: str | None
     expected: str | None
+    refines: str | None = None  # a refinement: the query_id of the answer it corrects
     status: str = "unanswered"
     result_count: int = 0
     latency_s: float | None = None  # query published -> result received
@@ -59,8 +60,10 @@ class QueryOutcome:
 
 
 def score_outcome(outcome: QueryOutcome, result: dict, truth: sample.GroundTruth,
-                  mask: np.ndarray | None) -> None:
-    """Fill ``outcome`` from the result JSON, the received ~/mask and the ground truth."""
+                  mask: np.ndarray | None, refined: QueryOutcome | None = None) -> None:
+    """Fill ``outcome`` from the result JSON, the received ~/mask and the ground truth. A
+    refinement is correct only when it also names the answer it refines and was answered on
+    that answer's frame (``refined``: that query's outcome, scored before)."""
     outcome.status = str(result.get("status"))
     stamp = result.get("stamp") or {}
     outcome.stamp_ns = stamp_ns(stamp.get("sec", 0), stamp.get("nanosec", 0))
@@ -80,6 +83,10 @@ def score_outcome(outcome: QueryOutcome, result: dict, truth: sample.GroundTruth
     if outcome.frame_index is None:
         outcome.problem = "the result's stamp is not the stamp of a frame of the bag"
         return
+    if outcome.refines is not None:
+        outcome.problem = _refinement_problem(outcome, result, refined)
+        if outcome.problem:
+            return
     if outcome.expected is None:
         outcome.correct = outcome.status == "no_mask"
         if not outcome.correct:
@@ -130,6 +137,18 @@ def box_description(outcome: QueryOutcome) -> str | None:
     return f"box error {errors.describe()} ({verdict})"
 
 
+def _refinement_problem(outcome: QueryOutcome, result: dict,
+                        refined: QueryOutcome | None) -> str | None:
+    if result.get("refines") != outcome.refines:
+        return f"the result names refines={result.get('refines')!r}, not {outcome.refines!r}"
+    if refined is None or refined.stamp_ns is None:
+        return f"the answer it refines ({outcome.refines}) was not received first"
+    if refined.stamp_ns != outcome.stamp_ns:
+        return (f"answered on frame {outcome.frame_index}, not on the frame of the answer it "
+                f"refines (frame {refined.frame_index})")
+    return None
+
+
 def format_outcome(outcome: QueryOutcome, label: str) -> str:
     """The one line printed when a result arrives."""
     parts = [f"[{label}] {outcome.query!r}: {outcome.status}"]
@@ -144,6 +163,9 @@ def format_outcome(outcome: QueryOutcome, label: str) -> str:
     verdict = "OK" if outcome.correct else "WRONG"
     truth = outcome.expected or "nothing"
     details = [f"truth {truth}"]
+    if outcome.refines is not None:
+        details.append(f"refines {outcome.refines}" + (" on its frame" if outcome.correct
+                                                        else ""))
     if outcome.iou is not None:
         details.append(f"IoU {outcome.iou:.3f}")
     if outcome.position_error_cm is not None:
@@ -164,6 +186,12 @@ def format_summary(report: DemoReport) -> list[str]:
              f"queries answered: {report.answered}/{len(outcomes)}",
              f"correct vs ground truth: {report.correct}/{len(outcomes)} (IoU >= {IOU_THRESHOLD} "
              "for objects that are there, no_mask for the one that is not)"]
+    refinements = [o for o in outcomes if o.refines is not None]
+    if refinements:
+        right = sum(o.correct for o in refinements)
+        lines.append(f"refinements correct: {right}/{len(refinements)} (the corrected object, "
+                     "answered on the frame of the answer it refines: "
+                     + ", ".join(f"{o.query!r} refines {o.refines}" for o in refinements) + ")")
     latencies = [o.latency_s for o in outcomes if o.latency_s is not None]
     if latencies:
         lines.append("latency query -> result: " + ", ".join(f"{v:.2f}" for v in latencies)

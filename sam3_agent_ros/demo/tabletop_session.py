@@ -146,7 +146,8 @@ class TabletopSession:
         for received, result in pending:
             stamp = result.get("stamp") or {}
             key = stamp_ns(stamp.get("sec", 0), stamp.get("nanosec", 0))
-            has_images = key in masks and key in overlays
+            # A refinement's images carry the stamp of the answer it refines: wait for its own.
+            has_images = bool(masks.get(key)) and bool(overlays.get(key))
             if not has_images and not force and time.monotonic() - received < IMAGE_WAIT_S:
                 still.append((received, result))
                 continue
@@ -185,7 +186,9 @@ class TabletopSession:
         if mask_msg is not None:
             mask = mono8_to_mask(mask_msg.height, mask_msg.width, mask_msg.step,
                                  bytes(mask_msg.data))
-        score_outcome(outcome, result, self.truth, mask)
+        refined = next((o for o in self.outcomes
+                        if outcome.refines is not None and o.query_id == outcome.refines), None)
+        score_outcome(outcome, result, self.truth, mask, refined)
         if index in self.query_published:
             outcome.latency_s = received - self.query_published[index]
         label = str(result.get("query_id") or outcome.query_id or index + 1)

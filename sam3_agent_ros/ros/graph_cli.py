@@ -168,6 +168,8 @@ def cmd_ask_topic(args: argparse.Namespace) -> int:
     payload: dict[str, Any] = {"id": query_id, "query": args.query}
     if args.follow:
         payload["follow"] = True
+    if args.refines:
+        payload["refines"] = args.refines
 
     finished = []  # the "done" status of our query, once printed
 

@@ -57,7 +57,7 @@ from sam3_agent_ros.redact import install_log_redaction, redact_text
 from sam3_agent_ros.ros import hints, node_cli, params, rclpy_compat, segment_action
 from sam3_agent_ros.ros.conversions import FrameReader
 from sam3_agent_ros.ros.follow_control import FollowControl
-from sam3_agent_ros.ros.outputs import AnswerPublisher, result_line
+from sam3_agent_ros.ros.outputs import AnswerPublisher, refines_note, result_line
 from sam3_agent_ros.ros.qos import IMAGE_QOS, OUTPUT_QOS, QUERY_QOS
 from sam3_agent_ros.ros.query_message import QueryRejected, StopFollow, parse_query_message
 from sam3_agent_ros.ros.query_runner import LatestFrame, QueryRunner
@@ -141,6 +141,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             missing_requirements,
         )
         from sam3_agent_ros.core.agent import Agent
+        from sam3_agent_ros.core.answers import AnswerStore
 
         missing = missing_requirements(config)  # milliseconds: before anything slow
         if missing:
@@ -158,7 +159,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         try:
             llm = make_llm(config)
             segmenter = make_segmenter(config)
-            self._agent = Agent(config, llm=llm, segmenter=segmenter)
+            self._agent = Agent(config, llm=llm, segmenter=segmenter,
+                                answers=AnswerStore(config.refine.keep_answers))
         except Exception as exc:  # any backend failure: stay unconfigured, say why
             close_quietly(segmenter)
             self.get_logger().error(
@@ -306,14 +308,15 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             if follow is not None and follow.stop("stop_follow on the query topic") is None:
                 self.get_logger().info("stop_follow: not following")
             return
-        query = Query(parsed.query_id or self._new_query_id(), parsed.text)
+        query = Query(parsed.query_id or self._new_query_id(), parsed.text, parsed.refines)
         duplicate = self._segment.refuse_duplicate(query) if self._segment is not None else None
         if duplicate is not None:  # published here: the action's result hook would end the goal
             self.get_logger().warning(f"query rejected: {for_log(duplicate.error)}")
             if self._answers is not None:
                 self._answers.publish(duplicate, None)
             return
-        self.get_logger().info(f"query {for_log(query.id)}: {for_log(repr(query.text))}")
+        self.get_logger().info(f"query {for_log(query.id)}: {for_log(repr(query.text))}"
+                               + refines_note(query))
         self._submit(query, parsed.follow)
 
     def _submit(self, query: Query, follow: bool | None) -> None:
@@ -322,7 +325,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         runner, control = self._runner, self._follow
         if runner is None:  # released meanwhile: the query still gets its one result
             self._publish_result(Result(query.id, query.text, QueryStatus.FAILED,
-                                        error="the node is not configured"))
+                                        error="the node is not configured",
+                                        refines=query.refines))
             return
         if control is not None:
             control.before_query(query.id, query.text, follow)
@@ -333,9 +337,10 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         if self._runner is not None:
             self._submit(Query(f"{query_id}-reground-{next(self._query_ids)}", text), True)
 
-    def _answer(self, frame: Frame, query: Query, cancel: Any, on_status: Any) -> Result:
+    def _answer(self, frame: Frame | None, query: Query, cancel: Any, on_status: Any) -> Result:
         """The agent, once following ended and the follow thread is done with the segmenter
-        (query worker)."""
+        (query worker). A refinement (frame None) runs on the frame of the answer it refines,
+        from the agent's answer store (``refine.keep_answers``)."""
         follow = self._follow
         if follow is not None:
             follow.before_answer(query.id)

@@ -176,10 +176,18 @@ def answer_messages(result: Result, depth: Any = None, kinds: Iterable[str] = IM
 
 
 def result_line(result: Result) -> str:
-    """The log line of a published result: its id, status and error or mask count."""
+    """The log line of a published result: its id, status and error or mask count, and the
+    answer it refined."""
     ending = (f" ({for_log(result.error, ERROR_LOG_CHARS)})" if result.error
               else f", {len(result.masks)} mask(s)")
-    return f"query {for_log(result.query_id)}: {result.status.value}{ending}"
+    return f"query {for_log(result.query_id)}: {result.status.value}{ending}{refines_note(result)}"
+
+
+def refines_note(item: Any) -> str:
+    """`` (refines 'ID')`` for a query or result that refines an earlier answer, else ``""``:
+    the id escaped like any outside text in a log line."""
+    refines = getattr(item, "refines", None)
+    return "" if refines is None else f" (refines '{for_log(refines)}')"
 
 
 def _context_ok(node: Any) -> bool:

@@ -1,5 +1,6 @@
 """Parsing of the ``query`` topic: plain text, or a JSON object ``{"id": str, "query": str}``
-with an optional ``"follow": bool`` (keep the answer current on new frames, CONTRACTS §5b), or
+with an optional ``"follow": bool`` (keep the answer current on new frames, CONTRACTS §5b) and an
+optional ``"refines": str`` (the query_id of an earlier answer this query corrects, §8c), or
 ``{"stop_follow": true}`` (end following; an ``"id"`` may name the message).
 
 Pure: no ROS. Anything unusable raises ``QueryRejected`` with a reason; the node turns it into a
@@ -33,6 +34,7 @@ class ParsedQuery:
     query_id: str | None  # None: the node assigns one
     text: str
     follow: bool | None = None  # None: not said (the node applies follow.default)
+    refines: str | None = None  # the query_id of the answer it corrects; None: not a refinement
 
 
 @dataclass(frozen=True)
@@ -60,14 +62,7 @@ def parse_query_message(raw: str, max_chars: int) -> ParsedQuery | StopFollow:
         raise QueryRejected(f"invalid JSON query: {exc}", text=stripped[:ECHO_CHARS]) from None
     if not isinstance(payload, dict):
         raise QueryRejected("invalid JSON query: expected an object", text=stripped)
-    query_id = payload.get("id")
-    if isinstance(query_id, bool) or not isinstance(query_id, (str, int, type(None))):
-        raise QueryRejected(f"invalid JSON query: 'id' must be a string, got "
-                            f"{clip(repr(query_id), 60)}", text=stripped)
-    query_id = None if query_id is None or query_id == "" else str(query_id)
-    if query_id is not None and len(query_id) > MAX_QUERY_ID_CHARS:
-        raise QueryRejected(f"invalid JSON query: 'id' is {len(query_id)} characters long, more "
-                            f"than {MAX_QUERY_ID_CHARS}", text=stripped[:ECHO_CHARS])
+    query_id = _id_field(payload, "id", None, stripped)
     if "stop_follow" in payload:
         return _stop_follow(payload, query_id, stripped)
     follow = payload.get("follow")
@@ -83,14 +78,29 @@ def parse_query_message(raw: str, max_chars: int) -> ParsedQuery | StopFollow:
                             text=stripped)
     if not text.strip():
         raise QueryRejected("empty query", query_id)
-    return ParsedQuery(query_id, text.strip(), follow)
+    refines = _id_field(payload, "refines", query_id, stripped)
+    return ParsedQuery(query_id, text.strip(), follow, refines)
+
+
+def _id_field(payload: dict, name: str, query_id: str | None, raw: str) -> str | None:
+    """An id field (``id``, ``refines``): a string (a number is taken as one), at most
+    ``MAX_QUERY_ID_CHARS`` long; missing or empty: None."""
+    value = payload.get(name)
+    if isinstance(value, bool) or not isinstance(value, (str, int, type(None))):
+        raise QueryRejected(f"invalid JSON query: '{name}' must be a string, got "
+                            f"{clip(repr(value), 60)}", query_id, text=raw[:ECHO_CHARS])
+    value = None if value is None or value == "" else str(value)
+    if value is not None and len(value) > MAX_QUERY_ID_CHARS:
+        raise QueryRejected(f"invalid JSON query: '{name}' is {len(value)} characters long, "
+                            f"more than {MAX_QUERY_ID_CHARS}", query_id, text=raw[:ECHO_CHARS])
+    return value
 
 
 def _stop_follow(payload: dict, query_id: str | None, raw: str) -> StopFollow:
     if payload["stop_follow"] is not True:
         raise QueryRejected("invalid JSON query: 'stop_follow' must be true, got "
                             f"{clip(repr(payload['stop_follow']), 60)}", query_id, text=raw)
-    if "query" in payload or "follow" in payload:
+    if "query" in payload or "follow" in payload or "refines" in payload:
         raise QueryRejected("invalid JSON query: a 'stop_follow' message cannot also carry "
-                            "'query' or 'follow'", query_id, text=raw)
+                            "'query', 'follow' or 'refines'", query_id, text=raw)
     return StopFollow(query_id)

@@ -8,6 +8,11 @@ enqueue, maybe cancel the running query); one worker thread converts the snapsho
 and publishes. Every submitted query is finalized exactly once: by the worker (ran, or failed
 waiting for a frame) or by whoever removed it from the queue (preempted while waiting,
 queue full, runner stopped).
+
+A refinement (``Query.refines``, interface §8c) needs no camera frame: the agent answers it on
+the frame of the answer it refines, so it neither snapshots nor waits for one (``answer`` gets
+``None``). Under ``preempt`` it does not cancel the query it refines, running or waiting: it
+would otherwise cancel the very answer it corrects.
 """
 
 from __future__ import annotations
@@ -89,11 +94,12 @@ class LatestFrame:
 @dataclass
 class _Pending:
     query: Query
-    snapshot: Snapshot | None  # fresh frame at arrival, or None: wait for one
+    snapshot: Snapshot | None  # fresh frame at arrival, or None: wait for one (not refinements)
     cancel: CancelToken
 
 
-Answer = Callable[[Frame, Query, CancelToken, Callable[[StatusEvent], None]], Result]
+# answer(frame, query, cancel, on_status); frame is None for a refinement
+Answer = Callable[[Frame | None, Query, CancelToken, Callable[[StatusEvent], None]], Result]
 
 
 class QueryRunner:
@@ -129,18 +135,22 @@ class QueryRunner:
 
     def submit(self, query: Query) -> None:
         """Accept a query: snapshot the latest frame, apply the policy, never block."""
-        pending = _Pending(query, self.frames.fresh(self.max_frame_age_s), CancelToken())
+        snapshot = None if query.refines is not None else self.frames.fresh(self.max_frame_age_s)
+        pending = _Pending(query, snapshot, CancelToken())
         dropped: list[_Pending] = []
         with self._lock:
             overflow = self._refusal()
             if overflow is None:
                 if self.policy == PREEMPT:
-                    dropped = list(self._pending)
-                    self._pending.clear()
-                    if self._running is not None:
-                        self._running.cancel.cancel(f"preempted by query {query.id}")
+                    # A refinement spares the query it refines (the answer it corrects).
+                    dropped = [p for p in self._pending if p.query.id != query.refines]
+                    self._pending = collections.deque(
+                        p for p in self._pending if p.query.id == query.refines)
+                    running = self._running
+                    if running is not None and running.query.id != query.refines:
+                        running.cancel.cancel(f"preempted by query {query.id}")
                 self._pending.append(pending)
-                self._emit(StatusEvent(query.id, Phase.QUEUED))
+                self._emit(StatusEvent(query.id, Phase.QUEUED, refines=query.refines))
                 self._lock.notify_all()
         for old in dropped:
             self._finish(old.query, QueryStatus.CANCELLED, f"preempted by query {query.id}")
@@ -239,6 +249,12 @@ class QueryRunner:
                     self._lock.notify_all()
 
     def _run(self, item: _Pending) -> None:
+        if item.query.refines is not None:  # on the refined answer's frame: the agent has it
+            if item.cancel.cancelled:
+                self._finish(item.query, QueryStatus.CANCELLED, item.cancel.reason)
+                return
+            self._publish_safely(self._answer(None, item.query, item.cancel, self._emit))
+            return
         snapshot = item.snapshot
         if snapshot is None:
             snapshot = self.frames.wait_fresh(self.max_frame_age_s, self.frame_wait_s, item.cancel)
@@ -270,8 +286,9 @@ class QueryRunner:
     def _finish(self, query: Query, status: QueryStatus, reason: str,
                 frame: Frame | None = None) -> None:
         """The one result of a query that did not reach the agent."""
-        self._emit(StatusEvent(query.id, Phase.DONE, status=status.value))
-        self._publish_safely(Result(query.id, query.text, status, error=reason, frame=frame))
+        self._emit(StatusEvent(query.id, Phase.DONE, status=status.value, refines=query.refines))
+        self._publish_safely(Result(query.id, query.text, status, error=reason, frame=frame,
+                                    refines=query.refines))
 
     def _emit(self, event: StatusEvent) -> None:
         try:

@@ -46,7 +46,7 @@ from sam3_agent_ros.config import PARAMETERS_BY_NAME
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.core.untrusted_text import clip, for_log
 from sam3_agent_ros.ros.conversions import frame_header
-from sam3_agent_ros.ros.outputs import image_messages
+from sam3_agent_ros.ros.outputs import image_messages, refines_note
 from sam3_agent_ros.ros.query_message import ECHO_CHARS, MAX_QUERY_ID_CHARS
 
 ACTION_NAME = "~/segment"
@@ -63,21 +63,27 @@ class GoalRejected(ValueError):
     """A goal whose query cannot run (the reason goes into its ``failed`` result)."""
 
 
-def goal_query(text: str, query_id: str, max_chars: int, new_query_id: Callable[[], str]
-               ) -> Query:
-    """The query of a goal: ids as for topic queries (generated when empty); raises
-    ``GoalRejected`` (carrying the query) for an empty or oversized query or id. Lengths are
-    checked first: a rejected query carries at most ``ECHO_CHARS`` of its text, a node-made id in
-    place of an oversized one, so nothing long is logged or echoed."""
+def goal_query(text: str, query_id: str, max_chars: int, new_query_id: Callable[[], str],
+               refines: str = "") -> Query:
+    """The query of a goal: ids as for topic queries (generated when empty); ``refines`` (the
+    query_id of the answer it corrects; empty: none) bounded like an id. Raises
+    ``GoalRejected`` (carrying the query) for an empty or oversized query, id or refines.
+    Lengths are checked first: a rejected query carries at most ``ECHO_CHARS`` of its text, a
+    node-made id in place of an oversized one, so nothing long is logged or echoed."""
     query_id = query_id.strip()
     if len(query_id) > MAX_QUERY_ID_CHARS:
         raise GoalRejected(f"query_id is {len(query_id)} characters long, more than "
                            f"{MAX_QUERY_ID_CHARS}", Query(new_query_id(), clip(text, ECHO_CHARS)))
     query_id = query_id or new_query_id()
+    refines = refines.strip()
+    if len(refines) > MAX_QUERY_ID_CHARS:
+        raise GoalRejected(f"refines is {len(refines)} characters long, more than "
+                           f"{MAX_QUERY_ID_CHARS}", Query(query_id, clip(text, ECHO_CHARS)))
     if len(text) > max_chars:
         raise GoalRejected(f"query is {len(text)} characters long, more than "
-                           f"max_query_chars={max_chars}", Query(query_id, clip(text, ECHO_CHARS)))
-    query = Query(query_id, text.strip())
+                           f"max_query_chars={max_chars}",
+                           Query(query_id, clip(text, ECHO_CHARS), refines or None))
+    query = Query(query_id, text.strip(), refines or None)
     if not query.text:
         raise GoalRejected("empty query", query)
     return query
@@ -87,7 +93,8 @@ def feedback_fields(event: StatusEvent) -> dict[str, Any]:
     """The feedback message's fields for one status event (None becomes "")."""
     return {"phase": event.phase.value, "round": int(event.round), "tool": event.tool or "",
             "text_prompt": event.text_prompt or "", "num_masks": int(event.num_masks),
-            "reasoning": event.reasoning or "", "elapsed_s": float(event.elapsed_s)}
+            "reasoning": event.reasoning or "", "elapsed_s": float(event.elapsed_s),
+            "refines": event.refines or ""}
 
 
 def result_message(action_type: Any, mask_info_type: Any, result: Result,
@@ -258,7 +265,7 @@ class SegmentActionServer:
         runner = self._runner()
         try:
             query = goal_query(request.query, request.query_id, self._max_query_chars(),
-                               self._new_query_id)
+                               self._new_query_id, getattr(request, "refines", ""))
             rejected = None
         except GoalRejected as exc:
             query, rejected = exc.args[1], exc.args[0]
@@ -267,14 +274,16 @@ class SegmentActionServer:
             if not duplicate:
                 self._goals[query.id] = _Goal(goal_handle, query, done)
         self._node.get_logger().info(
-            f"segment goal, query {for_log(query.id)}: {for_log(repr(query.text))}")
+            f"segment goal, query {for_log(query.id)}: {for_log(repr(query.text))}"
+            + refines_note(query))
         if duplicate:
             failed = self._in_use(query)
             done.set_result((failed.status, result_message(self._action, self._mask_info,
                                                            failed)))
         elif runner is None:
             self.on_result(Result(query.id, query.text, QueryStatus.FAILED,
-                                  error="the node is not configured", backends=self._backends()))
+                                  error="the node is not configured", refines=query.refines,
+                                  backends=self._backends()))
         elif rejected is not None:
             runner.reject(query, rejected)  # publishes its failed result, like a topic query
         elif goal_handle.is_cancel_requested:  # cancelled before it started
@@ -341,7 +350,7 @@ class SegmentActionServer:
     def _in_use(self, query: Query) -> Result:
         return Result(query.id, query.text, QueryStatus.FAILED,
                       error=f"query_id {query.id!r} is already in use by a running goal",
-                      backends=self._backends())
+                      refines=query.refines, backends=self._backends())
 
     def on_result(self, result: Result, published: Any = None) -> None:
         with self._lock:

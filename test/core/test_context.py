@@ -116,3 +116,46 @@ def test_check_messages_rejects_separated_or_mismatched_native_calls():
     assert "tool message with images" in check_messages(head + [assistant, with_image], 10)
     two = Message("assistant", ("",), tool_calls=(call, call))
     assert "2 tool calls" in check_messages(head + [two, answered], 10)
+
+
+# --- refinements (interface §8c) -----------------------------------------------------------------
+
+def _records():
+    from sam3_agent_ros.core.answers import AnswerRecord, SelectedMask
+
+    cup = SelectedMask(0.9, (1.0, 2.0, 3.0, 4.0), 4, (2.0, 3.0))
+    return [AnswerRecord("q-1", 'the "left"\ncup', "succeeded", (cup,), ("cup",)),
+            AnswerRecord("q-2", "no, the other one", "no_mask", (), ("mug",), refines="q-1")]
+
+
+def test_a_refinement_states_the_earlier_queries_and_what_they_selected():
+    message = context.first_user_message(ImagePart(IMG, "frame"), "not that one", 4, 4, ["bowl"],
+                                         earlier=_records())
+    text = message.text_content
+    assert len(message.images) == 1 and "the frame of the earlier answers" in text
+    assert "User query: not that one\n" in text
+    # queries JSON-quoted on one line, with their ids; masks as the table (ids, boxes)
+    assert 'Earlier answer 1: query "the \\"left\\"\\ncup" (query_id "q-1") selected 1 mask(s):' \
+        in text
+    assert "1 | 0.900 | 1,2,3,4 | 25.00 | 2,3" in text
+    assert 'Earlier answer 2: query "no, the other one" (query_id "q-2") found no mask.' in text
+    assert 'Its text_prompts: "cup".' in text and "you may use them again" in text
+    # the replaced prompts of this query still come last, and only they are forbidden
+    assert text.index(context.EARLIER_HEADER) < text.index('Note: these text_prompts') \
+        and text.endswith('"bowl". Do not use any of them again.')
+
+
+def test_the_earlier_overlay_is_a_first_turn_that_the_first_segment_prunes():
+    earlier = context.earlier_answer_turn(_records()[0], ImagePart(IMG, "earlier-overlay"))
+    assert not earlier.executed_segment and earlier.assistant.role == "assistant"
+    first_refinement = first()
+    before = build_messages(SYSTEM, first_refinement, [earlier, turn("bad", image=False)], 10)
+    assert [p.key for p in before[3].images] == ["earlier-overlay"]
+    assert check_messages(before, 10) is None and context.count_images(before) == 2
+    after = build_messages(SYSTEM, first_refinement, [earlier, turn("s1", True), turn("e1")], 10)
+    assert "earlier-overlay" not in [p.key for m in after for p in m.images]
+    assert check_messages(after, 10) is None and context.count_images(after) == 2
+    # within the smallest bound, the earlier turn goes first
+    tight = build_messages(SYSTEM, first_refinement, [earlier, turn("bad", image=False)], 4)
+    assert len(tight) == 4 and check_messages(tight, 4) is None
+    assert "earlier-overlay" not in [p.key for m in tight for p in m.images]

@@ -2,13 +2,15 @@
 
 Checked from the recorded output bag, independently of the demo's own scoring: every query of
 the bag gets exactly one result; the answerable ones match the ground truth (IoU >= 0.8) and carry
-a 3D position; the absent object gives no_mask; every result is stamped with a frame of the bag.
+a 3D position; the absent object gives no_mask; every result is stamped with a frame of the bag;
+the refinement is answered on the frame of the answer it refines.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -70,13 +72,14 @@ def test_demo_exits_cleanly_with_every_query_correct(demo_run):
     out, process, _ = demo_run
     assert process.returncode == 0, process.stdout + process.stderr
     report = json.loads((out / "report.json").read_text())
-    assert (report["answered"], report["correct"], report["total"]) == (4, 4, 4)
-    assert "queries answered: 4/4" in process.stdout
-    assert "3D boxes on target: 3/3" in process.stdout  # the summary compares them with truth
+    assert (report["answered"], report["correct"], report["total"]) == (5, 5, 5)
+    assert "queries answered: 5/5" in process.stdout
+    assert "refinements correct: 1/1" in process.stdout
+    assert re.search(r"3D boxes on target: (\d+)/\1 ", process.stdout)  # compared with truth
     for outcome in report["queries"]:
         if outcome["expected"] is not None:
             assert outcome["box_on_target"] is True, outcome
-    assert len(list(out.glob("*_overlay.png"))) == 4
+    assert len(list(out.glob("*_overlay.png"))) == 5
     # The demo runs without a model and says so: the summary, and each result in the bag.
     assert ("backends: llm offline, segmenter color (built-in demo backends: these answers are "
             "not from a model)") in process.stdout
@@ -88,10 +91,11 @@ def test_output_bag_holds_one_correct_result_per_query(demo_run):
     with Reader(out / "output_bag") as reader:
         messages = [(c.topic, STORE.deserialize_cdr(d, c.msgtype)) for c, _, d in reader.messages()]
     results = [json.loads(m.data) for t, m in messages if t == "/sam3_agent/result"]
-    masks = {}
+    masks = {}  # stamp -> the ~/mask images with that stamp, in order (a refinement shares one)
     for topic, msg in messages:
         if topic == "/sam3_agent/mask":
-            masks[_stamp(msg.header)] = msg.data.reshape(msg.height, msg.width) > 0
+            masks.setdefault(_stamp(msg.header), []).append(
+                msg.data.reshape(msg.height, msg.width) > 0)
     markers = [m for t, m in messages if t == "/sam3_agent/markers"]
 
     answered = [truth.query_for(r["query_id"], r["query"]) for r in results]
@@ -99,19 +103,24 @@ def test_output_bag_holds_one_correct_result_per_query(demo_run):
     assert sorted(q["data"] for q in answered) == sorted(q["data"] for q in truth.queries)
 
     frame_stamps = set(truth.stamps_ns.tolist())
+    stamps_by_id = {}
     for result, query in zip(results, answered):
         stamp = result["stamp"]["sec"] * 1_000_000_000 + result["stamp"]["nanosec"]
+        stamps_by_id[result["query_id"]] = stamp
         assert stamp in frame_stamps, result
         assert result["frame_id"] == sample.FRAME_ID
         assert result["backends"] == {"llm": "offline", "segmenter": "color"}
+        assert result["refines"] == query["refines"]
         if query["query_id"] is not None:
             assert result["query_id"] == query["query_id"]
+        if query["refines"] is not None:  # on the frame of the answer it refines
+            assert stamp == stamps_by_id[query["refines"]], result
         if query["expected"] is None:
             assert result["status"] == "no_mask"
             continue
         assert result["status"] == "succeeded", result
         frame = truth.frame_index(stamp)
-        iou = sample.mask_iou(masks[stamp], truth.mask(frame, query["expected"]))
+        iou = sample.mask_iou(masks[stamp].pop(0), truth.mask(frame, query["expected"]))
         assert iou >= 0.8, (query["query"], iou)
         position = result["masks"][0]["position"]
         error = np.subtract([position["x"], position["y"], position["z"]],

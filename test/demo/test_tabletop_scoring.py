@@ -117,3 +117,39 @@ def test_an_answer_without_a_box_says_why(truth):
     tabletop_scoring.score_outcome(outcome, result, truth, truth.mask(20, "red_box"))
     assert outcome.box_on_target is None
     assert "no box: no camera_info received" in tabletop_scoring.format_outcome(outcome, "r")
+
+
+def test_a_refinement_is_correct_only_on_the_frame_of_the_answer_it_refines(truth):
+    refined = tabletop_scoring.QueryOutcome("the largest red object", "sample-red", "red_box")
+    tabletop_scoring.score_outcome(refined, _result(truth, 40), truth, truth.mask(40, "red_box"))
+    assert refined.correct
+
+    def refinement(frame, mask_frame=None, refines="sample-red", earlier=refined):
+        outcome = tabletop_scoring.QueryOutcome("no, the other one", "sample-red-other",
+                                                "red_cylinder", "sample-red")
+        mask = truth.mask(frame if mask_frame is None else mask_frame, "red_cylinder")
+        tabletop_scoring.score_outcome(outcome, _result(truth, frame, refines=refines), truth,
+                                       mask, earlier)
+        return outcome
+
+    right = refinement(40)
+    assert right.correct and right.iou == 1.0
+    assert "OK: truth red_cylinder, refines sample-red on its frame" in \
+        tabletop_scoring.format_outcome(right, "sample-red-other")
+    later = refinement(50)  # the right object, on a newer frame: not what the operator saw
+    assert not later.correct and "not on the frame of the answer it refines (frame 40)" in \
+        later.problem
+    assert "names refines=None" in refinement(40, refines=None).problem
+    assert "was not received first" in refinement(40, earlier=None).problem
+    lines = tabletop_scoring.format_summary(DemoReport([refined, right, later]))
+    assert ("refinements correct: 1/2 (the corrected object, answered on the frame of the answer "
+            "it refines: 'no, the other one' refines sample-red, 'no, the other one' refines "
+            "sample-red)") in lines
+
+
+def test_the_sample_has_a_refinement_of_one_of_its_queries(truth):
+    (refinement,) = [q for q in truth.queries if q["refines"] is not None]
+    refined = [q for q in truth.queries if q["query_id"] == refinement["refines"]]
+    assert len(refined) == 1 and refined[0]["t_s"] < refinement["t_s"]
+    assert refinement["expected"] != refined[0]["expected"]
+    assert '"refines": "sample-red"' in refinement["data"]

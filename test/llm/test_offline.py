@@ -53,3 +53,72 @@ def test_offline_planner_falls_back_once_then_reports_no_mask():
     result = run("the purple ball", {})
     assert result.status is QueryStatus.NO_MASK
     assert result.text_prompts == ["purple ball", "purple object"]
+
+
+# --- corrections of an earlier answer (refinements) -----------------------------------------------
+
+def _earlier_text(*answers):
+    """messages[1] of a refinement, as core/context.py writes it."""
+    from sam3_agent_ros.core import context
+    from sam3_agent_ros.core.answers import AnswerRecord, SelectedMask
+    from sam3_agent_ros.core.types import ImagePart
+
+    records = [AnswerRecord(f"q-{k}", query, "succeeded",
+                            tuple(SelectedMask(0.9, box, 10, ((box[0] + box[2]) / 2,
+                                                               (box[1] + box[3]) / 2))
+                                  for box in boxes))
+               for k, (query, boxes) in enumerate(answers, start=1)]
+    image = ImagePart(np.zeros((4, 4, 3), np.uint8), "frame")
+    return context.first_user_message(image, "x", 320, 240, ["a"], earlier=records).text_content
+
+
+ROW_BOXES = {1: (280, 90, 320, 110), 2: (80, 290, 120, 310), 3: (180, 40, 220, 60)}
+CORRECTABLE = [TableRow(r.id, r.score, ROW_BOXES[r.id], r.area_percent, r.centroid) for r in ROWS]
+
+
+def test_the_earlier_answers_are_read_back_from_messages_1():
+    from sam3_agent_ros.llm.offline import parse_earlier
+
+    earlier = parse_earlier(_earlier_text(('the "big"\ncup', [ROW_BOXES[2]]),
+                                          ("no, the other one", [])))
+    assert [e.query for e in earlier] == ['the "big"\ncup', "no, the other one"]
+    assert [r.bbox for r in earlier[0].rows] == [ROW_BOXES[2]] and earlier[1].rows == []
+    assert parse_earlier("User query: the cup") == []
+
+
+@pytest.mark.parametrize("query, ids", [
+    ("no, the other one", [3]),  # the next leftmost after the earlier leftmost (2)
+    ("not that one", [3]),
+    ("another one, the largest", [1]),  # the query's own selector among the others
+    ("the one to its right", [3]),  # nearest to the right of the earlier answer (x 100)
+    ("the one to its left", []),  # nothing left of it
+    ("the leftmost cup", [2]),  # no correction words: an ordinary selection
+])
+def test_corrections_select_relative_to_the_earlier_answer(query, ids):
+    from sam3_agent_ros.llm.offline import parse_earlier, select_correction
+
+    earlier = parse_earlier(_earlier_text(("the leftmost cup", [ROW_BOXES[2]])))
+    assert select_correction(query, CORRECTABLE, earlier) == ids
+
+
+def test_a_correction_excludes_every_earlier_answer_and_is_relative_to_the_latest():
+    from sam3_agent_ros.llm.offline import parse_earlier, select_correction
+
+    earlier = parse_earlier(_earlier_text(("the leftmost cup", [ROW_BOXES[2]]),
+                                          ("no, the other one", [ROW_BOXES[3]])))
+    assert select_correction("not that one either", CORRECTABLE, earlier) == [1]
+    assert select_correction("the one to its left", CORRECTABLE, earlier) == [2]
+
+
+@pytest.mark.parametrize("query, phrases", [
+    ("no, the other one", ["blue object"]),
+    ("not that one", ["blue object"]),
+    ("the one to its left", ["blue object"]),
+    ("no, the red one", ["red", "red object"]),  # a correction that names an object
+])
+def test_a_correction_without_an_object_segments_what_the_first_query_named(query, phrases):
+    from sam3_agent_ros.llm.offline import parse_earlier, refinement_phrases
+
+    earlier = parse_earlier(_earlier_text(("the leftmost blue object", [ROW_BOXES[2]]),
+                                          ("no, the other one", [ROW_BOXES[3]])))
+    assert refinement_phrases(query, earlier) == phrases

@@ -317,6 +317,47 @@ def test_a_goal_can_ask_to_be_followed(ros, scene):
     assert not any(query_id == "goal-plain" for query_id, _ in states)
 
 
+def test_a_goal_refines_an_earlier_answer_on_its_frame_and_reports_it(ros, scene, ros_env):
+    """Segment.Goal.refines (issue 20): answered on the refined answer's frame, with the
+    refinement named in the feedback and the result; an unknown id aborts the goal."""
+    harness, _ = ros
+    client = SegmentClient(harness.node, action(A1))
+    with Camera(harness, f"{A1}/image", rgb8_image(scene.rgb)) as camera:
+        first = client.ask("the largest red object", timeout_s=GOAL_WAIT_S,
+                           query_id="goal-red")
+    assert first.status == "succeeded", first.error
+    flipped = rgb8_image(np.ascontiguousarray(scene.rgb[:, ::-1]))  # the scene has changed
+    feedback = []
+    with Camera(harness, f"{A1}/image", flipped, stamp_base=7000) as later:
+        outcome = client.send("no, the other one", timeout_s=GOAL_WAIT_S,
+                              query_id="goal-red-other", on_feedback=feedback.append,
+                              refines="goal-red")
+        # and from the command line, through the query topic (a refinement of the refinement)
+        completed = _ask(ros_env, "the one to its right", "--topic", "--node",
+                         f"{A1}/sam3_agent", "--id", "topic-right", "--refines",
+                         "goal-red-other", "--timeout", "30")
+    result = outcome.result
+    assert outcome.goal_status == "SUCCEEDED" and result.status == "succeeded", result.error
+    assert result.header == first.header and not later.sent(
+        {"sec": result.header.stamp.sec, "nanosec": result.header.stamp.nanosec})
+    assert camera.sent({"sec": result.header.stamp.sec, "nanosec": result.header.stamp.nanosec})
+    mask = image_array(result.mask) > 0
+    truth = scene.masks["red_cylinder"]
+    assert (mask & truth).sum() / (mask | truth).sum() > 0.95
+    assert json.loads(result.result_json)["refines"] == "goal-red"
+    assert feedback and {f.refines for f in feedback} == {"goal-red"}
+    assert completed.returncode == 0, completed.stderr
+    right = json.loads(completed.stdout)
+    assert (right["refines"], right["stamp"]) == ("goal-red-other", json.loads(
+        result.result_json)["stamp"])
+
+    missing = client.send("the other one", timeout_s=GOAL_WAIT_S, query_id="goal-missing",
+                          refines="never-asked")
+    assert missing.goal_status == "ABORTED"
+    assert "cannot refine query_id 'never-asked'" in missing.result.error
+    assert json.loads(missing.result.result_json)["refines"] == "never-asked"
+
+
 def test_nodes_exit_with_status_0_on_ctrl_c_even_with_a_goal_running(ros, scene):
     harness, procs = ros
     with Camera(harness, f"{A2}/image", rgb8_image(scene.rgb)):
@@ -362,4 +403,5 @@ def test_without_the_interfaces_the_node_runs_with_topics_and_says_so_once(ros_e
         assert proc.stop() == 0
         harness.close()
     assert proc.log().count("the action ~/segment is off") == 1, proc.log()
+
 

@@ -381,8 +381,60 @@ def test_lifecycle_services_answer_while_the_models_load(ros, tmp_path):
         assert proc.stop() == 0
 
 
+def test_a_refinement_is_answered_on_the_frame_of_the_answer_it_refines(ros, scene):
+    """Issue 20 over the query topic: "no, the other one" after "the largest red object", while
+    the camera shows something else (or nothing): the earlier frame, its stamp, the other one."""
+    harness, procs = ros
+    with Camera(harness, f"{R1}/image", rgb8_image(scene.rgb), stamp_base=8000) as camera:
+        harness.send_query(R1, {"id": "red-1", "query": "the largest red object"})
+        first = harness.wait_result(R1, "red-1")
+    assert first["status"] == "succeeded" and first["refines"] is None
+    flipped = rgb8_image(np.ascontiguousarray(scene.rgb[:, ::-1]))
+    with Camera(harness, f"{R1}/image", flipped, stamp_base=9000) as later:
+        harness.send_query(R1, {"id": "red-2", "query": "no, the other one", "refines": "red-1"})
+        result = harness.wait_result(R1, "red-2")
+    assert result["status"] == "succeeded", result
+    assert result["refines"] == "red-1" and result["stamp"] == first["stamp"]
+    assert camera.sent(result["stamp"]) and not later.sent(result["stamp"])
+    harness.wait_status(R1, "red-2", "done")
+    assert {s["refines"] for s in harness.statuses(R1, "red-2")} == {"red-1"}
+    # ~/mask of the refinement: the second one with that stamp (the first is red-1's)
+    masks = harness.wait_for(lambda: [m for m in harness.messages(f"{R1}/sam3_agent/mask")
+                                      if (m.header.stamp.sec, m.header.stamp.nanosec)
+                                      == (first["stamp"]["sec"], first["stamp"]["nanosec"])][1:],
+                             10, "the refinement's ~/mask")
+    assert iou(image_array(masks[0]) > 0, scene.masks["red_cylinder"]) > 0.95
+
+    # no camera at all (max_frame_age_s would fail a plain query): a refinement of the refinement
+    harness.send_query(R1, {"id": "red-3", "query": "not that one either", "refines": "red-2"})
+    third = harness.wait_result(R1, "red-3")
+    assert (third["status"], third["stamp"]) == ("no_mask", first["stamp"])  # both were shown
+
+
+def test_refinements_of_unknown_ids_fail_and_their_ids_are_escaped_in_the_log(ros):
+    harness, procs = ros
+    harness.send_query(R1, {"id": "ref-unknown", "query": "the other one", "refines": "nope"})
+    result = harness.wait_result(R1, "ref-unknown")
+    assert result["status"] == "failed" and result["refines"] == "nope"
+    assert "cannot refine query_id 'nope': no answer with that query_id is known" in \
+        result["error"]
+    harness.send_query(R1, {"id": "ref-forged", "query": "the other one",
+                            "refines": "x\n[ERROR] forged line"})
+    forged = harness.wait_result(R1, "ref-forged")
+    assert forged["status"] == "failed" and forged["refines"] == "x\n[ERROR] forged line"
+    harness.wait_for(lambda: "ref-forged" in procs[R1].log(), 10, "the log line")
+    log = procs[R1].log()
+    assert "(refines 'x\\n[ERROR] forged line')" in log
+    assert not any(line.startswith("[ERROR] forged") for line in log.splitlines())
+    long_refines = "r" * 129
+    failed = new_failed_result(harness, R1, lambda: harness.send_query(
+        R1, '{"query": "the other one", "refines": "' + long_refines + '"}'))
+    assert failed["status"] == "failed" and "'refines' is 129 characters long" in failed["error"]
+
+
 def test_nodes_exit_cleanly_on_ctrl_c(ros):
     _, procs = ros
     for proc in procs.values():
         assert proc.stop() == 0
         assert "Traceback" not in proc.log(), proc.log()
+

@@ -69,7 +69,8 @@ def test_follow_and_stop_follow(raw, expected):
     ('{"query": "x", "follow": "yes"}', "'follow' must be true or false, got 'yes'"),
     ('{"query": "x", "follow": 1}', "'follow' must be true or false, got 1"),
     ('{"stop_follow": false}', "'stop_follow' must be true, got False"),
-    ('{"stop_follow": true, "query": "x"}', "cannot also carry 'query' or 'follow'"),
+    ('{"stop_follow": true, "query": "x"}', "cannot also carry 'query', 'follow' or 'refines'"),
+    ('{"stop_follow": true, "refines": "q-1"}', "cannot also carry"),
 ])
 def test_bad_follow_fields_are_rejected(raw, reason):
     with pytest.raises(QueryRejected) as caught:
@@ -107,3 +108,28 @@ def test_bad_values_are_quoted_clipped_in_the_reason():
         parse_query_message('{"query": "x", "follow": "' + "y" * 1500 + '"}', 2000)
     assert "'follow' must be true or false" in caught.value.reason
     assert len(caught.value.reason) < 200
+
+
+@pytest.mark.parametrize("raw,expected", [
+    ('{"id": "q-2", "query": "no, the other one", "refines": "q-1"}',
+     ParsedQuery("q-2", "no, the other one", None, "q-1")),
+    ('{"query": "the other one", "refines": 17}', ParsedQuery(None, "the other one", None, "17")),
+    ('{"query": "the cup", "refines": ""}', ParsedQuery(None, "the cup")),
+    ('{"query": "the cup", "refines": null, "follow": true}', ParsedQuery(None, "the cup", True)),
+])
+def test_refines_names_the_answer_a_query_corrects(raw, expected):
+    assert parse_query_message(raw, 2000) == expected
+
+
+@pytest.mark.parametrize("refines, reason", [
+    ("true", "'refines' must be a string, got True"),
+    ('["q-1"]', "'refines' must be a string"),
+    ('"' + "r" * (MAX_QUERY_ID_CHARS + 1) + '"',
+     f"'refines' is {MAX_QUERY_ID_CHARS + 1} characters long, more than {MAX_QUERY_ID_CHARS}"),
+])
+def test_a_bad_refines_is_rejected_with_its_query_id_and_a_bounded_echo(refines, reason):
+    raw = '{"id": "q-2", "query": "the other one", "refines": ' + refines + "}"
+    with pytest.raises(QueryRejected) as caught:
+        parse_query_message(raw, 2000)
+    assert reason in caught.value.reason and caught.value.query_id == "q-2"
+    assert len(caught.value.text) <= ECHO_CHARS

@@ -358,3 +358,61 @@ def test_cancel_one_query_running_or_waiting(stop_runners):
     assert outputs.result("c").status == QueryStatus.SUCCEEDED
     assert outputs.phases("b") == ["queued", "done"]
     assert not runner.cancel("a", "again")  # finished: unknown
+
+
+# --- refinements: on the refined answer's frame (the agent's), never preempting that answer -----
+
+def test_a_refinement_needs_no_camera_frame(stop_runners):
+    runner, agent, outputs, frames = make_runner(frame_wait_s=30.0)
+    stop_runners(runner)
+    runner.submit(Query("r", "no, the other one", refines="a"))  # no frame ever arrived
+    agent.release("r")
+    (result,) = outputs.wait_results(1)  # at once: it did not wait frame_wait_s for a frame
+    assert result.status == QueryStatus.SUCCEEDED and agent.frames["r"] is None
+    assert [(e.phase.value, e.refines) for e in outputs.statuses if e.query_id == "r"] == [
+        ("queued", "a"), ("thinking", None), ("done", None)]  # the agent's own events: its own
+
+
+def test_a_refinement_does_not_preempt_the_query_it_refines(stop_runners):
+    runner, agent, outputs, frames = make_runner(PREEMPT)
+    stop_runners(runner)
+    frames.put(Message("f"))
+    runner.submit(Query("a", "the red cup"))
+    agent.wait_started("a")
+    runner.submit(Query("b", "the blue cup"))  # cancels a; waits until a has ended
+    runner.submit(Query("c", "no, the other one", refines="b"))  # spares the waiting b
+    agent.release("b")
+    agent.release("c")
+    outputs.wait_results(3)
+    assert outputs.result("a").status == QueryStatus.CANCELLED
+    assert [r.query_id for r in outputs.results[1:]] == ["b", "c"]
+    assert outputs.result("b").status == QueryStatus.SUCCEEDED
+
+
+def test_a_refinement_spares_the_running_query_it_refines(stop_runners):
+    runner, agent, outputs, frames = make_runner(PREEMPT)
+    stop_runners(runner)
+    frames.put(Message("f"))
+    runner.submit(Query("a", "the red cup"))
+    agent.wait_started("a")
+    runner.submit(Query("r", "no, the other one", refines="a"))
+    agent.release("a")
+    agent.release("r")
+    results = outputs.wait_results(2)
+    assert [(r.query_id, r.status) for r in results] == [("a", QueryStatus.SUCCEEDED),
+                                                        ("r", QueryStatus.SUCCEEDED)]
+
+
+def test_a_refinement_that_never_ran_still_names_what_it_refines(stop_runners):
+    runner, agent, outputs, frames = make_runner(QUEUE)
+    stop_runners(runner)
+    frames.put(Message("f"))
+    runner.submit(Query("a", "x"))
+    agent.wait_started("a")
+    runner.submit(Query("r", "the other one", refines="a"))
+    assert runner.cancel("r", "goal cancelled by the client")
+    (cancelled,) = outputs.wait_results(1)
+    assert cancelled.status == QueryStatus.CANCELLED and cancelled.refines == "a"
+    assert cancelled.to_json()["refines"] == "a"
+    agent.release("a")
+    outputs.wait_results(2)

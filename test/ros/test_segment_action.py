@@ -71,10 +71,27 @@ def test_a_long_goal_id_is_replaced_by_a_node_made_one():
         "i" * MAX_QUERY_ID_CHARS)
 
 
+def test_a_goal_may_refine_an_earlier_answer_named_by_a_bounded_id():
+    new_id = ids()
+    assert goal_query("no, the other one", "q-2", 100, new_id, " q-1 ") == Query(
+        "q-2", "no, the other one", refines="q-1")
+    assert goal_query("the cup", "q-3", 100, new_id, "").refines is None
+    with pytest.raises(GoalRejected) as caught:
+        goal_query("the other one", "q-4", 100, new_id, "r" * (MAX_QUERY_ID_CHARS + 1))
+    reason, query = caught.value.args
+    assert reason == f"refines is {MAX_QUERY_ID_CHARS + 1} characters long, more than 128"
+    assert query == Query("q-4", "the other one")  # the oversized id is not carried on
+    with pytest.raises(GoalRejected) as caught:
+        goal_query("  ", "q-5", 100, new_id, "q-1")
+    assert caught.value.args[1].refines == "q-1"  # its failed result names what it refined
+
+
 def test_feedback_fields_fill_none_with_empty_strings():
     fields = feedback_fields(StatusEvent("q", Phase.QUEUED))
     assert fields == {"phase": "queued", "round": 0, "tool": "", "text_prompt": "",
-                      "num_masks": 0, "reasoning": "", "elapsed_s": 0.0}
+                      "num_masks": 0, "reasoning": "", "elapsed_s": 0.0, "refines": ""}
+    refining = Segment.Feedback(**feedback_fields(StatusEvent("q", Phase.QUEUED, refines="q-1")))
+    assert refining.refines == "q-1"
     event = StatusEvent("q", Phase.SEGMENTING, round=2, tool="segment_phrase",
                         text_prompt="cup", num_masks=3, elapsed_s=1.5, reasoning="the left one")
     feedback = Segment.Feedback(**feedback_fields(event))
