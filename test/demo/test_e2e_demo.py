@@ -96,7 +96,10 @@ def test_output_bag_holds_one_correct_result_per_query(demo_run):
         if topic == "/sam3_agent/mask":
             masks.setdefault(_stamp(msg.header), []).append(
                 msg.data.reshape(msg.height, msg.width) > 0)
-    markers = [m for t, m in messages if t == "/sam3_agent/markers"]
+    markers = {}  # stamp -> the ~/markers arrays with that stamp, in order
+    for topic, msg in messages:
+        if topic == "/sam3_agent/markers" and msg.markers:
+            markers.setdefault(_stamp(msg.markers[0].header), []).append(msg.markers)
 
     answered = [truth.query_for(r["query_id"], r["query"]) for r in results]
     assert None not in answered
@@ -132,7 +135,7 @@ def test_output_bag_holds_one_correct_result_per_query(demo_run):
                             quaternion_to_matrix([box["orientation"][a] for a in "xyzw"]))
         assert errors.within(), (query["query"], errors.describe())
         # RViz: the answer's markers, stamped with its frame: a DELETEALL, a cube and a label.
-        drawn = [m for array in markers for m in array.markers if _stamp(m.header) == stamp]
+        drawn = markers[stamp].pop(0)
         assert [m.type for m in drawn[1:]] == [CUBE, TEXT_VIEW_FACING], query["query"]
         assert drawn[2].text == f"{result['query']} #1"
 
