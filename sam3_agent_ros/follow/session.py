@@ -14,13 +14,29 @@ States:
   Every later ``update`` answers ``stopped`` again without work.
 
 Modes (``follow.mode``):
-- ``flow``: ``FlowTracker`` on every frame; every ``follow.redetect_every`` frames, and on the next
+- ``flow``: ``FlowTracker`` on every frame; the segmenter re-detects with the query's text
+  prompt on the first followed frame, then every ``follow.redetect_every`` frames, on the next
   frame after flow brought an object's confidence below ``follow.redetect_on_drop`` of its value
-  at the last detection (or it went out of view), the segmenter re-detects with the query's text
-  prompt and matched detections replace the flow masks (drift correction). A flow mask the
-  detector cannot confirm keeps half its confidence (and trust).
-  Without a segmenter or a text prompt, flow runs alone.
+  at the last detection (or an object went unseen or unconfirmed), and on the frame where a flow
+  mask would otherwise have gone ``follow.lost_timeout_s`` without a confirmation. Matched
+  detections replace the flow masks (drift correction).
+  Without a segmenter or a text prompt, flow runs alone and its masks count as seen.
 - ``redetect``: the segmenter on every frame, associated to where each object was last seen.
+
+What counts as seen (the lost clock): a detection matched to the object; in ``flow`` mode with a
+segmenter, also its flow mask, while the last detection that matched it (the answer counts) is
+less than ``follow.lost_timeout_s`` old and no re-detection since has failed to find it. A
+re-detection that does not find the object (taken by the gripper, covered) leaves its flow mask
+unconfirmed: it still shows, at half its confidence per miss, until ``lost_timeout_s`` after the
+last confirmation, but the lost clock runs from the last frame before that miss. So an object
+that vanishes in place goes ``lost`` within ``lost_timeout_s`` plus one re-detection period.
+The unconfirmed flow mask is kept (moved by flow, not shown) as the place to look for the object:
+it is found again when it reappears there.
+
+Look-alikes: the detections not matched to a followed object are remembered (at most
+``MAX_LOOKALIKES``, nearest first, moved by flow in ``flow`` mode, forgotten after
+``lost_timeout_s`` without a detection) and compete in the association (``redetect.py``), so a
+same-coloured neighbour never takes over the identity of an object that vanished beside it.
 
 Not thread-safe: call from one worker thread.
 """
@@ -29,12 +45,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from sam3_agent_ros.config import FollowConfig
 from sam3_agent_ros.follow.flow import FlowTracker
-from sam3_agent_ros.follow.redetect import Gates, RedetectTracker
+from sam3_agent_ros.follow.redetect import Gates, Redetection, RedetectTracker
 from sam3_agent_ros.follow.tracker import MISSING, Estimate, centroid, mask_area
 from sam3_agent_ros.follow.types import (
     LOST,
@@ -53,6 +70,8 @@ from sam3_agent_ros.masks import pixel_box
 MIN_OBJECT_PIXELS = 16
 # Confidence kept by a flow mask that a re-detection did not confirm.
 UNCONFIRMED_FACTOR = 0.5
+# Look-alikes remembered for the association (the nearest to the followed objects).
+MAX_LOOKALIKES = 8
 
 
 def check_frame(frame_rgb: object) -> tuple[int, int]:
@@ -94,6 +113,39 @@ def followed_object(estimate: Estimate, index: int) -> FollowedObject:
                           confidence=round(float(estimate.confidence), 4), index=index)
 
 
+@dataclass
+class _Track:
+    """What a session knows of one followed object.
+
+    ``estimate``: where the object is now (its mask may be kept without being shown: an
+    unconfirmed flow mask past ``lost_timeout_s``); ``last_mask``: where it was last shown;
+    ``last_seen_s``: the lost clock; ``confirmed_s``: the last detection that matched it;
+    ``doubted``: a re-detection since ``confirmed_s`` did not find it; ``seen``: shown on the
+    last frame.
+    """
+
+    estimate: Estimate
+    last_mask: np.ndarray
+    last_seen_s: float
+    confirmed_s: float
+    doubted: bool = False
+    seen: bool = True
+
+    def prediction(self) -> Estimate:
+        """Where to look for the object: its estimate, or where it was last shown."""
+        if self.estimate.seen:
+            return self.estimate
+        return Estimate(mask=self.last_mask, confidence=0.0)
+
+
+@dataclass(frozen=True)
+class _LookAlike:
+    """Another detection of the prompt: its mask and when it was last detected."""
+
+    mask: np.ndarray
+    detected_s: float
+
+
 class FollowSession:
     """One followed answer. Raises ``FollowError`` at construction on unusable input (no masks,
     an empty mask, a mask or frame of the wrong shape, ``redetect`` mode without a segmenter or a
@@ -105,10 +157,9 @@ class FollowSession:
         if not _is_time(now_s):
             raise FollowError(f"now_s must be a finite number of seconds, got {now_s!r}")
         self._shape = check_frame(first_frame_rgb)
-        self._estimates = [Estimate(mask=m, confidence=1.0)
-                           for m in _check_masks(masks, self._shape)]
-        self._last_masks = [e.mask for e in self._estimates]
-        self._last_seen_s = [float(now_s)] * len(self._estimates)
+        self._tracks = [_Track(estimate=Estimate(mask=m, confidence=1.0), last_mask=m,
+                               last_seen_s=float(now_s), confirmed_s=float(now_s))
+                        for m in _check_masks(masks, self._shape)]
         can_redetect = segmenter is not None and bool(text_prompt and text_prompt.strip())
         if config.mode == "redetect" and not can_redetect:
             raise FollowError("follow.mode 'redetect' needs the segmenter and the query's text "
@@ -120,8 +171,9 @@ class FollowSession:
         if config.mode == "flow":
             self._flow = FlowTracker(config.flow_max_side)
             self._flow.reset(first_frame_rgb)
-        self._frames = 0
-        self._redetect_next = False
+        self._lookalikes: list[_LookAlike] = []
+        self._since_redetect: int | None = None  # updates since the last re-detection (None:
+        # none yet; the first followed frame is re-detected, which also finds the look-alikes)
         self._source = starting_source(config.mode)
         self._stopped = False
         self._error: str | None = None
@@ -162,56 +214,153 @@ class FollowSession:
         if shape != self._shape:
             return self.stop(f"follow stopped: the frame size changed from "
                              f"{self._shape[1]}x{self._shape[0]} to {shape[1]}x{shape[0]}")
+        now_s = float(now_s)
         try:
-            estimates, source = self._track(frame_rgb)
+            source = self._track(frame_rgb, now_s)
         except Exception as exc:  # noqa: BLE001 (a tracker failure must not kill the caller)
             return self.stop(f"follow stopped: {self._source} failed: "
                              f"{type(exc).__name__}: {exc}")
-        self._frames += 1
         self._source = source
-        estimates = [e if e.seen and mask_area(e.mask) >= MIN_OBJECT_PIXELS else MISSING
-                     for e in estimates]
-        self._estimates = estimates
-        for index, estimate in enumerate(estimates):
-            if estimate.seen:
-                self._last_seen_s[index] = float(now_s)
-                self._last_masks[index] = estimate.mask
-        self._redetect_next = any(not e.seen or e.trust < self._config.redetect_on_drop
-                                  for e in estimates)
-        state = self._state = self._state_at(float(now_s))
+        state = self._state = self._state_at(now_s)
         reground = False
         if state == LOST and self._config.reground_on_lost and (
                 self._last_reground_s is None
                 or now_s - self._last_reground_s >= self._config.lost_timeout_s):
             reground = True
-            self._last_reground_s = float(now_s)
-        objects = [followed_object(e, i) for i, e in enumerate(estimates) if e.seen]
+            self._last_reground_s = now_s
+        objects = [followed_object(t.estimate, i) for i, t in enumerate(self._tracks) if t.seen]
         return FollowUpdate(state=state, source=source, objects=objects, reground=reground)
 
     def _state_at(self, now_s: float) -> str:
-        if any(e.seen for e in self._estimates):
-            return TRACKING
-        unseen_for = now_s - max(self._last_seen_s)
+        unseen_for = now_s - max(t.last_seen_s for t in self._tracks)
         return LOST if unseen_for >= self._config.lost_timeout_s else TRACKING
 
-    def _predictions(self, estimates: Sequence[Estimate]) -> list[Estimate]:
-        """Where to look for each object: its estimate, or where it was last seen."""
-        return [e if e.seen else Estimate(mask=self._last_masks[i], confidence=0.0)
-                for i, e in enumerate(estimates)]
-
-    def _track(self, frame_rgb: np.ndarray) -> tuple[list[Estimate], str]:
+    def _track(self, frame_rgb: np.ndarray, now_s: float) -> str:
+        """Move every track (and look-alike) onto the frame; the update's source."""
+        if self._since_redetect is not None:
+            self._since_redetect += 1
         if self._flow is None:  # redetect mode
-            return self._redetector.track(frame_rgb, self._predictions(self._estimates)), \
-                SOURCE_REDETECT
-        flowed = self._flow.track(frame_rgb, self._estimates)
-        every = self._config.redetect_every
-        due = self._redetect_next or (every > 0 and (self._frames + 1) % every == 0)
-        if self._redetector is None or not due:
-            return flowed, SOURCE_FLOW
-        detected = self._redetector.track(frame_rgb, self._predictions(flowed))
-        merged = [d if d.seen else
-                  (Estimate(mask=f.mask, confidence=f.confidence * UNCONFIRMED_FACTOR,
-                            trust=f.trust * UNCONFIRMED_FACTOR)
-                   if f.seen else MISSING)
-                  for d, f in zip(detected, flowed)]
-        return merged, SOURCE_REDETECT
+            self._apply_redetection(self._redetect(frame_rgb), now_s)
+            return SOURCE_REDETECT
+        count = len(self._tracks)
+        moved = self._flow.track(frame_rgb, [t.estimate for t in self._tracks]
+                                 + [Estimate(mask=a.mask) for a in self._lookalikes])
+        self._lookalikes = [_LookAlike(e.mask, a.detected_s)
+                            for a, e in zip(self._lookalikes, moved[count:]) if e.seen]
+        for track, estimate in zip(self._tracks, moved[:count]):
+            track.estimate = _visible(self._without_lookalikes(estimate))
+        if self._redetector is None:  # flow alone: nothing can confirm, flow masks count
+            for track in self._tracks:
+                self._show(track, track.estimate.seen, now_s)
+            return SOURCE_FLOW
+        if self._redetect_due(now_s):
+            self._apply_redetection(self._redetect(frame_rgb), now_s)
+            return SOURCE_REDETECT
+        for track in self._tracks:
+            self._show_flow(track, now_s)
+        return SOURCE_FLOW
+
+    def _without_lookalikes(self, estimate: Estimate) -> Estimate:
+        """A flow mask less the pixels of the look-alikes: where an object vanished, flow can
+        pull its mask towards the nearest similar edges, a neighbour's."""
+        if not estimate.seen or not self._lookalikes:
+            return estimate
+        mask = _without(estimate.mask, [a.mask for a in self._lookalikes])
+        return estimate if mask is estimate.mask else replace(estimate, mask=mask)
+
+    def _redetect_due(self, now_s: float) -> bool:
+        """Whether the segmenter runs on this frame (after flow moved the masks onto it)."""
+        every, config = self._config.redetect_every, self._config
+        if self._since_redetect is None or (every > 0 and self._since_redetect >= every):
+            return True
+        return any(not t.estimate.seen or t.doubted  # to find it again
+                   or t.estimate.trust < config.redetect_on_drop  # flow is losing it
+                   or now_s - t.confirmed_s >= config.lost_timeout_s  # before it goes unseen
+                   for t in self._tracks)
+
+    def _redetect(self, frame_rgb: np.ndarray) -> Redetection:
+        self._since_redetect = 0
+        return self._redetector.redetect(frame_rgb, [t.prediction() for t in self._tracks],
+                                         [a.mask for a in self._lookalikes])
+
+    def _apply_redetection(self, found: Redetection, now_s: float) -> None:
+        self._remember_lookalikes(found, now_s)
+        for track, detected in zip(self._tracks, found.objects):
+            detected = _visible(detected)
+            if detected.seen:
+                track.estimate, track.confirmed_s, track.doubted = detected, now_s, False
+                self._show(track, True, now_s)
+                continue
+            flowed = (_visible(self._without_lookalikes(track.estimate))
+                      if self._flow is not None else MISSING)
+            if flowed.seen:  # an unconfirmed flow mask: kept, at a lower confidence
+                track.estimate = Estimate(mask=flowed.mask,
+                                          confidence=flowed.confidence * UNCONFIRMED_FACTOR,
+                                          trust=flowed.trust * UNCONFIRMED_FACTOR)
+                track.doubted = True
+                self._show_flow(track, now_s)
+            else:
+                track.estimate = MISSING
+                self._show(track, False, now_s)
+
+    def _show_flow(self, track: _Track, now_s: float) -> None:
+        """A flow mask shows while its last confirmation is under ``lost_timeout_s`` old; it
+        moves the lost clock only while no re-detection has missed the object since."""
+        shown = track.estimate.seen and now_s - track.confirmed_s < self._config.lost_timeout_s
+        self._show(track, shown, now_s, clock=not track.doubted)
+
+    @staticmethod
+    def _show(track: _Track, shown: bool, now_s: float, clock: bool = True) -> None:
+        track.seen = shown
+        if shown:
+            track.last_mask = track.estimate.mask
+            if clock:
+                track.last_seen_s = now_s
+
+    def _remember_lookalikes(self, found: Redetection, now_s: float) -> None:
+        timeout = self._config.lost_timeout_s
+        kept = [_LookAlike(mask, now_s) if mask is not None else old
+                for old, mask in zip(self._lookalikes, found.lookalikes)]
+        kept = [a for a in kept if now_s - a.detected_s < timeout]
+        kept += [_LookAlike(mask, now_s) for mask in found.unmatched]
+        if len(kept) > MAX_LOOKALIKES:
+            anchors = [centroid(t.prediction().mask) for t in self._tracks]
+            kept.sort(key=lambda a: _distance_to(centroid(a.mask), anchors))
+        self._lookalikes = kept[:MAX_LOOKALIKES]
+
+
+def _visible(estimate: Estimate) -> Estimate:
+    """The estimate, or ``MISSING`` when its mask is too small to be an object in view."""
+    if estimate.seen and mask_area(estimate.mask) >= MIN_OBJECT_PIXELS:
+        return estimate
+    return MISSING
+
+
+def _without(mask: np.ndarray, others: Sequence[np.ndarray]) -> np.ndarray:
+    """``mask`` less the pixels of ``others``: ``mask`` itself when they share none, else a copy.
+    Only the overlap of the masks' boxes is read."""
+    box = pixel_box(mask)
+    if box is None:
+        return mask
+    out = mask
+    for other in others:
+        other_box = pixel_box(other)
+        if other_box is None:
+            continue
+        x0, y0 = max(box[0], other_box[0]), max(box[1], other_box[1])
+        x1, y1 = min(box[2], other_box[2]), min(box[3], other_box[3])
+        if x0 >= x1 or y0 >= y1:
+            continue
+        shared = out[y0:y1, x0:x1] & other[y0:y1, x0:x1]
+        if shared.any():
+            out = out.copy() if out is mask else out
+            out[y0:y1, x0:x1] &= ~shared
+    return out
+
+
+def _distance_to(point: tuple[float, float] | None,
+                 anchors: Sequence[tuple[float, float] | None]) -> float:
+    if point is None:
+        return math.inf
+    return min((math.hypot(point[0] - a[0], point[1] - a[1]) for a in anchors if a is not None),
+               default=math.inf)
