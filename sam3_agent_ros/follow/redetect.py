@@ -142,12 +142,12 @@ def detect(segmenter: Segmenter, frame_rgb: np.ndarray, text_prompt: str) -> lis
 @dataclass(frozen=True)
 class Redetection:
     """One re-detection: per followed object its estimate (``MISSING`` when no detection matched
-    it), per known look-alike the mask of the detection it matched (None: none), and the masks of
-    the detections that matched nothing (new look-alikes, highest score first)."""
+    it), per known look-alike the detection it matched (``MISSING``: none), and the detections
+    that matched nothing (new look-alikes, highest score first)."""
 
     objects: list[Estimate]
-    lookalikes: list[np.ndarray | None]
-    unmatched: list[np.ndarray]
+    lookalikes: list[Estimate]
+    unmatched: list[Estimate]
 
 
 class RedetectTracker:
@@ -179,10 +179,14 @@ class RedetectTracker:
             j, iou = matches[i]
             det = detections[j]
             confidence = min(1.0, max(0.0, det.score)) * (0.5 + 0.5 * iou)
-            objects.append(Estimate(mask=det.mask, confidence=confidence))
+            objects.append(Estimate(mask=det.mask, confidence=confidence, box=det.pixel_box))
         offset = len(previous)
-        found = [detections[matches[offset + k][0]].mask if offset + k in matches else None
-                 for k in range(len(lookalikes))]
+        found = [_as_estimate(detections[matches[offset + k][0]]) if offset + k in matches
+                 else MISSING for k in range(len(lookalikes))]
         taken = {j for j, _ in matches.values()}
-        unmatched = [det.mask for j, det in enumerate(detections) if j not in taken]
+        unmatched = [_as_estimate(det) for j, det in enumerate(detections) if j not in taken]
         return Redetection(objects=objects, lookalikes=found, unmatched=unmatched)
+
+
+def _as_estimate(detection: Mask) -> Estimate:
+    return Estimate(mask=detection.mask, confidence=detection.score, box=detection.pixel_box)

@@ -64,7 +64,7 @@ from sam3_agent_ros.follow.types import (
     FollowUpdate,
     starting_source,
 )
-from sam3_agent_ros.masks import pixel_box
+from sam3_agent_ros.masks import PixelBox, pixel_box
 
 # A mask with fewer pixels counts as out of view (a sliver flow left at the image border).
 MIN_OBJECT_PIXELS = 16
@@ -107,9 +107,10 @@ def _is_time(value: object) -> bool:
 
 
 def followed_object(estimate: Estimate, index: int) -> FollowedObject:
-    x0, y0, x1, y1 = pixel_box(estimate.mask)
+    box = estimate.pixel_box()
+    x0, y0, x1, y1 = box
     return FollowedObject(mask=estimate.mask, bbox=(float(x0), float(y0), float(x1), float(y1)),
-                          centroid=tuple(float(c) for c in centroid(estimate.mask)),
+                          centroid=tuple(float(c) for c in centroid(estimate.mask, box)),
                           confidence=round(float(estimate.confidence), 4), index=index)
 
 
@@ -140,10 +141,45 @@ class _Track:
 
 @dataclass(frozen=True)
 class _LookAlike:
-    """Another detection of the prompt: its mask and when it was last detected."""
+    """Another detection of the prompt: its mask as a crop whose top-left corner is at (x, y)
+    (moved rigidly by flow in ``flow`` mode), and when it was last detected."""
 
-    mask: np.ndarray
+    crop: np.ndarray
+    x: float
+    y: float
     detected_s: float
+
+    @classmethod
+    def detected(cls, found: Estimate, now_s: float) -> _LookAlike:
+        x0, y0, x1, y1 = found.pixel_box()
+        return cls(found.mask[y0:y1, x0:x1].copy(), float(x0), float(y0), now_s)
+
+    def moved(self, dx: float, dy: float) -> _LookAlike:
+        return replace(self, x=self.x + dx, y=self.y + dy)
+
+    def box(self) -> PixelBox:
+        """Its box on the frame, possibly reaching past the frame's edges."""
+        x0, y0 = round(self.x), round(self.y)
+        return x0, y0, x0 + self.crop.shape[1], y0 + self.crop.shape[0]
+
+    def placed(self, shape: tuple[int, int]) -> tuple[np.ndarray, PixelBox] | None:
+        """The part of the crop inside a frame of ``shape`` and its box there (None: none)."""
+        x0, y0, x1, y1 = self.box()
+        cx0, cy0 = max(0, -x0), max(0, -y0)
+        cx1 = min(self.crop.shape[1], shape[1] - x0)
+        cy1 = min(self.crop.shape[0], shape[0] - y0)
+        if cx0 >= cx1 or cy0 >= cy1 or not self.crop[cy0:cy1, cx0:cx1].any():
+            return None
+        return self.crop[cy0:cy1, cx0:cx1], (x0 + cx0, y0 + cy0, x0 + cx1, y0 + cy1)
+
+    def mask(self, shape: tuple[int, int]) -> np.ndarray:
+        """Its full-frame mask (empty when it is out of the frame)."""
+        mask = np.zeros(shape, bool)
+        placed = self.placed(shape)
+        if placed is not None:
+            crop, (x0, y0, x1, y1) = placed
+            mask[y0:y1, x0:x1] = crop
+        return mask
 
 
 class FollowSession:
@@ -242,12 +278,10 @@ class FollowSession:
         if self._flow is None:  # redetect mode
             self._apply_redetection(self._redetect(frame_rgb), now_s)
             return SOURCE_REDETECT
-        count = len(self._tracks)
-        moved = self._flow.track(frame_rgb, [t.estimate for t in self._tracks]
-                                 + [Estimate(mask=a.mask) for a in self._lookalikes])
-        self._lookalikes = [_LookAlike(e.mask, a.detected_s)
-                            for a, e in zip(self._lookalikes, moved[count:]) if e.seen]
-        for track, estimate in zip(self._tracks, moved[:count]):
+        moved = self._flow.track(frame_rgb, [t.estimate for t in self._tracks])
+        self._lookalikes = [a.moved(*self._flow.displacement(a.box())) for a in self._lookalikes]
+        self._lookalikes = [a for a in self._lookalikes if a.placed(self._shape) is not None]
+        for track, estimate in zip(self._tracks, moved):
             track.estimate = _visible(self._without_lookalikes(estimate))
         if self._redetector is None:  # flow alone: nothing can confirm, flow masks count
             for track in self._tracks:
@@ -265,8 +299,8 @@ class FollowSession:
         pull its mask towards the nearest similar edges, a neighbour's."""
         if not estimate.seen or not self._lookalikes:
             return estimate
-        mask = _without(estimate.mask, [a.mask for a in self._lookalikes])
-        return estimate if mask is estimate.mask else replace(estimate, mask=mask)
+        placed = [a.placed(self._shape) for a in self._lookalikes]
+        return _without(estimate, [p for p in placed if p is not None])
 
     def _redetect_due(self, now_s: float) -> bool:
         """Whether the segmenter runs on this frame (after flow moved the masks onto it)."""
@@ -281,7 +315,7 @@ class FollowSession:
     def _redetect(self, frame_rgb: np.ndarray) -> Redetection:
         self._since_redetect = 0
         return self._redetector.redetect(frame_rgb, [t.prediction() for t in self._tracks],
-                                         [a.mask for a in self._lookalikes])
+                                         [a.mask(self._shape) for a in self._lookalikes])
 
     def _apply_redetection(self, found: Redetection, now_s: float) -> None:
         self._remember_lookalikes(found, now_s)
@@ -319,43 +353,54 @@ class FollowSession:
 
     def _remember_lookalikes(self, found: Redetection, now_s: float) -> None:
         timeout = self._config.lost_timeout_s
-        kept = [_LookAlike(mask, now_s) if mask is not None else old
-                for old, mask in zip(self._lookalikes, found.lookalikes)]
+        kept = [_LookAlike.detected(where, now_s) if where.seen else old
+                for old, where in zip(self._lookalikes, found.lookalikes)]
         kept = [a for a in kept if now_s - a.detected_s < timeout]
-        kept += [_LookAlike(mask, now_s) for mask in found.unmatched]
+        kept += [_LookAlike.detected(where, now_s) for where in found.unmatched]
         if len(kept) > MAX_LOOKALIKES:
             anchors = [centroid(t.prediction().mask) for t in self._tracks]
-            kept.sort(key=lambda a: _distance_to(centroid(a.mask), anchors))
+            kept.sort(key=lambda a: _distance_to(_box_centre(a.box()), anchors))
         self._lookalikes = kept[:MAX_LOOKALIKES]
 
 
 def _visible(estimate: Estimate) -> Estimate:
-    """The estimate, or ``MISSING`` when its mask is too small to be an object in view."""
-    if estimate.seen and mask_area(estimate.mask) >= MIN_OBJECT_PIXELS:
-        return estimate
-    return MISSING
+    """The estimate (with its box), or ``MISSING`` when its mask is too small to be an object in
+    view."""
+    box = estimate.pixel_box()
+    if box is None or mask_area(estimate.mask, box) < MIN_OBJECT_PIXELS:
+        return MISSING
+    return estimate if estimate.box is not None else replace(estimate, box=box)
 
 
-def _without(mask: np.ndarray, others: Sequence[np.ndarray]) -> np.ndarray:
-    """``mask`` less the pixels of ``others``: ``mask`` itself when they share none, else a copy.
-    Only the overlap of the masks' boxes is read."""
-    box = pixel_box(mask)
+def _without(estimate: Estimate, others: Sequence[tuple[np.ndarray, PixelBox]]) -> Estimate:
+    """``estimate`` less the pixels of ``others`` (crops and their boxes on the frame): the same
+    estimate when they share none, else one with a new mask. Only the overlap of the boxes is
+    read."""
+    box = estimate.pixel_box()
     if box is None:
-        return mask
-    out = mask
-    for other in others:
-        other_box = pixel_box(other)
-        if other_box is None:
-            continue
+        return estimate
+    mask = estimate.mask
+    for crop, other_box in others:
         x0, y0 = max(box[0], other_box[0]), max(box[1], other_box[1])
         x1, y1 = min(box[2], other_box[2]), min(box[3], other_box[3])
         if x0 >= x1 or y0 >= y1:
             continue
-        shared = out[y0:y1, x0:x1] & other[y0:y1, x0:x1]
+        ox, oy = other_box[0], other_box[1]
+        shared = mask[y0:y1, x0:x1] & crop[y0 - oy:y1 - oy, x0 - ox:x1 - ox]
         if shared.any():
-            out = out.copy() if out is mask else out
-            out[y0:y1, x0:x1] &= ~shared
-    return out
+            mask = mask.copy() if mask is estimate.mask else mask
+            mask[y0:y1, x0:x1] &= ~shared
+    if mask is estimate.mask:
+        return estimate
+    left = pixel_box(mask[box[1]:box[3], box[0]:box[2]])
+    if left is None:
+        return MISSING
+    return replace(estimate, mask=mask, box=(box[0] + left[0], box[1] + left[1],
+                                             box[0] + left[2], box[1] + left[3]))
+
+
+def _box_centre(box: PixelBox) -> tuple[float, float]:
+    return (box[0] + box[2]) / 2.0, (box[1] + box[3]) / 2.0
 
 
 def _distance_to(point: tuple[float, float] | None,

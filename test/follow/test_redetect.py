@@ -127,8 +127,8 @@ def test_a_look_alike_keeps_its_detection_from_a_vanished_object_beside_it():
     assert pixel_box(tracker.track(frame(), previous)[0].mask) == (71, 20, 111, 60)
     found = tracker.redetect(frame(), previous, [box_mask(70, 20, 110, 60)])
     assert found.objects == [MISSING]
-    assert pixel_box(found.lookalikes[0]) == (71, 20, 111, 60)
-    assert [pixel_box(m) for m in found.unmatched] == [(200, 120, 240, 160)]
+    assert pixel_box(found.lookalikes[0].mask) == found.lookalikes[0].box == (71, 20, 111, 60)
+    assert [e.box for e in found.unmatched] == [(200, 120, 240, 160)]
 
 
 def test_redetect_reports_unmatched_look_alikes_and_detections():
@@ -137,7 +137,7 @@ def test_redetect_reports_unmatched_look_alikes_and_detections():
     found = tracker.redetect(frame(), [Estimate(box_mask(20, 20, 60, 60), 1.0)],
                              [box_mask(200, 100, 240, 140)])
     assert pixel_box(found.objects[0].mask) == (22, 20, 62, 60)
-    assert found.lookalikes == [None] and found.unmatched == []
+    assert found.lookalikes == [MISSING] and found.unmatched == []
 
 
 def test_detect_validates_segmenter_output():
