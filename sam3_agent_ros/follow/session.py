@@ -15,11 +15,12 @@ States:
 
 Modes (``follow.mode``):
 - ``flow``: ``FlowTracker`` on every frame; the segmenter re-detects with the query's text
-  prompt on the first followed frame, then every ``follow.redetect_every`` frames, on the next
-  frame after flow brought an object's confidence below ``follow.redetect_on_drop`` of its value
-  at the last detection (or an object went unseen or unconfirmed), and on the frame where a flow
-  mask would otherwise have gone ``follow.lost_timeout_s`` without a confirmation. Matched
-  detections replace the flow masks (drift correction).
+  prompt (on the same frame, after flow) on the first followed frame, then every
+  ``follow.redetect_every`` frames; on the frame where flow brought an object's confidence below
+  ``follow.redetect_on_drop`` of its value at the last detection, or lost its mask; on the frame
+  where a flow mask would otherwise go ``follow.lost_timeout_s`` without a confirmation; and on
+  every frame while an object is unseen or unconfirmed. Matched detections replace the flow masks
+  (drift correction).
   Without a segmenter or a text prompt, flow runs alone and its masks count as seen.
 - ``redetect``: the segmenter on every frame, associated to where each object was last seen.
 
@@ -34,9 +35,10 @@ The unconfirmed flow mask is kept (moved by flow, not shown) as the place to loo
 it is found again when it reappears there.
 
 Look-alikes: the detections not matched to a followed object are remembered (at most
-``MAX_LOOKALIKES``, nearest first, moved by flow in ``flow`` mode, forgotten after
-``lost_timeout_s`` without a detection) and compete in the association (``redetect.py``), so a
-same-coloured neighbour never takes over the identity of an object that vanished beside it.
+``MAX_LOOKALIKES``, nearest first, moved rigidly by the median flow under them in ``flow`` mode,
+forgotten after ``lost_timeout_s`` without a detection) and compete in the association
+(``redetect.py``), so a same-coloured neighbour never takes over the identity of an object that
+vanished beside it; flow masks also lose the look-alikes' pixels.
 
 Not thread-safe: call from one worker thread.
 """
