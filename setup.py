@@ -43,6 +43,9 @@ setup(
         (f"{SHARE}/data/sample_moving", ["data/sample_moving/ground_truth.json",
                                          "data/sample_moving/ground_truth.npz"]),
         (f"{SHARE}/data/sample_moving/bag", sorted(glob("data/sample_moving/bag/*"))),
+        (f"{SHARE}/data/sample_grasp", ["data/sample_grasp/ground_truth.json",
+                                        "data/sample_grasp/ground_truth.npz"]),
+        (f"{SHARE}/data/sample_grasp/bag", sorted(glob("data/sample_grasp/bag/*"))),
     ],
     # Runtime dependencies are pinned in requirements/ (scripts/setup_venv.sh) for pip users and
     # declared in package.xml for rosdep; ROS 2 Python packages are not on PyPI under their

@@ -258,11 +258,14 @@ PARAMETERS: tuple[Parameter, ...] = (
               "text prompt on every followed frame and associate its masks to the followed ones.",
               choices=("flow", "redetect")),
     Parameter("follow.lost_timeout_s", 1.0,
-              "Following reports 'lost' after no followed object was seen for this long.",
+              "Following reports 'lost' after no followed object was seen for this long (a "
+              "flow mask counts as seen only while a re-detection confirmed it within this "
+              "time and none missed it since).",
               min=0.0, max=3600.0),
     Parameter("follow.redetect_every", 10,
               "In 'flow' mode, re-detect (segmenter + association) every N frames to correct "
-              "drift (0: only when follow.redetect_on_drop asks).",
+              "drift (0: only when follow.redetect_on_drop asks, an object is unseen, or a flow "
+              "mask would go follow.lost_timeout_s unconfirmed).",
               min=0, max=10000),
     Parameter("follow.reground_on_lost", False,
               "When lost, ask for the whole query to be re-run (LLM included), at most once per "
@@ -271,7 +274,7 @@ PARAMETERS: tuple[Parameter, ...] = (
               "Longest side (px) of the grayscale frames optical flow runs on (smaller: faster, "
               "coarser).", min=32, max=8192),
     Parameter("follow.redetect_on_drop", 0.5,
-              "In 'flow' mode, re-detect on the next frame when flow has brought an object's "
+              "In 'flow' mode, re-detect on the same frame when flow has brought an object's "
               "confidence below this fraction of its value at the last detection, or when an "
               "object went out of view (0: only out of view).", min=0.0, max=1.0),
     Parameter("follow.match_min_iou", 0.1,

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Regenerate the moving sample bag and its ground truth (data/sample_moving/, follow mode).
+"""Regenerate the moving sample bags and their ground truth (follow mode): data/sample_moving/
+(the camera pans, objects move, one leaves the view) and data/sample_grasp/ (an object taken away
+in place beside its look-alike).
 
-    .venv/bin/python scripts/make_moving_bag.py [--out DIR]
+    .venv/bin/python scripts/make_moving_bag.py [--sample moving|grasp|all] [--out DIR]
 
-Deterministic: running it again writes the same messages. Takes about a minute (zstd level 19).
+Deterministic: running it again writes the same messages. Takes about a minute a bag (zstd
+level 19).
 """
 
 from __future__ import annotations
@@ -18,17 +21,26 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from sam3_agent_ros.demo import moving_sample, sample  # noqa: E402
 
+SAMPLES = {"moving": moving_sample.MOVING, "grasp": moving_sample.GRASP}
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "data" / moving_sample.DIRNAME,
-                        help=f"output directory (default: data/{moving_sample.DIRNAME})")
+    parser.add_argument("--sample", choices=[*SAMPLES, "all"], default="all",
+                        help="which bag (default: all)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output directory of one --sample (default: data/<its folder>)")
     args = parser.parse_args(argv)
-    started = time.monotonic()
-    bag_dir = moving_sample.generate(args.out)
-    size = sample.dir_size(args.out)
-    print(f"wrote {bag_dir} and the ground truth in {args.out}: {size / 1e6:.2f} MB, "
-          f"{time.monotonic() - started:.1f} s")
+    chosen = list(SAMPLES.values()) if args.sample == "all" else [SAMPLES[args.sample]]
+    if args.out is not None and len(chosen) != 1:
+        parser.error("--out needs one --sample (moving or grasp)")
+    for spec in chosen:
+        started = time.monotonic()
+        out = args.out or REPO_ROOT / "data" / spec.dirname
+        bag_dir = spec.generate(out)
+        size = sample.dir_size(out)
+        print(f"wrote {bag_dir} and the ground truth in {out}: {size / 1e6:.2f} MB, "
+              f"{time.monotonic() - started:.1f} s")
     return 0
 
 

@@ -1,12 +1,13 @@
-"""``sam3-agent demo-follow``: the node following objects on the moving sample bag, scored.
+"""``sam3-agent demo-follow``: the node following objects on the moving sample bags, scored.
 
 Steps (the shared ones in ``harness.py``): lock the output folder; put DDS on loopback; start
 ``sam3_agent_node`` (offline backends, depth on) with the camera topics remapped onto its inputs;
-replay ``data/sample_moving/`` (its ``/query`` messages start and stop following, see
-``moving_sample.py``); collect ``~/result`` and ``~/follow/*``; print per followed query the IoU
-per frame and its mean, the 3D error, how following ended (``stopped`` / ``lost``), write
-overlays of the followed masks to ``OUT/`` and a report to ``OUT/report.json``
-(``follow_scoring.py`` scores). The node subprocess is always stopped, whatever happens.
+replay ``data/sample_moving/`` then ``data/sample_grasp/`` (their ``/query`` messages start and
+stop following, see ``moving_sample.py``; ``--sample DIR`` replays that one bag only); collect
+``~/result`` and ``~/follow/*``; print per followed query the IoU per frame and its mean, the 3D
+error, the IoU with a look-alike, how following ended (``stopped`` / ``lost``), write overlays of
+the followed masks to ``OUT/`` and a report to ``OUT/report.json`` (``follow_scoring.py``
+scores). The node subprocess is always stopped, whatever happens.
 """
 
 from __future__ import annotations
@@ -22,7 +23,12 @@ import numpy as np
 
 from sam3_agent_ros.config import OFFLINE_BACKENDS, nest
 from sam3_agent_ros.demo import harness, moving_sample, sample
-from sam3_agent_ros.demo.follow_scoring import FollowOutcome, format_summary, score_follow
+from sam3_agent_ros.demo.follow_scoring import (
+    FollowOutcome,
+    format_summary,
+    lost_bound_s,
+    score_follow,
+)
 from sam3_agent_ros.demo.harness import DemoOptions
 from sam3_agent_ros.demo.listener import Listener, header_stamp_ns, mono8_to_mask
 from sam3_agent_ros.demo.node_process import NodeProcess
@@ -31,10 +37,11 @@ from sam3_agent_ros.demo.report import DemoReport
 TAG = "demo-follow"
 RESULT_TIMEOUT_S = 10.0  # after the bag: how long to wait for the final statuses
 LOST_TIMEOUT_S = 1.0
+REDETECT_EVERY = 10  # frames; the bags are 10 Hz: `flow` re-detects at least once a second
 DEMO_FOLLOW_PARAMETERS = {
     **nest(OFFLINE_BACKENDS),  # the demo runs without a model, and says so
     "depth": {"enabled": True},
-    "follow": {"lost_timeout_s": LOST_TIMEOUT_S},
+    "follow": {"lost_timeout_s": LOST_TIMEOUT_S, "redetect_every": REDETECT_EVERY},
     "image_qos": "reliable",  # a bag player publishes reliably; keep every frame
 }
 OUTPUT_TOPICS = {"result": "/sam3_agent/result", "status": "/sam3_agent/follow/status",
@@ -54,22 +61,36 @@ class Collected:
     colour: dict[int, bytes] = field(default_factory=dict)  # stamp ns -> CDR of the bag frame
 
 
+@dataclass(frozen=True)
+class Bag:
+    """One moving sample: its folder, ground truth and description (``ground_truth.json``)."""
+
+    sample_dir: Path
+    truth: sample.GroundTruth
+    description: dict
+
+
+def load_bags(options: DemoOptions) -> list[Bag]:
+    """``--sample DIR``, else the bundled moving and grasp samples, in replay order."""
+    dirs = ([options.sample_dir] if options.sample_dir
+            else [spec.default_dir() for spec in moving_sample.SAMPLES])
+    return [Bag(d, sample.load_ground_truth(d), moving_sample.load_description(d)) for d in dirs]
+
+
 def run_follow_demo(options: DemoOptions, out=None) -> int:
     """Run the demo; returns 0 when every followed query meets its targets."""
     out = out or sys.stdout
     started = time.monotonic()
     report = DemoReport()
     try:
-        sample_dir = options.sample_dir or moving_sample.default_dir()
-        truth = sample.load_ground_truth(sample_dir)
-        description = moving_sample.load_description(sample_dir)
+        bags = load_bags(options)
     except (FileNotFoundError, OSError, ValueError, KeyError) as exc:
         report.error = (f"cannot load the moving sample: {exc} (make it with "
                         "scripts/make_moving_bag.py)")
     else:
         try:
             with harness.output_lock(options.out_dir):
-                _run_locked(options, sample_dir, truth, description, report, out)
+                _run_locked(options, bags, report, out)
                 report.wall_s = time.monotonic() - started
                 report.write(options.out_dir)
         except harness.OutputBusy as exc:
@@ -80,24 +101,24 @@ def run_follow_demo(options: DemoOptions, out=None) -> int:
     return 0 if report.ok else 1
 
 
-def _run_locked(options: DemoOptions, sample_dir: Path, truth, description: dict,
-                report: DemoReport, out) -> None:
+def _run_locked(options: DemoOptions, bags: list[Bag], report: DemoReport, out) -> None:
     for old in options.out_dir.glob("*.png"):
         old.unlink()
     collected = Collected()
-    harness.run_node(TAG, options, DEMO_FOLLOW_PARAMETERS, sample_dir, report, out,
-                     lambda process: _session(options, sample_dir, description, process,
-                                              collected, out))
-    report.outcomes = _score(options, truth, description, collected)
+    harness.run_node(TAG, options, DEMO_FOLLOW_PARAMETERS, bags[0].sample_dir, report, out,
+                     lambda process: _session(options, bags, process, collected, out))
+    report.outcomes = [outcome for bag in bags
+                       for outcome in _score(options, bag, collected)]
 
 
 def _followed_queries(description: dict) -> list[dict]:
     return [q for q in description["queries"] if q.get("follow")]
 
 
-def _session(options: DemoOptions, sample_dir: Path, description: dict, process: NodeProcess,
+def _session(options: DemoOptions, bags: list[Bag], process: NodeProcess,
              collected: Collected, out) -> None:
-    """The listener node, the replay, and the wait for every followed query's final status."""
+    """The listener node, the replays (one bag after the other), and the wait for every followed
+    query's final status."""
     from geometry_msgs.msg import PointStamped
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import Image
@@ -145,13 +166,17 @@ def _session(options: DemoOptions, sample_dir: Path, description: dict, process:
                 with collected.lock:
                     collected.colour[message.timestamp_ns] = message.data
 
-        followed = _followed_queries(description)
-        print(f"[{TAG}] node active; replaying {description['frame_count']} frames, "
-              f"{len(followed)} followed queries", file=out)
-        replay_bag(sample_dir / sample.BAG_DIRNAME, node, rate=options.rate, stop=listener.stop,
-                   on_publish=on_publish,
-                   wait_for_topics=(sample.COLOR_TOPIC, sample.QUERY_TOPIC), wait_timeout_s=10.0)
-        ids = {q["query_id"] for q in followed}
+        ids = set()
+        for bag in bags:
+            followed = _followed_queries(bag.description)
+            ids |= {q["query_id"] for q in followed}
+            print(f"[{TAG}] node active; replaying {bag.sample_dir.name}: "
+                  f"{bag.description['frame_count']} frames, {len(followed)} followed queries",
+                  file=out)
+            replay_bag(bag.sample_dir / sample.BAG_DIRNAME, node, rate=options.rate,
+                       stop=listener.stop, on_publish=on_publish,
+                       wait_for_topics=(sample.COLOR_TOPIC, sample.QUERY_TOPIC),
+                       wait_timeout_s=10.0)
         deadline = time.monotonic() + options.result_timeout_s
         while time.monotonic() < deadline:
             with collected.lock:
@@ -180,7 +205,9 @@ def _print_transition(statuses: list[dict], out) -> None:
     out.flush()
 
 
-def _score(options, truth, description: dict, collected: Collected) -> list[FollowOutcome]:
+def _score(options, bag: Bag, collected: Collected) -> list[FollowOutcome]:
+    truth, description = bag.truth, bag.description
+    redetect_period_s = REDETECT_EVERY / float(description.get("rate_hz") or 10.0)
     with collected.lock:
         results = {r["query_id"]: r for r in collected.results}
         statuses, masks = list(collected.statuses), dict(collected.masks)
@@ -189,11 +216,15 @@ def _score(options, truth, description: dict, collected: Collected) -> list[Foll
     for query in _followed_queries(description):
         outcome = FollowOutcome(query["query_id"], query["query"], query["expected"],
                                 query["ends"])
+        outcome.look_alike = query.get("look_alike")
+        # Samples made before the grasp sample name only the object that leaves the view.
+        gone_ns = query.get("gone_stamp_ns", description.get("leaves_view_stamp_ns"))
+        outcome.gone = query.get("gone", "left the view" if gone_ns is not None else None)
         result = results.get(query["query_id"]) or {}
         outcome.answer, outcome.backends = result.get("status"), result.get("backends")
         mine = [s for s in statuses if s["query_id"] == query["query_id"]]
-        score_follow(outcome, mine, masks, targets, truth, description["leaves_view_stamp_ns"],
-                     LOST_TIMEOUT_S)
+        score_follow(outcome, mine, masks, targets, truth, gone_ns,
+                     lost_bound_s(outcome.gone, LOST_TIMEOUT_S, redetect_period_s))
         _write_overlays(options.out_dir, query["query_id"], mine, masks, colour)
         outcomes.append(outcome)
     return outcomes

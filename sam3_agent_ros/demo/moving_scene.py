@@ -1,14 +1,21 @@
-"""A synthetic moving tabletop sequence with exact ground truth, for follow mode.
+"""Synthetic moving tabletop sequences with exact ground truth, for follow mode.
 
-The camera of ``scene.py``'s default tabletop pans (and wobbles, and comes a little closer) while
-three objects move on the table: ``blue_cylinder`` circles, ``red_box`` slides and turns,
-``green_prism`` slides up the image. Near the end the pan speeds up to the right, so
-``blue_box`` (the leftmost object) leaves the view (``LEAVING_OBJECT``): following it must end in
-``lost``. Every frame carries RGB, depth (float32 m), the intrinsics, per-object masks and the
-camera-frame 3D top centres (``scene.SceneFrame``).
+``MovingSequence``: the camera of ``scene.py``'s default tabletop pans (and wobbles, and comes a
+little closer) while three objects move on the table: ``blue_cylinder`` circles, ``red_box``
+slides and turns, ``green_prism`` slides up the image. Near the end the pan speeds up to the
+right, so ``blue_box`` (the leftmost object) leaves the view (``LEAVING_OBJECT``): following it
+must end in ``lost``.
 
-Deterministic given the seed: ``MovingSequence(seed=0).frame(i)`` renders frame ``i`` on its own.
-Resolution follows the intrinsics (``intrinsics_for(1920, 1080)`` keeps the field of view).
+``GraspSequence``: the same table with a look-alike (``LOOK_ALIKE``, a blue box of the same size)
+standing 2 cm to the right of ``blue_box``; the camera only wobbles, and ``blue_box``
+(``GRASPED_OBJECT``) is taken away in place (it vanishes between two frames, as when a gripper
+takes it or a hand covers it), then optionally put back where it was. Following it must end in
+``lost`` and never switch to the look-alike; put back, it is found again.
+
+Every frame carries RGB, depth (float32 m), the intrinsics, per-object masks and the camera-frame
+3D top centres (``scene.SceneFrame``). Deterministic given the seed: ``sequence.frame(i)``
+renders frame ``i`` on its own. Resolution follows the intrinsics (``intrinsics_for(1920, 1080)``
+keeps the field of view).
 """
 
 from __future__ import annotations
@@ -25,11 +32,14 @@ from sam3_agent_ros.demo.scene import (
     Lighting,
     Scene,
     SceneFrame,
+    SceneObject,
     default_scene,
     render_scene,
 )
 
 LEAVING_OBJECT = "blue_box"
+GRASPED_OBJECT = "blue_box"
+LOOK_ALIKE = "blue_twin"
 # Horizontal pan (m, camera x) over the whole sequence: a slow wobble, then a fast sweep to the
 # right from half-way that carries LEAVING_OBJECT out of the left edge.
 _WOBBLE_M = 0.05
@@ -141,26 +151,40 @@ class MovingSequence:
     def stamp(self, index: int) -> float:
         return index / self.fps
 
-    def frame(self, index: int) -> MovingFrame:
+    def scene(self, index: int) -> Scene:
+        """The objects where they stand on frame ``index``."""
+        return moved_scene(self.progress(index), default_scene(self.intrinsics))
+
+    def pose(self, index: int) -> CameraPose:
+        """The camera on frame ``index``."""
+        return camera_pose(self.progress(index))
+
+    def frame(self, index: int, pixel_noise: bool = True) -> MovingFrame:
+        """Frame ``index``; ``pixel_noise=False`` renders it without pixel noise (the sample
+        bags: noise would make them ~15x larger)."""
         if not 0 <= index < self.n_frames:
             raise IndexError(f"frame {index} is outside 0..{self.n_frames - 1}")
-        p = self.progress(index)
-        scene = moved_scene(p, default_scene(self.intrinsics))
-        rendered = render_scene(scene, camera_pose(p), lighting(p),
+        light = lighting(self.progress(index))
+        if not pixel_noise:
+            light = replace(light, noise_sigma=0.0)
+        rendered = render_scene(self.scene(index), self.pose(index), light,
                                 seed=self.seed * 1_000_003 + index)
         return MovingFrame(index=index, t_s=self.stamp(index), scene_frame=rendered)
 
-    def first_index_without(self, name: str) -> int | None:
-        """The first frame on which object ``name`` has no visible pixel (None: always visible).
+    def first_index_without(self, name: str, start: int = 0) -> int | None:
+        """The first frame from ``start`` on which object ``name`` has no visible pixel (None:
+        always visible).
 
-        Geometric (no rendering): the object's top outline lies wholly outside the image.
+        Geometric (no rendering): the object is not on the table, or its top outline lies wholly
+        outside the image.
         """
         k = self.intrinsics
-        for index in range(self.n_frames):
-            p = self.progress(index)
-            scene = moved_scene(p, default_scene(k))
+        for index in range(start, self.n_frames):
+            scene = self.scene(index)
+            if name not in {obj.name for obj in scene.objects}:
+                return index
             obj = scene.object(name)
-            pose = camera_pose(p)
+            pose = self.pose(index)
             z = scene.table_distance_m - pose.tz - obj.height
             outline = obj.top_outline()
             u = k.fx * (outline[:, 0] - pose.tx) / z + k.cx
@@ -169,3 +193,67 @@ class MovingSequence:
                     or v.min() > k.height - 0.5:
                 return index
         return None
+
+
+def grasp_scene(intrinsics: CameraIntrinsics | None = None) -> Scene:
+    """The default tabletop with ``LOOK_ALIKE``: a blue box the size of ``GRASPED_OBJECT``, 12 cm
+    to its right (2 cm between their edges; about 76 px between their centroids at 640x480,
+    within the default ``follow.match_max_shift`` of 80 px)."""
+    base = default_scene(intrinsics)
+    grasped = base.object(GRASPED_OBJECT)
+    x, y = grasped.position
+    twin = SceneObject(LOOK_ALIKE, grasped.color_name, grasped.shape, (x + 0.12, y), grasped.size,
+                       grasped.height)
+    return replace(base, objects=base.objects + (twin,))
+
+
+def grasp_camera_pose(progress: float) -> CameraPose:
+    """A hand-held wobble (about +-3 cm), no sweep: every object stays in view."""
+    return CameraPose(tx=0.03 * math.sin(2.0 * math.pi * progress),
+                      ty=0.015 * math.sin(2.0 * math.pi * progress + 0.5),
+                      tz=0.02 * math.sin(math.pi * progress))
+
+
+@dataclass(frozen=True)
+class GraspSequence(MovingSequence):
+    """``GRASPED_OBJECT`` is on the table before frame ``removed_at``, gone from it until frame
+    ``put_back_at`` (None: for good), then back where it stood; ``LOOK_ALIKE`` stays beside it.
+    The other objects move as in ``MovingSequence``."""
+
+    n_frames: int = 60
+    removed_at: int = 25
+    put_back_at: int | None = 50
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        end = self.n_frames if self.put_back_at is None else self.put_back_at
+        if not 0 < self.removed_at < end <= self.n_frames:
+            raise ValueError("a grasp sequence needs 0 < removed_at < put_back_at <= n_frames")
+
+    def on_table(self, index: int) -> bool:
+        """Whether ``GRASPED_OBJECT`` stands on the table on frame ``index``."""
+        return index < self.removed_at or (self.put_back_at is not None
+                                           and index >= self.put_back_at)
+
+    def scene(self, index: int) -> Scene:
+        moved = moved_scene(self.progress(index), grasp_scene(self.intrinsics))
+        if self.on_table(index):
+            return moved
+        return replace(moved, objects=tuple(o for o in moved.objects
+                                            if o.name != GRASPED_OBJECT))
+
+    def pose(self, index: int) -> CameraPose:
+        return grasp_camera_pose(self.progress(index))
+
+    def frame(self, index: int, pixel_noise: bool = True) -> MovingFrame:
+        """As ``MovingSequence.frame``; while ``GRASPED_OBJECT`` is away its mask is empty and its
+        position NaN, so every frame names the same objects."""
+        moving = super().frame(index, pixel_noise)
+        rendered = moving.scene_frame
+        if GRASPED_OBJECT in rendered.masks:
+            return moving
+        names = [obj.name for obj in grasp_scene(self.intrinsics).objects]
+        empty = np.zeros(rendered.depth_m.shape, bool)
+        masks = {name: rendered.masks.get(name, empty) for name in names}
+        positions = {name: rendered.positions.get(name, (math.nan,) * 3) for name in names}
+        return replace(moving, scene_frame=replace(rendered, masks=masks, positions=positions))

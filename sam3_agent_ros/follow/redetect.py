@@ -8,6 +8,13 @@ allowed only when its IoU reaches ``follow.match_min_iou`` or its shift is withi
 ``follow.match_max_shift`` of the image diagonal; an object with no allowed detection is not seen
 on this frame. IoU is computed over the two masks' boxes only, so it stays cheap at 1080p.
 
+Look-alikes: the other detections of the prompt (a second blue box beside the followed one) take
+part in the assignment as rows of their own, predicted where they were last detected. A
+look-alike's detection overlaps its own prediction far better than the prediction of a followed
+object that vanished beside it, so the assignment gives it back to the look-alike and the
+vanished object stays unmatched: the gates alone cannot tell a look-alike within
+``match_max_shift`` from the object having moved there.
+
 Confidence of a matched object: the detection's score times ``0.5 + 0.5 * IoU`` with the
 prediction (a detection that jumped away from where the object was expected is less certain).
 """
@@ -132,6 +139,17 @@ def detect(segmenter: Segmenter, frame_rgb: np.ndarray, text_prompt: str) -> lis
     return [m for m in Detections.coerce(raw, height, width).to_masks() if m.area > 0]
 
 
+@dataclass(frozen=True)
+class Redetection:
+    """One re-detection: per followed object its estimate (``MISSING`` when no detection matched
+    it), per known look-alike the detection it matched (``MISSING``: none), and the detections
+    that matched nothing (new look-alikes, highest score first)."""
+
+    objects: list[Estimate]
+    lookalikes: list[Estimate]
+    unmatched: list[Estimate]
+
+
 class RedetectTracker:
     """Segmenter + association. ``previous`` estimates are the predictions; objects without a
     match come back as not seen (``MISSING``)."""
@@ -144,16 +162,31 @@ class RedetectTracker:
         self._gates = gates
 
     def track(self, frame_rgb: np.ndarray, previous: Sequence[Estimate]) -> list[Estimate]:
+        return self.redetect(frame_rgb, previous, ()).objects
+
+    def redetect(self, frame_rgb: np.ndarray, previous: Sequence[Estimate],
+                 lookalikes: Sequence[np.ndarray]) -> Redetection:
+        """Detect, then assign the detections to the followed objects (``previous``: where each
+        is expected) and to the ``lookalikes`` (where each was last detected) together."""
         detections = detect(self._segmenter, frame_rgb, self._prompt)
-        matches = associate([e.mask for e in previous], detections, frame_rgb.shape[:2],
-                            self._gates)
-        out = []
+        rows = [e.mask for e in previous] + list(lookalikes)
+        matches = associate(rows, detections, frame_rgb.shape[:2], self._gates)
+        objects = []
         for i in range(len(previous)):
             if i not in matches:
-                out.append(MISSING)
+                objects.append(MISSING)
                 continue
             j, iou = matches[i]
             det = detections[j]
             confidence = min(1.0, max(0.0, det.score)) * (0.5 + 0.5 * iou)
-            out.append(Estimate(mask=det.mask, confidence=confidence))
-        return out
+            objects.append(Estimate(mask=det.mask, confidence=confidence, box=det.pixel_box))
+        offset = len(previous)
+        found = [_as_estimate(detections[matches[offset + k][0]]) if offset + k in matches
+                 else MISSING for k in range(len(lookalikes))]
+        taken = {j for j, _ in matches.values()}
+        unmatched = [_as_estimate(det) for j, det in enumerate(detections) if j not in taken]
+        return Redetection(objects=objects, lookalikes=found, unmatched=unmatched)
+
+
+def _as_estimate(detection: Mask) -> Estimate:
+    return Estimate(mask=detection.mask, confidence=detection.score, box=detection.pixel_box)

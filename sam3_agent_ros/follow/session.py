@@ -14,13 +14,31 @@ States:
   Every later ``update`` answers ``stopped`` again without work.
 
 Modes (``follow.mode``):
-- ``flow``: ``FlowTracker`` on every frame; every ``follow.redetect_every`` frames, and on the next
-  frame after flow brought an object's confidence below ``follow.redetect_on_drop`` of its value
-  at the last detection (or it went out of view), the segmenter re-detects with the query's text
-  prompt and matched detections replace the flow masks (drift correction). A flow mask the
-  detector cannot confirm keeps half its confidence (and trust).
-  Without a segmenter or a text prompt, flow runs alone.
+- ``flow``: ``FlowTracker`` on every frame; the segmenter re-detects with the query's text
+  prompt (on the same frame, after flow) on the first followed frame, then every
+  ``follow.redetect_every`` frames; on the frame where flow brought an object's confidence below
+  ``follow.redetect_on_drop`` of its value at the last detection, or lost its mask; on the frame
+  where a flow mask would otherwise go ``follow.lost_timeout_s`` without a confirmation; and on
+  every frame while an object is unseen or unconfirmed. Matched detections replace the flow masks
+  (drift correction).
+  Without a segmenter or a text prompt, flow runs alone and its masks count as seen.
 - ``redetect``: the segmenter on every frame, associated to where each object was last seen.
+
+What counts as seen (the lost clock): a detection matched to the object; in ``flow`` mode with a
+segmenter, also its flow mask, while the last detection that matched it (the answer counts) is
+less than ``follow.lost_timeout_s`` old and no re-detection since has failed to find it. A
+re-detection that does not find the object (taken by the gripper, covered) leaves its flow mask
+unconfirmed: it still shows, at half its confidence per miss, until ``lost_timeout_s`` after the
+last confirmation, but the lost clock runs from the last frame before that miss. So an object
+that vanishes in place goes ``lost`` within ``lost_timeout_s`` plus one re-detection period.
+The unconfirmed flow mask is kept (moved by flow, not shown) as the place to look for the object:
+it is found again when it reappears there.
+
+Look-alikes: the detections not matched to a followed object are remembered (at most
+``MAX_LOOKALIKES``, nearest first, moved rigidly by the median flow under them in ``flow`` mode,
+forgotten after ``lost_timeout_s`` without a detection) and compete in the association
+(``redetect.py``), so a same-coloured neighbour never takes over the identity of an object that
+vanished beside it; flow masks also lose the look-alikes' pixels.
 
 Not thread-safe: call from one worker thread.
 """
@@ -29,12 +47,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from sam3_agent_ros.config import FollowConfig
 from sam3_agent_ros.follow.flow import FlowTracker
-from sam3_agent_ros.follow.redetect import Gates, RedetectTracker
+from sam3_agent_ros.follow.redetect import Gates, Redetection, RedetectTracker
 from sam3_agent_ros.follow.tracker import MISSING, Estimate, centroid, mask_area
 from sam3_agent_ros.follow.types import (
     LOST,
@@ -47,12 +66,14 @@ from sam3_agent_ros.follow.types import (
     FollowUpdate,
     starting_source,
 )
-from sam3_agent_ros.masks import pixel_box
+from sam3_agent_ros.masks import PixelBox, pixel_box
 
 # A mask with fewer pixels counts as out of view (a sliver flow left at the image border).
 MIN_OBJECT_PIXELS = 16
 # Confidence kept by a flow mask that a re-detection did not confirm.
 UNCONFIRMED_FACTOR = 0.5
+# Look-alikes remembered for the association (the nearest to the followed objects).
+MAX_LOOKALIKES = 8
 
 
 def check_frame(frame_rgb: object) -> tuple[int, int]:
@@ -88,10 +109,79 @@ def _is_time(value: object) -> bool:
 
 
 def followed_object(estimate: Estimate, index: int) -> FollowedObject:
-    x0, y0, x1, y1 = pixel_box(estimate.mask)
+    box = estimate.pixel_box()
+    x0, y0, x1, y1 = box
     return FollowedObject(mask=estimate.mask, bbox=(float(x0), float(y0), float(x1), float(y1)),
-                          centroid=tuple(float(c) for c in centroid(estimate.mask)),
+                          centroid=tuple(float(c) for c in centroid(estimate.mask, box)),
                           confidence=round(float(estimate.confidence), 4), index=index)
+
+
+@dataclass
+class _Track:
+    """What a session knows of one followed object.
+
+    ``estimate``: where the object is now (its mask may be kept without being shown: an
+    unconfirmed flow mask past ``lost_timeout_s``); ``last_mask``: where it was last shown;
+    ``last_seen_s``: the lost clock; ``confirmed_s``: the last detection that matched it;
+    ``doubted``: a re-detection since ``confirmed_s`` did not find it; ``seen``: shown on the
+    last frame.
+    """
+
+    estimate: Estimate
+    last_mask: np.ndarray
+    last_seen_s: float
+    confirmed_s: float
+    doubted: bool = False
+    seen: bool = True
+
+    def prediction(self) -> Estimate:
+        """Where to look for the object: its estimate, or where it was last shown."""
+        if self.estimate.seen:
+            return self.estimate
+        return Estimate(mask=self.last_mask, confidence=0.0)
+
+
+@dataclass(frozen=True)
+class _LookAlike:
+    """Another detection of the prompt: its mask as a crop whose top-left corner is at (x, y)
+    (moved rigidly by flow in ``flow`` mode), and when it was last detected."""
+
+    crop: np.ndarray
+    x: float
+    y: float
+    detected_s: float
+
+    @classmethod
+    def detected(cls, found: Estimate, now_s: float) -> _LookAlike:
+        x0, y0, x1, y1 = found.pixel_box()
+        return cls(found.mask[y0:y1, x0:x1].copy(), float(x0), float(y0), now_s)
+
+    def moved(self, dx: float, dy: float) -> _LookAlike:
+        return replace(self, x=self.x + dx, y=self.y + dy)
+
+    def box(self) -> PixelBox:
+        """Its box on the frame, possibly reaching past the frame's edges."""
+        x0, y0 = round(self.x), round(self.y)
+        return x0, y0, x0 + self.crop.shape[1], y0 + self.crop.shape[0]
+
+    def placed(self, shape: tuple[int, int]) -> tuple[np.ndarray, PixelBox] | None:
+        """The part of the crop inside a frame of ``shape`` and its box there (None: none)."""
+        x0, y0, x1, y1 = self.box()
+        cx0, cy0 = max(0, -x0), max(0, -y0)
+        cx1 = min(self.crop.shape[1], shape[1] - x0)
+        cy1 = min(self.crop.shape[0], shape[0] - y0)
+        if cx0 >= cx1 or cy0 >= cy1 or not self.crop[cy0:cy1, cx0:cx1].any():
+            return None
+        return self.crop[cy0:cy1, cx0:cx1], (x0 + cx0, y0 + cy0, x0 + cx1, y0 + cy1)
+
+    def mask(self, shape: tuple[int, int]) -> np.ndarray:
+        """Its full-frame mask (empty when it is out of the frame)."""
+        mask = np.zeros(shape, bool)
+        placed = self.placed(shape)
+        if placed is not None:
+            crop, (x0, y0, x1, y1) = placed
+            mask[y0:y1, x0:x1] = crop
+        return mask
 
 
 class FollowSession:
@@ -105,10 +195,9 @@ class FollowSession:
         if not _is_time(now_s):
             raise FollowError(f"now_s must be a finite number of seconds, got {now_s!r}")
         self._shape = check_frame(first_frame_rgb)
-        self._estimates = [Estimate(mask=m, confidence=1.0)
-                           for m in _check_masks(masks, self._shape)]
-        self._last_masks = [e.mask for e in self._estimates]
-        self._last_seen_s = [float(now_s)] * len(self._estimates)
+        self._tracks = [_Track(estimate=Estimate(mask=m, confidence=1.0), last_mask=m,
+                               last_seen_s=float(now_s), confirmed_s=float(now_s))
+                        for m in _check_masks(masks, self._shape)]
         can_redetect = segmenter is not None and bool(text_prompt and text_prompt.strip())
         if config.mode == "redetect" and not can_redetect:
             raise FollowError("follow.mode 'redetect' needs the segmenter and the query's text "
@@ -120,8 +209,9 @@ class FollowSession:
         if config.mode == "flow":
             self._flow = FlowTracker(config.flow_max_side)
             self._flow.reset(first_frame_rgb)
-        self._frames = 0
-        self._redetect_next = False
+        self._lookalikes: list[_LookAlike] = []
+        self._since_redetect: int | None = None  # updates since the last re-detection (None:
+        # none yet; the first followed frame is re-detected, which also finds the look-alikes)
         self._source = starting_source(config.mode)
         self._stopped = False
         self._error: str | None = None
@@ -162,56 +252,162 @@ class FollowSession:
         if shape != self._shape:
             return self.stop(f"follow stopped: the frame size changed from "
                              f"{self._shape[1]}x{self._shape[0]} to {shape[1]}x{shape[0]}")
+        now_s = float(now_s)
         try:
-            estimates, source = self._track(frame_rgb)
+            source = self._track(frame_rgb, now_s)
         except Exception as exc:  # noqa: BLE001 (a tracker failure must not kill the caller)
             return self.stop(f"follow stopped: {self._source} failed: "
                              f"{type(exc).__name__}: {exc}")
-        self._frames += 1
         self._source = source
-        estimates = [e if e.seen and mask_area(e.mask) >= MIN_OBJECT_PIXELS else MISSING
-                     for e in estimates]
-        self._estimates = estimates
-        for index, estimate in enumerate(estimates):
-            if estimate.seen:
-                self._last_seen_s[index] = float(now_s)
-                self._last_masks[index] = estimate.mask
-        self._redetect_next = any(not e.seen or e.trust < self._config.redetect_on_drop
-                                  for e in estimates)
-        state = self._state = self._state_at(float(now_s))
+        state = self._state = self._state_at(now_s)
         reground = False
         if state == LOST and self._config.reground_on_lost and (
                 self._last_reground_s is None
                 or now_s - self._last_reground_s >= self._config.lost_timeout_s):
             reground = True
-            self._last_reground_s = float(now_s)
-        objects = [followed_object(e, i) for i, e in enumerate(estimates) if e.seen]
+            self._last_reground_s = now_s
+        objects = [followed_object(t.estimate, i) for i, t in enumerate(self._tracks) if t.seen]
         return FollowUpdate(state=state, source=source, objects=objects, reground=reground)
 
     def _state_at(self, now_s: float) -> str:
-        if any(e.seen for e in self._estimates):
-            return TRACKING
-        unseen_for = now_s - max(self._last_seen_s)
+        unseen_for = now_s - max(t.last_seen_s for t in self._tracks)
         return LOST if unseen_for >= self._config.lost_timeout_s else TRACKING
 
-    def _predictions(self, estimates: Sequence[Estimate]) -> list[Estimate]:
-        """Where to look for each object: its estimate, or where it was last seen."""
-        return [e if e.seen else Estimate(mask=self._last_masks[i], confidence=0.0)
-                for i, e in enumerate(estimates)]
-
-    def _track(self, frame_rgb: np.ndarray) -> tuple[list[Estimate], str]:
+    def _track(self, frame_rgb: np.ndarray, now_s: float) -> str:
+        """Move every track (and look-alike) onto the frame; the update's source."""
+        if self._since_redetect is not None:
+            self._since_redetect += 1
         if self._flow is None:  # redetect mode
-            return self._redetector.track(frame_rgb, self._predictions(self._estimates)), \
-                SOURCE_REDETECT
-        flowed = self._flow.track(frame_rgb, self._estimates)
-        every = self._config.redetect_every
-        due = self._redetect_next or (every > 0 and (self._frames + 1) % every == 0)
-        if self._redetector is None or not due:
-            return flowed, SOURCE_FLOW
-        detected = self._redetector.track(frame_rgb, self._predictions(flowed))
-        merged = [d if d.seen else
-                  (Estimate(mask=f.mask, confidence=f.confidence * UNCONFIRMED_FACTOR,
-                            trust=f.trust * UNCONFIRMED_FACTOR)
-                   if f.seen else MISSING)
-                  for d, f in zip(detected, flowed)]
-        return merged, SOURCE_REDETECT
+            self._apply_redetection(self._redetect(frame_rgb), now_s)
+            return SOURCE_REDETECT
+        moved = self._flow.track(frame_rgb, [t.estimate for t in self._tracks])
+        self._lookalikes = [a.moved(*self._flow.displacement(a.box())) for a in self._lookalikes]
+        self._lookalikes = [a for a in self._lookalikes if a.placed(self._shape) is not None]
+        for track, estimate in zip(self._tracks, moved):
+            track.estimate = _visible(self._without_lookalikes(estimate))
+        if self._redetector is None:  # flow alone: nothing can confirm, flow masks count
+            for track in self._tracks:
+                self._show(track, track.estimate.seen, now_s)
+            return SOURCE_FLOW
+        if self._redetect_due(now_s):
+            self._apply_redetection(self._redetect(frame_rgb), now_s)
+            return SOURCE_REDETECT
+        for track in self._tracks:
+            self._show_flow(track, now_s)
+        return SOURCE_FLOW
+
+    def _without_lookalikes(self, estimate: Estimate) -> Estimate:
+        """A flow mask less the pixels of the look-alikes: where an object vanished, flow can
+        pull its mask towards the nearest similar edges, a neighbour's."""
+        if not estimate.seen or not self._lookalikes:
+            return estimate
+        placed = [a.placed(self._shape) for a in self._lookalikes]
+        return _without(estimate, [p for p in placed if p is not None])
+
+    def _redetect_due(self, now_s: float) -> bool:
+        """Whether the segmenter runs on this frame (after flow moved the masks onto it)."""
+        every, config = self._config.redetect_every, self._config
+        if self._since_redetect is None or (every > 0 and self._since_redetect >= every):
+            return True
+        return any(not t.estimate.seen or t.doubted  # to find it again
+                   or t.estimate.trust < config.redetect_on_drop  # flow is losing it
+                   or now_s - t.confirmed_s >= config.lost_timeout_s  # before it goes unseen
+                   for t in self._tracks)
+
+    def _redetect(self, frame_rgb: np.ndarray) -> Redetection:
+        self._since_redetect = 0
+        return self._redetector.redetect(frame_rgb, [t.prediction() for t in self._tracks],
+                                         [a.mask(self._shape) for a in self._lookalikes])
+
+    def _apply_redetection(self, found: Redetection, now_s: float) -> None:
+        self._remember_lookalikes(found, now_s)
+        for track, detected in zip(self._tracks, found.objects):
+            detected = _visible(detected)
+            if detected.seen:
+                track.estimate, track.confirmed_s, track.doubted = detected, now_s, False
+                self._show(track, True, now_s)
+                continue
+            flowed = (_visible(self._without_lookalikes(track.estimate))
+                      if self._flow is not None else MISSING)
+            if flowed.seen:  # an unconfirmed flow mask: kept, at a lower confidence
+                track.estimate = Estimate(mask=flowed.mask,
+                                          confidence=flowed.confidence * UNCONFIRMED_FACTOR,
+                                          trust=flowed.trust * UNCONFIRMED_FACTOR)
+                track.doubted = True
+                self._show_flow(track, now_s)
+            else:
+                track.estimate = MISSING
+                self._show(track, False, now_s)
+
+    def _show_flow(self, track: _Track, now_s: float) -> None:
+        """A flow mask shows while its last confirmation is under ``lost_timeout_s`` old; it
+        moves the lost clock only while no re-detection has missed the object since."""
+        shown = track.estimate.seen and now_s - track.confirmed_s < self._config.lost_timeout_s
+        self._show(track, shown, now_s, clock=not track.doubted)
+
+    @staticmethod
+    def _show(track: _Track, shown: bool, now_s: float, clock: bool = True) -> None:
+        track.seen = shown
+        if shown:
+            track.last_mask = track.estimate.mask
+            if clock:
+                track.last_seen_s = now_s
+
+    def _remember_lookalikes(self, found: Redetection, now_s: float) -> None:
+        timeout = self._config.lost_timeout_s
+        kept = [_LookAlike.detected(where, now_s) if where.seen else old
+                for old, where in zip(self._lookalikes, found.lookalikes)]
+        kept = [a for a in kept if now_s - a.detected_s < timeout]
+        kept += [_LookAlike.detected(where, now_s) for where in found.unmatched]
+        if len(kept) > MAX_LOOKALIKES:
+            anchors = [centroid(t.prediction().mask) for t in self._tracks]
+            kept.sort(key=lambda a: _distance_to(_box_centre(a.box()), anchors))
+        self._lookalikes = kept[:MAX_LOOKALIKES]
+
+
+def _visible(estimate: Estimate) -> Estimate:
+    """The estimate (with its box), or ``MISSING`` when its mask is too small to be an object in
+    view."""
+    box = estimate.pixel_box()
+    if box is None or mask_area(estimate.mask, box) < MIN_OBJECT_PIXELS:
+        return MISSING
+    return estimate if estimate.box is not None else replace(estimate, box=box)
+
+
+def _without(estimate: Estimate, others: Sequence[tuple[np.ndarray, PixelBox]]) -> Estimate:
+    """``estimate`` less the pixels of ``others`` (crops and their boxes on the frame): the same
+    estimate when they share none, else one with a new mask. Only the overlap of the boxes is
+    read."""
+    box = estimate.pixel_box()
+    if box is None:
+        return estimate
+    mask = estimate.mask
+    for crop, other_box in others:
+        x0, y0 = max(box[0], other_box[0]), max(box[1], other_box[1])
+        x1, y1 = min(box[2], other_box[2]), min(box[3], other_box[3])
+        if x0 >= x1 or y0 >= y1:
+            continue
+        ox, oy = other_box[0], other_box[1]
+        shared = mask[y0:y1, x0:x1] & crop[y0 - oy:y1 - oy, x0 - ox:x1 - ox]
+        if shared.any():
+            mask = mask.copy() if mask is estimate.mask else mask
+            mask[y0:y1, x0:x1] &= ~shared
+    if mask is estimate.mask:
+        return estimate
+    left = pixel_box(mask[box[1]:box[3], box[0]:box[2]])
+    if left is None:
+        return MISSING
+    return replace(estimate, mask=mask, box=(box[0] + left[0], box[1] + left[1],
+                                             box[0] + left[2], box[1] + left[3]))
+
+
+def _box_centre(box: PixelBox) -> tuple[float, float]:
+    return (box[0] + box[2]) / 2.0, (box[1] + box[3]) / 2.0
+
+
+def _distance_to(point: tuple[float, float] | None,
+                 anchors: Sequence[tuple[float, float] | None]) -> float:
+    if point is None:
+        return math.inf
+    return min((math.hypot(point[0] - a[0], point[1] - a[1]) for a in anchors if a is not None),
+               default=math.inf)

@@ -15,22 +15,29 @@ from typing import Protocol
 import cv2
 import numpy as np
 
-from sam3_agent_ros.masks import pixel_box
+from sam3_agent_ros.masks import PixelBox, pixel_box
 
 
 @dataclass(frozen=True)
 class Estimate:
     """Where one followed object is on one frame: its mask (None: not seen), a confidence in
     [0, 1], and ``trust``: the share of its confidence left since the last detection (1.0 right
-    after one; flow lowers it)."""
+    after one; flow lowers it). ``box``: the mask's pixel box when its maker knows it (a pass
+    over a full-size mask saved; None: computed when asked)."""
 
     mask: np.ndarray | None
     confidence: float = 0.0
     trust: float = 1.0
+    box: PixelBox | None = None
 
     @property
     def seen(self) -> bool:
         return self.mask is not None
+
+    def pixel_box(self) -> PixelBox | None:
+        if self.box is not None or self.mask is None:
+            return self.box
+        return pixel_box(self.mask)
 
 
 MISSING = Estimate(mask=None, confidence=0.0, trust=0.0)
@@ -44,12 +51,17 @@ class Tracker(Protocol):
     def track(self, frame_rgb: np.ndarray, previous: Sequence[Estimate]) -> list[Estimate]: ...
 
 
-def mask_area(mask: np.ndarray) -> int:
-    return int(cv2.countNonZero(mask.view(np.uint8)))
+def mask_area(mask: np.ndarray, box: PixelBox | None = None) -> int:
+    """Pixels of ``mask``; with its ``box`` only that part is read."""
+    if box is not None:
+        x0, y0, x1, y1 = box
+        mask = mask[y0:y1, x0:x1]
+    return int(np.count_nonzero(mask))
 
 
-def centroid(mask: np.ndarray) -> tuple[float, float] | None:
-    box = pixel_box(mask)
+def centroid(mask: np.ndarray, box: PixelBox | None = None) -> tuple[float, float] | None:
+    """Centroid (u, v) of ``mask`` (None: empty); pass its ``box`` when it is known."""
+    box = box if box is not None else pixel_box(mask)
     if box is None:
         return None
     x0, y0, x1, y1 = box

@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 from sam3_agent_ros.demo import moving_sample, sample
-from sam3_agent_ros.demo.follow_scoring import FollowOutcome, format_outcome, score_follow
+from sam3_agent_ros.demo.follow_scoring import (
+    FollowOutcome,
+    format_outcome,
+    lost_bound_s,
+    score_follow,
+)
 
 
 @pytest.fixture(scope="module")
@@ -76,3 +81,42 @@ def test_a_wrong_3d_point_and_a_foreign_stamp_are_reported(truth):
     assert scored.errors_cm == [pytest.approx(5.0)]
     assert any("3D error 5.00 cm > 2.0 cm" in p for p in scored.problems)
     assert any("not a frame of the bag" in p for p in scored.problems)
+
+
+@pytest.fixture(scope="module")
+def grasp_truth():
+    return sample.load_ground_truth(moving_sample.GRASP.default_dir())
+
+
+def grasp_outcome():
+    made = FollowOutcome("g", "the leftmost blue object", "blue_box", "lost")
+    made.answer, made.gone, made.look_alike = "succeeded", "taken away", "blue_twin"
+    return made
+
+
+def test_taken_away_lost_within_timeout_plus_a_redetection_and_never_the_look_alike(
+        grasp_truth):
+    truth, removed = grasp_truth, moving_sample.GRASP.sequence.removed_at
+    bound = lost_bound_s("taken away", 1.0, 1.0)
+    assert bound == 2.0 and lost_bound_s("left the view", 1.0, 1.0) == 1.0
+    tracked = range(5, removed + 5)  # five tracking frames after it went (flow, unconfirmed)
+    statuses = [status(truth, i) for i in tracked] + [status(truth, removed + 19, "lost")]
+    masks = {int(truth.stamps_ns[i]): truth.mask(min(i, removed - 1), "blue_box")
+             for i in tracked}
+    scored = grasp_outcome()
+    score_follow(scored, statuses, masks, {}, truth, int(truth.stamps_ns[removed]), bound)
+    assert scored.ok, scored.problems
+    assert len(scored.ious) == removed - 5 and scored.mean_iou == 1.0  # away: not scored
+    assert scored.max_lookalike_iou == 0.0 and len(scored.lookalike_ious) == len(tracked)
+    assert scored.lost_delay_s == pytest.approx(1.9)
+    lines = format_outcome(scored)
+    assert "IoU with the look-alike blue_twin max 0.000" in lines[0]
+    assert "1.90 s after the object was taken away" in lines[-2]
+
+    switched = grasp_outcome()
+    masks[int(truth.stamps_ns[removed + 1])] = truth.mask(removed + 1, "blue_twin")
+    late = statuses[:-1] + [status(truth, removed + 21, "lost")]
+    score_follow(switched, late, masks, {}, truth, int(truth.stamps_ns[removed]), bound)
+    text = "; ".join(switched.problems)
+    assert "a followed mask is the look-alike blue_twin (IoU 1.000 > 0.05)" in text
+    assert "lost 2.1 s after the object was taken away (expected within 2 s)" in text

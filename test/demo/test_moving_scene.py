@@ -1,11 +1,20 @@
-"""The moving tabletop sequence: determinism, motion, the leaving object, consistent truth."""
+"""The moving tabletop sequences: determinism, motion, the leaving object, the grasped object
+beside its look-alike, consistent truth."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from sam3_agent_ros.demo.moving_scene import LEAVING_OBJECT, MovingSequence, intrinsics_for
+from sam3_agent_ros.demo.moving_scene import (
+    GRASPED_OBJECT,
+    LEAVING_OBJECT,
+    LOOK_ALIKE,
+    GraspSequence,
+    MovingSequence,
+    intrinsics_for,
+)
+from sam3_agent_ros.segmenters.color import ColorSegmenter
 
 
 @pytest.fixture(scope="module")
@@ -75,3 +84,37 @@ def test_bad_arguments():
         MovingSequence(n_frames=1)
     with pytest.raises(IndexError):
         MovingSequence(n_frames=5).frame(5)
+
+
+def test_the_grasped_object_vanishes_in_place_beside_its_look_alike_and_comes_back():
+    grasp = GraspSequence()
+    assert grasp.first_index_without(GRASPED_OBJECT) == grasp.removed_at
+    assert grasp.first_index_without(GRASPED_OBJECT, start=grasp.put_back_at) is None
+    assert grasp.first_index_without(LOOK_ALIKE) is None
+    before, away, back = (grasp.frame(i) for i in (grasp.removed_at - 1, grasp.removed_at,
+                                                   grasp.put_back_at))
+    assert list(away.masks) == list(before.masks)  # every frame names every object
+    assert not away.visible(GRASPED_OBJECT) and np.isnan(away.positions[GRASPED_OBJECT]).all()
+    assert all(frame.visible(GRASPED_OBJECT) for frame in (before, back))
+    # In place: the camera barely moved, and the object is where it stood.
+    assert np.hypot(*np.subtract(back.scene_frame.centroid_px(GRASPED_OBJECT),
+                                 before.scene_frame.centroid_px(GRASPED_OBJECT))) < 30
+    # The look-alike: same colour and size, beside it, a separate blob for the detector, its
+    # centroid within the default follow.match_max_shift (0.1 of the 800 px diagonal).
+    for frame in (before, back):
+        shift = np.hypot(*np.subtract(frame.scene_frame.centroid_px(LOOK_ALIKE),
+                                      frame.scene_frame.centroid_px(GRASPED_OBJECT)))
+        assert 60 < shift < 80
+        ratio = frame.masks[LOOK_ALIKE].sum() / frame.masks[GRASPED_OBJECT].sum()
+        assert ratio == pytest.approx(1.0, abs=0.1)
+    blue = ColorSegmenter().segment(before.rgb, "blue").masks
+    assert any((m & before.masks[GRASPED_OBJECT]).sum() == m.sum() for m in blue)
+    assert not np.array_equal(before.rgb, away.rgb)
+
+
+def test_grasp_sequence_arguments():
+    assert GraspSequence(n_frames=30, removed_at=10, put_back_at=None).on_table(29) is False
+    with pytest.raises(ValueError):
+        GraspSequence(n_frames=30, removed_at=20, put_back_at=10)
+    with pytest.raises(ValueError):
+        GraspSequence(n_frames=60, removed_at=0)

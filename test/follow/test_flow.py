@@ -67,6 +67,20 @@ def test_an_object_leaving_the_view_goes_missing():
     assert not estimate.seen
 
 
+@pytest.mark.parametrize("max_side", [160, 320])
+def test_displacement_of_a_region_is_the_motion_under_it(max_side):
+    first, _ = textured_frame()
+    tracker = FlowTracker(max_side)
+    assert tracker.displacement((120, 100, 180, 150)) == (0.0, 0.0)  # nothing tracked yet
+    tracker.reset(first)
+    frame, _ = textured_frame(6, -4)
+    tracker.track(frame, [])
+    dx, dy = tracker.displacement((120, 100, 180, 150))
+    assert dx == pytest.approx(6, abs=1.0) and dy == pytest.approx(-4, abs=1.0)
+    assert all(np.isfinite(tracker.displacement(box)).all() for box in
+               [(0, 0, 1, 1), (310, 230, 330, 250), (-20, -20, 5, 5)])  # edges and beyond
+
+
 def test_track_needs_reset_and_a_constant_size():
     frame, mask = textured_frame()
     tracker = FlowTracker(320)

@@ -117,6 +117,29 @@ def test_redetect_tracker_matches_and_reports_missing():
     assert 0.3 < out[0].confidence < 0.6 and 0.4 < out[1].confidence < 0.8
 
 
+def test_a_look_alike_keeps_its_detection_from_a_vanished_object_beside_it():
+    # The followed object (x 20..60) is gone; its look-alike (x 70..110) is within the shift
+    # gate of its prediction (51 px <= 0.2 * 360 px), so without the look-alike's own row the
+    # gates alone hand it the object's identity.
+    segmenter = BoxSegmenter({"blue": [(71, 20, 111, 60, 0.9), (200, 120, 240, 160, 0.8)]})
+    tracker = RedetectTracker(segmenter, "blue", Gates(min_iou=0.1, max_shift=0.2))
+    previous = [Estimate(box_mask(20, 20, 60, 60), 1.0)]
+    assert pixel_box(tracker.track(frame(), previous)[0].mask) == (71, 20, 111, 60)
+    found = tracker.redetect(frame(), previous, [box_mask(70, 20, 110, 60)])
+    assert found.objects == [MISSING]
+    assert pixel_box(found.lookalikes[0].mask) == found.lookalikes[0].box == (71, 20, 111, 60)
+    assert [e.box for e in found.unmatched] == [(200, 120, 240, 160)]
+
+
+def test_redetect_reports_unmatched_look_alikes_and_detections():
+    segmenter = BoxSegmenter({"blue": [(22, 20, 62, 60, 0.9)]})
+    tracker = RedetectTracker(segmenter, "blue", Gates())
+    found = tracker.redetect(frame(), [Estimate(box_mask(20, 20, 60, 60), 1.0)],
+                             [box_mask(200, 100, 240, 140)])
+    assert pixel_box(found.objects[0].mask) == (22, 20, 62, 60)
+    assert found.lookalikes == [MISSING] and found.unmatched == []
+
+
 def test_detect_validates_segmenter_output():
     with pytest.raises(SegmenterError, match="shape"):
         detect(WrongShapeSegmenter(), frame(), "blue")

@@ -1,4 +1,4 @@
-"""FollowSession on the moving tabletop sequence (color segmenter) and on bad input."""
+"""FollowSession on the moving tabletop sequences (color segmenter) and on bad input."""
 
 from __future__ import annotations
 
@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from sam3_agent_ros.config import Config
-from sam3_agent_ros.demo.moving_scene import LEAVING_OBJECT, MovingSequence
+from sam3_agent_ros.demo.moving_scene import (
+    GRASPED_OBJECT,
+    LEAVING_OBJECT,
+    LOOK_ALIKE,
+    GraspSequence,
+    MovingSequence,
+)
 from sam3_agent_ros.follow import (
     LOST,
     STOPPED,
@@ -137,12 +143,28 @@ def test_stop_ends_following_for_good(frames):
 
 
 def test_redetect_every_n_frames_in_flow_mode(frames):
+    # The first followed frame is re-detected (it learns the look-alikes), then every 4th.
     segmenter = CountingSegmenter(ColorSegmenter())
     session = FollowSession(follow_config(redetect_every=4), segmenter, frames[0].rgb,
                             [frames[0].masks["red_box"]], "red", 0.0)
     sources = [session.update(frames[0].rgb, 0.1 * i).source for i in range(1, 13)]
-    assert sources == ["flow", "flow", "flow", "redetect"] * 3
+    assert sources == ["redetect", "flow", "flow", "flow"] * 3
     assert segmenter.calls == 3
+
+
+@pytest.mark.parametrize("every", [0, 50])
+def test_flow_masks_are_confirmed_before_lost_timeout_runs_out(frames, every):
+    # A sparse schedule (or none): a re-detection still comes on the frame where the flow mask
+    # would have gone lost_timeout_s unconfirmed, so a present object is shown on every frame.
+    segmenter = CountingSegmenter(ColorSegmenter())
+    session = FollowSession(follow_config(redetect_every=every, lost_timeout_s=0.5), segmenter,
+                            frames[0].rgb, [frames[0].masks["red_box"]], "red", 0.0)
+    updates = [session.update(frame.rgb, frame.t_s) for frame in frames[1:21]]
+    assert all(u.state == TRACKING and len(u.objects) == 1 for u in updates)
+    redetected = [frame.t_s for frame, u in zip(frames[1:], updates) if u.source == "redetect"]
+    assert redetected[0] == pytest.approx(0.1)  # the first followed frame
+    gaps = np.diff([0.0] + redetected)
+    assert gaps.max() <= 0.5 + 1e-9 and len(redetected) == segmenter.calls
 
 
 def test_a_low_scoring_detection_does_not_make_flow_redetect_every_frame(frames):
@@ -182,6 +204,98 @@ def test_back_to_tracking_when_the_object_reappears():
     segmenter.boxes_by_phrase["cup"] = [(22, 21, 42, 41, 0.9)]
     update = session.update(image, 0.4)
     assert update.state == TRACKING and update.objects[0].bbox == (22.0, 21.0, 42.0, 41.0)
+
+
+# --- following through the grasp (GraspSequence: the object vanishes beside a look-alike) -------
+
+@pytest.fixture(scope="module")
+def grasp_frames():
+    return list(GraspSequence())
+
+
+@pytest.mark.parametrize("mode", ["flow", "redetect"])
+def test_an_object_taken_in_place_goes_lost_never_to_its_look_alike_and_comes_back(
+        grasp_frames, mode):
+    sequence = GraspSequence()
+    config = follow_config(mode=mode, lost_timeout_s=1.0, redetect_every=10)
+    first = grasp_frames[0]
+    session = FollowSession(config, ColorSegmenter(), first.rgb, [first.masks[GRASPED_OBJECT]],
+                            "blue", first.t_s)
+    timeline = []
+    for frame in grasp_frames[1:]:
+        update = session.update(frame.rgb, frame.t_s)
+        timeline.append((frame, update, update.objects[0].mask if update.objects else None))
+    removed_s = grasp_frames[sequence.removed_at].t_s
+    back_s = grasp_frames[sequence.put_back_at].t_s
+    period_s = (config.redetect_every if mode == "flow" else 1) / sequence.fps
+    bound_s = removed_s + config.lost_timeout_s + period_s
+
+    # Never the look-alike's mask, on any frame.
+    assert max(iou(mask, frame.masks[LOOK_ALIKE]) for frame, _, mask in timeline
+               if mask is not None) <= 0.02
+    # On the table: tracked, shown, on the object.
+    before = [(frame, update, mask) for frame, update, mask in timeline if frame.t_s < removed_s]
+    assert all(update.state == TRACKING and mask is not None for _, update, mask in before)
+    assert np.mean([iou(mask, frame.masks[GRASPED_OBJECT]) for frame, _, mask in before]) >= 0.9
+    # Taken: lost within lost_timeout_s plus one re-detection period, and until put back; an
+    # unconfirmed flow mask is not shown lost_timeout_s after the removal.
+    away = [(frame, update, mask) for frame, update, mask in timeline
+            if removed_s <= frame.t_s < back_s]
+    lost_s = min(frame.t_s for frame, update, _ in away if update.state == LOST)
+    assert lost_s <= bound_s + 1e-9, (mode, lost_s - removed_s)
+    assert all(update.state == LOST for frame, update, _ in away if frame.t_s >= lost_s)
+    assert all(mask is None for frame, _, mask in away
+               if frame.t_s >= removed_s + config.lost_timeout_s - 1e-9)
+    # Put back where it was: tracking again on that frame, on the object.
+    after = [(frame, update, mask) for frame, update, mask in timeline if frame.t_s >= back_s]
+    assert all(update.state == TRACKING and mask is not None for _, update, mask in after)
+    assert np.mean([iou(mask, frame.masks[GRASPED_OBJECT]) for frame, _, mask in after]) >= 0.9
+
+
+def test_a_flow_mask_that_no_redetection_confirms_stops_counting_as_seen():
+    # A blank image: flow keeps the mask where it is whatever the detector says. The detector
+    # stops finding the object at 0.4 s (its look-alike stays); the next scheduled re-detection
+    # (0.6 s) misses it: its flow mask shows until lost_timeout_s after the last confirmation
+    # (0.1 s), and the session is lost lost_timeout_s after the last frame before that miss.
+    image = np.zeros((100, 120, 3), np.uint8)
+    segmenter = BoxSegmenter({"cup": [(20, 30, 40, 50, 0.9), (46, 30, 66, 50, 0.9)]})
+    first = np.zeros((100, 120), bool)
+    first[30:50, 20:40] = True
+    config = follow_config(mode="flow", redetect_every=5, lost_timeout_s=0.5)
+    session = FollowSession(config, segmenter, image, [first], "cup", 0.0)
+    timeline = []
+    for step in range(1, 16):
+        now = round(0.1 * step, 3)
+        if now >= 0.4:
+            segmenter.boxes_by_phrase["cup"] = [(46, 30, 66, 50, 0.9)]
+        update = session.update(image, now)
+        timeline.append((now, update.state, update.source,
+                         update.objects[0].bbox if update.objects else None))
+    assert [(t, source) for t, _, source, _ in timeline if source == "redetect"][:2] == \
+        [(0.1, "redetect"), (0.6, "redetect")]
+    assert [t for t, _, _, bbox in timeline if bbox is not None] == [0.1, 0.2, 0.3, 0.4, 0.5]
+    assert all(bbox in (None, (20.0, 30.0, 40.0, 50.0)) for _, _, _, bbox in timeline)
+    assert [t for t, state, _, _ in timeline if state == LOST][0] == 1.0  # 0.5 + 0.5
+
+
+def test_a_look_alike_sliding_over_the_vanished_objects_place_is_not_taken_for_it():
+    # The object (x 20..40) is taken; its look-alike (x 46..66, within the shift gate) then
+    # slides onto half of the object's place (IoU 0.33 with it, above match_min_iou): it keeps
+    # its own identity, the object stays unseen and goes lost.
+    image = np.zeros((100, 120, 3), np.uint8)
+    segmenter = BoxSegmenter({"cup": [(20, 30, 40, 50, 0.9), (46, 30, 66, 50, 0.9)]})
+    first = np.zeros((100, 120), bool)
+    first[30:50, 20:40] = True
+    config = follow_config(mode="redetect", lost_timeout_s=0.3, match_max_shift=0.3)
+    session = FollowSession(config, segmenter, image, [first], "cup", 0.0)
+    assert session.update(image, 0.1).objects[0].bbox == (20.0, 30.0, 40.0, 50.0)
+    states = []
+    for step, x0 in enumerate(range(46, 29, -4)):
+        segmenter.boxes_by_phrase["cup"] = [(x0, 30, x0 + 20, 50, 0.9)]
+        update = session.update(image, 0.2 + 0.1 * step)
+        assert update.objects == []
+        states.append(update.state)
+    assert states == [TRACKING, TRACKING, LOST, LOST, LOST]
 
 
 # --- bad input ---------------------------------------------------------------------------------

@@ -4,7 +4,9 @@ camera_info) by this process, scored against the scene's ground truth.
 
 Checked: ~/follow/mask IoU >= 0.85 (mean over the frames after the answer while the object is in
 view), ~/follow/target within 2 cm, ``lost`` within follow.lost_timeout_s after the object leaves
-the view, ``stopped`` after stop_follow on the query topic and after the ~/stop_follow service,
+the view, ``lost`` within follow.lost_timeout_s plus one re-detection period after the object is
+taken away in place beside a look-alike (the grasp sample's sequence), whose mask is never
+published, ``stopped`` after stop_follow on the query topic and after the ~/stop_follow service,
 and a new query ends following; a followed query without an answer is not followed.
 """
 
@@ -22,7 +24,7 @@ from std_msgs.msg import String
 
 from sam3_agent_ros.demo import moving_sample, sample
 from sam3_agent_ros.demo.follow_scoring import touches_border
-from sam3_agent_ros.demo.moving_scene import LEAVING_OBJECT
+from sam3_agent_ros.demo.moving_scene import GRASPED_OBJECT, LEAVING_OBJECT, LOOK_ALIKE
 from test.ros.helpers import Harness, NodeProcess
 
 NS, NS_REGROUND = "/follower", "/regrounder"
@@ -37,25 +39,37 @@ OUTPUTS = {"result": String, "follow/status": String, "follow/mask": Image,
            "follow/labels": Image, "follow/target": PointStamped}
 LAST_FRAME = 80  # blue_box leaves the view at 63: lost comes within 10 frames
 FRAME_PERIOD_NS = 100_000_000
+REDETECT_PERIOD_S = 10 * FRAME_PERIOD_NS / 1e9  # follow.redetect_every (10) frames
 
 
 def topic(name: str, ns: str = NS) -> str:
     return f"{ns}/sam3_agent/{name}"
 
 
-@pytest.fixture(scope="module")
-def frames():
-    """Colour, depth and camera_info messages of frames 0..LAST_FRAME, and the truth."""
+def camera_messages(spec: moving_sample.MovingSample, count: int):
+    """Colour, depth and camera_info messages of frames 0..count-1 of a sample, and the truth."""
     store = sample.new_typestore()
     out, truth = [], []
-    for index in range(LAST_FRAME + 1):
-        rendered = moving_sample.render_frame(index)
+    for index in range(count):
+        rendered = spec.render_frame(index)
         cdr = sample.frame_messages(rendered, 0, store)
         out.append((deserialize_message(bytes(cdr[sample.COLOR_TOPIC]), Image),
                     deserialize_message(bytes(cdr[sample.DEPTH_TOPIC]), Image),
                     deserialize_message(bytes(cdr[sample.CAMERA_INFO_TOPIC]), CameraInfo)))
         truth.append((rendered.masks, rendered.positions))
     return out, truth
+
+
+@pytest.fixture(scope="module")
+def frames():
+    """The moving sample's frames 0..LAST_FRAME (messages) and their truth."""
+    return camera_messages(moving_sample.MOVING, LAST_FRAME + 1)
+
+
+@pytest.fixture(scope="module")
+def grasp_frames():
+    """Every frame of the grasp sample (blue_box taken away beside blue_twin) and the truth."""
+    return camera_messages(moving_sample.GRASP, len(moving_sample.GRASP.sequence))
 
 
 class Player:
@@ -215,6 +229,49 @@ def test_following_the_blue_box_until_it_leaves_the_view(ros, frames):
     assert 0.0 <= late_s <= LOST_TIMEOUT_S, f"lost {late_s:.2f} s after the object left"
     assert lost["objects"] == [] and "lost_timeout" in lost["reason"]
     assert [s["state"] for s in statuses(harness, "blue")][-1] == "lost"  # lost is final
+
+
+def received_mask(harness: Harness, status: dict) -> np.ndarray:
+    mask_msg = harness.wait_for(lambda: stamped(harness, "follow/mask", status["frame"]), 5.0,
+                                "the mask of a tracking status")
+    return np.frombuffer(bytes(mask_msg.data), np.uint8).reshape(
+        mask_msg.height, mask_msg.step)[:, :mask_msg.width] > 0
+
+
+def test_an_object_taken_away_beside_its_look_alike_goes_lost_never_to_it(ros, grasp_frames):
+    harness, procs = ros
+    proc = procs[NS]
+    messages, truth = grasp_frames
+    removed = moving_sample.GRASP.sequence.removed_at
+    player = Player(harness, messages)
+    try:
+        player.play(range(0, 3))
+        harness.send_query(NS, {"id": "grasp", "query": "the leftmost blue object",
+                                "follow": True})
+        result = harness.wait_result(NS, "grasp")
+        assert result["status"] == "succeeded", result
+        player.play(range(3, len(messages)))
+        lost = wait_state(harness, "grasp", "lost")
+        tracked = [s for s in statuses(harness, "grasp") if s["state"] == "tracking"]
+        ious, twin_ious = [], []
+        for status in tracked:
+            if not status["objects"]:
+                continue
+            masks, _ = truth[player.index_of[(status["frame"]["sec"],
+                                              status["frame"]["nanosec"])]]
+            got = received_mask(harness, status)
+            twin_ious.append(iou(got, masks[LOOK_ALIKE]))
+            if masks[GRASPED_OBJECT].any():
+                ious.append(iou(got, masks[GRASPED_OBJECT]))
+    except (AssertionError, TimeoutError) as exc:
+        raise AssertionError(f"{exc}\n--- node log ---\n{proc.log()}") from exc
+    assert len(ious) >= 8 and np.mean(ious) >= 0.85, ious
+    assert max(twin_ious) <= 0.05, twin_ious  # never the look-alike's mask
+    taken_at = [stamp for stamp, index in player.index_of.items() if index == removed][0]
+    lost_at = (lost["frame"]["sec"], lost["frame"]["nanosec"])
+    late_s = (lost_at[0] - taken_at[0]) + (lost_at[1] - taken_at[1]) / 1e9
+    assert 0.0 <= late_s <= LOST_TIMEOUT_S + REDETECT_PERIOD_S + 1e-6, late_s
+    assert [s["state"] for s in statuses(harness, "grasp")][-1] == "lost"
 
 
 def test_stop_follow_topic_service_and_a_new_query_each_end_following(ros, frames):
