@@ -10,6 +10,7 @@ import numpy as np
 
 from sam3_agent_ros.core.types import stamp_ns
 from sam3_agent_ros.demo import sample
+from sam3_agent_ros.demo.concepts_scoring import format_concepts
 from sam3_agent_ros.demo.report import DemoReport, backends_lines
 
 IOU_THRESHOLD = 0.8
@@ -132,6 +133,7 @@ def format_summary(report: DemoReport) -> list[str]:
     if errors:
         lines.append("3D position error: " + ", ".join(f"{v:.2f}" for v in errors)
                      + f" cm (max {max(errors):.2f} cm)")
+    lines += format_concepts(report.concepts)
     lines += backends_lines(outcomes)
     for outcome in outcomes:
         if outcome.problem:
