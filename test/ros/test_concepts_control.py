@@ -195,7 +195,7 @@ def test_a_new_list_applies_at_once_restarting_the_ids_and_bad_lists_are_refused
 
     assert harness.set_parameter(node, "concepts.prompts", []).successful
     harness.wait_for(lambda: "standing concepts: off" in proc.log(), 10.0, "concepts off")
-    threading.Event().wait(0.5)  # a pass that was publishing at the change
+    threading.Event().wait(1.0)  # a pass that was publishing at the change
     count = len(detections(harness))
     threading.Event().wait(1.0)
     assert len(detections(harness)) == count
