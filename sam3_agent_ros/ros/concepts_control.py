@@ -9,6 +9,8 @@
   (``sam3_agent_ros/msg/ConceptDetections``, always), ``~/concepts/labels`` (mono16, pixel =
   instance id) and ``~/concepts/overlay/compressed`` (JPEG) when somebody subscribes; with depth,
   each detection gets its 3D position. Every message carries the header of the pass's frame.
+Without the generated interfaces (``sam3_agent_ros.msg``) the passes still run and publish the
+images; ``~/concepts/detections`` is off, said once in the log (as the action ``~/segment``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from sam3_agent_ros.concepts import images as concept_images
 from sam3_agent_ros.config import PARAMETERS_BY_NAME, Config
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.follow.redetect import Gates
-from sam3_agent_ros.msg import ConceptDetection, ConceptDetections
 from sam3_agent_ros.ros.concepts_runner import ConceptsRunner
 from sam3_agent_ros.ros.conversions import array_to_image, frame_header
 from sam3_agent_ros.ros.outputs import locate
@@ -42,9 +43,20 @@ JPEG_FORMAT = "rgb8; jpeg compressed bgr8"  # image_transport's name for this en
 SHUTDOWN_WAIT_S = 5.0
 
 
-def detection_message(detection: Any) -> ConceptDetection:
-    msg = ConceptDetection(concept=detection.concept, id=int(detection.id),
-                           score=float(detection.score), area=int(detection.area))
+def interfaces() -> tuple[Any, Any] | None:
+    """``(ConceptDetections, ConceptDetection)``, or None when the generated interfaces cannot be
+    imported (a venv without scripts/build_interfaces.sh)."""
+    try:
+        from sam3_agent_ros.msg import ConceptDetection, ConceptDetections
+    except Exception:  # noqa: BLE001 (ImportError, or a typesupport library that fails to load)
+        return None
+    return ConceptDetections, ConceptDetection
+
+
+def detection_message(detection: Any, message_type: Any) -> Any:
+    """A ``sam3_agent_ros/msg/ConceptDetection`` (``message_type``) of one detection."""
+    msg = message_type(concept=detection.concept, id=int(detection.id),
+                       score=float(detection.score), area=int(detection.area))
     msg.bbox = [float(v) for v in detection.bbox]
     msg.centroid = [float(v) for v in detection.centroid]
     if detection.position is not None:
@@ -71,17 +83,21 @@ def compressed_jpeg(rgb: np.ndarray, header: Header | None = None,
 @dataclass
 class ConceptMessages:
     header: Header
-    detections: ConceptDetections
+    detections: Any = None  # ConceptDetections (None without the interfaces)
     labels: Image | None = None
     overlay: CompressedImage | None = None
 
 
-def concept_messages(result: ConceptFrame, kinds: Iterable[str] = IMAGE_KINDS
-                     ) -> ConceptMessages:
-    """A pass's messages: the detections, and the images among ``kinds``."""
+def concept_messages(result: ConceptFrame, kinds: Iterable[str] = IMAGE_KINDS,
+                     types: tuple[Any, Any] | None = None) -> ConceptMessages:
+    """A pass's messages: the detections (``types``: ``interfaces()``; None: none), and the
+    images among ``kinds``."""
     header = frame_header(result.frame)
-    out = ConceptMessages(header, ConceptDetections(
-        header=header, detections=[detection_message(d) for d in result.detections]))
+    out = ConceptMessages(header)
+    if types is not None:
+        detections_type, detection_type = types
+        out.detections = detections_type(header=header, detections=[
+            detection_message(d, detection_type) for d in result.detections])
     image = result.frame.image
     kinds = set(kinds)
     if "labels" in kinds:
@@ -111,13 +127,17 @@ class ConceptsControl:
         follow = config.follow
         self.concepts = StandingConcepts(config.concepts.prompts,
                                          Gates(follow.match_min_iou, follow.match_max_shift))
+        self._types = interfaces()
         self._publishers = {
-            "detections": node.create_publisher(ConceptDetections, f"{NAMESPACE}/detections",
-                                                OUTPUT_QOS),
             "labels": node.create_publisher(Image, f"{NAMESPACE}/labels", OUTPUT_QOS),
             "overlay": node.create_publisher(CompressedImage, f"{NAMESPACE}/overlay/compressed",
                                              OUTPUT_QOS),
         }
+        if self._types is not None:
+            self._publishers["detections"] = node.create_publisher(
+                self._types[0], f"{NAMESPACE}/detections", OUTPUT_QOS)
+        else:
+            _say_detections_off(node)
         self.runner = ConceptsRunner(concepts=self.concepts, gate=gate, to_frame=to_frame,
                                      publish=self._publish, rate_hz=config.concepts.rate_hz)
         self.runner.start()
@@ -158,12 +178,13 @@ class ConceptsControl:
             return
         result = with_positions(result, self._depth(), self._node.get_logger())
         kinds = [k for k in IMAGE_KINDS if publishers[k].get_subscription_count() > 0]
-        messages = concept_messages(result, kinds)
+        messages = concept_messages(result, kinds, self._types)
         if messages.labels is not None:
             publishers["labels"].publish(messages.labels)
         if messages.overlay is not None:
             publishers["overlay"].publish(messages.overlay)
-        publishers["detections"].publish(messages.detections)
+        if messages.detections is not None:
+            publishers["detections"].publish(messages.detections)
 
     # --- lifecycle ---------------------------------------------------------------------------
     def destroy(self) -> None:
@@ -172,3 +193,16 @@ class ConceptsControl:
         publishers, self._publishers = self._publishers, {}
         for publisher in publishers.values():
             self._node.destroy_publisher(publisher)
+
+
+_said_off = False  # the "interfaces missing" warning goes out once per process
+
+
+def _say_detections_off(node: Any) -> None:
+    global _said_off
+    if not _said_off:
+        _said_off = True
+        node.get_logger().warning(
+            "~/concepts/detections is off: the generated interfaces (sam3_agent_ros.msg) cannot "
+            "be imported; run scripts/build_interfaces.sh .venv or build with colcon. The "
+            "concepts' labels and overlay work as usual.")
