@@ -159,16 +159,19 @@ def _declare_string_array(node: Any, param: Parameter,
 def typed_string_arrays(parameters: list[Any]) -> list[Any]:
     """A pre-set callback (``Node.add_pre_set_parameters_callback``, rclpy of Iron and later):
     an empty array of another type set on a string-array parameter (``ros2 param set NODE
-    concepts.prompts "[]"`` sends an empty bool array) becomes an empty string array, so the
-    parameter keeps its type (``sam3-agent param set`` reads it to convert a value)."""
+    concepts.prompts "[]"`` sends an empty bool array), or no value (``ros2 param load`` of a
+    file with ``prompts: []``; rclpy would undeclare the parameter), becomes an empty string
+    array, so the parameter stays declared with its type (``sam3-agent param set`` reads it to
+    convert a value)."""
     string_array = RosParameter.Type.STRING_ARRAY
     out = []
     for parameter in parameters:
         param = PARAMETERS_BY_NAME.get(parameter.name)
         value = parameter.value
+        empty = value is None or (not isinstance(value, (str, bytes))
+                                  and hasattr(value, "__len__") and len(value) == 0)
         if param is not None and param.type is tuple and parameter.type_ != string_array \
-                and not isinstance(value, (str, bytes)) and hasattr(value, "__len__") \
-                and len(value) == 0:
+                and empty:
             parameter = RosParameter(parameter.name, string_array, [])
         out.append(parameter)
     return out

@@ -293,3 +293,6 @@ def test_the_concept_list_is_checked_at_runtime_and_its_change_applies_now(make_
     assert off.successful and params.read_config(node).concepts.prompts == ()
     assert node.get_parameter("concepts.prompts").type_ == RosParameter.Type.STRING_ARRAY
     assert node.describe_parameter("concepts.prompts").type == 9  # PARAMETER_STRING_ARRAY
+    # `ros2 param load` of a file with `prompts: []` sends no value (rclpy: undeclare it)
+    (loaded,) = node.set_parameters([RosParameter("concepts.prompts")])
+    assert loaded.successful and node.get_parameter("concepts.prompts").value == []
