@@ -12,6 +12,8 @@ list stops the passes.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 
 import cv2
@@ -193,6 +195,13 @@ def test_a_new_list_applies_at_once_restarting_the_ids_and_bad_lists_are_refused
     values = harness.get_parameters(node, ["concepts.prompts"])
     assert values["concepts.prompts"] == ["yellow object"]
 
+    # `sam3-agent param set` converts the text to the type the node declares: a string array
+    cli = subprocess.run([sys.executable, "-m", "sam3_agent_ros.cli", "param", "set",
+                          "concepts.prompts", "[yellow object, cup]", "--node", node],
+                         capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+    assert harness.get_parameters(node, ["concepts.prompts"])["concepts.prompts"] == [
+        "yellow object", "cup"]
     assert harness.set_parameter(node, "concepts.prompts", []).successful
     harness.wait_for(lambda: "standing concepts: off" in proc.log(), 10.0, "concepts off")
     threading.Event().wait(1.0)  # a pass that was publishing at the change
