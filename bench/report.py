@@ -452,6 +452,47 @@ def box_fit(data: dict) -> Section:
         on, total = sum(r["on_target"] for r in exact), sum(r["boxes"] for r in exact)
         s.figure("3D boxes on target, depth noise 0-10 mm (exact masks)", f"{on}/{total}",
                  "all", on == total)
+
+
+def concepts_batch(data: dict) -> Section:
+    s = Section("14. Standing concepts: k concepts in one pass vs k separate passes")
+    s.add(f"Command: `{data['command']}`", "",
+          f"Prompts {', '.join(repr(p) for p in data['prompts'])} (the first k). One pass: every "
+          "prompt in one segmenter call on a new frame object (`segment_prompts` -> "
+          "`segment_many`: the colour segmenter's per-image analysis once; SAM 3's image backbone "
+          "and text encoder once, one grounding pass batched over the prompts). k separate "
+          "passes: each prompt on its own copy of the frame. Colour segmenter: medians of "
+          f"{data['iterations']} frames (wall), mean process CPU.", "",
+          "| segmenter | frame | k | one pass ms | k separate passes ms | separate / one | "
+          "CPU ms one / separate |", "|---|---|---|---|---|---|---|")
+    for resolution, rows in data["colour"].items():
+        for row in rows:
+            s.add(f"| colour | {resolution} | {row['k']} | {row['one_pass_ms']} | "
+                  f"{row['separate_ms']} | {row['ratio']}x | {row['one_pass_cpu_ms']} / "
+                  f"{row['separate_cpu_ms']} |")
+    sam3 = data.get("sam3_cpu")
+    if sam3:
+        for row in sam3["rows"]:
+            s.add(f"| SAM 3 CPU ({sam3['weights']} weights) | {sam3['frame']} | {row['k']} | "
+                  f"{row['one_pass_ms']} | {row['separate_ms']} | {row['ratio']}x | |")
+        s.add("", f"SAM 3: one frame per measurement, {sam3['torch_threads']} torch threads, "
+                  f"model build {sam3['load_s']} s; k = 1 is one full pass (the model's first: "
+                  "it includes a one-time warm-up of the prompt path); k separate passes add the "
+                  "full passes of the first k prompts, each measured. Measured "
+                  f"{sam3['measured']}.")
+    load = data.get("machine", {}).get("load_avg_1min")
+    if load is not None:
+        s.add("", f"1-minute load average when the run finished: {load:g} (on 2 cores: the "
+                  "machine was shared, absolute times are noisy; the ratios are side by side).")
+    k4 = next((r for r in sam3["rows"] if r["k"] == 4), None) if sam3 else None
+    if k4:
+        s.figure("standing concepts, SAM 3 CPU, 4 concepts: one pass vs 4 passes",
+                 f"{k4['one_pass_ms'] / 1000:.1f} s vs {k4['separate_ms'] / 1000:.1f} s "
+                 f"({k4['ratio']}x)")
+    colour = next((r for r in data["colour"].get("640x480", []) if r["k"] == 4), None)
+    if colour:
+        s.figure("standing concepts, colour 640x480, 4 concepts: one pass vs 4 passes",
+                 f"{colour['one_pass_ms']} vs {colour['separate_ms']} ms ({colour['ratio']}x)")
     return s
 
 
@@ -460,7 +501,8 @@ BUILDERS = [("agent_overhead", agent_overhead), ("context_size", context_size),
             ("memory_soak", memory_soak), ("sam3_latency", sam3_cpu), ("eval_jobs", eval_jobs),
             ("follow_node", follow_node), ("follow_cost", follow_cost),
             ("segment_action", segment_action), ("reply_shapes", reply_shapes),
-            ("action_memory", action_memory), ("box_fit", box_fit)]
+            ("action_memory", action_memory), ("box_fit", box_fit),
+            ("concepts_batch", concepts_batch)]
 
 
 def build(total_seconds: float | None, sam3_note: str) -> tuple[str, list]:

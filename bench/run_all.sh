@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: run every benchmark, print the summary table, write docs/benchmarks.md.
 #
-#   bench/run_all.sh              # everything, SAM 3 on the CPU included (~12 min on 2 cores)
+#   bench/run_all.sh              # everything, SAM 3 on the CPU included (~20 min on 2 cores)
 #   bench/run_all.sh --skip-sam3  # reuse the SAM 3 figures recorded in build/bench/ (~7 min)
 #
 # Each benchmark is also runnable alone (see its docstring); each writes build/bench/NAME.json
@@ -47,6 +47,8 @@ else
 fi
 # Follow cost per frame; with SAM 3 also one SAM 3 re-detection on the CPU (~2 min).
 run follow_cost $PY bench/follow_cost.py $([[ $skip_sam3 -eq 1 ]] || echo --sam3)
+# Standing concepts: k concepts in one pass vs k passes; with SAM 3 on the CPU (~6 backbones).
+run concepts_batch $PY bench/concepts_batch.py $([[ $skip_sam3 -eq 1 ]] || echo --sam3)
 total=$(( $(date +%s) - started ))
 echo "=== summary (bench took ${total} s)"
 $PY bench/report.py --total-seconds "$total" --sam3-note "$sam3_note"

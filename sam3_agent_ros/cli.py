@@ -1,9 +1,11 @@
-"""``sam3-agent``: one query on an image file (``run``), the bag tools (``replay``, ``record``),
-the demos (``demo``, ``demo-follow``), ``eval`` / ``eval-compare``, ``ask --ros``, and
-``lifecycle`` / ``param`` (a running node, without the ros2 CLI).
+"""``sam3-agent``: one query on an image file (``run``), standing concepts on an image or a bag
+(``concepts``), the bag tools (``replay``, ``record``), the demos (``demo``, ``demo-follow``),
+``eval`` / ``eval-compare``, ``ask --ros``, and ``lifecycle`` / ``param`` (a running node,
+without the ros2 CLI).
 
 This module only builds the parser from each command's ``register`` and calls the chosen handler,
-which returns the exit status: ``run_command.py`` (run), ``bags/commands.py`` (replay, record),
+which returns the exit status: ``run_command.py`` (run), ``concepts_command.py`` (concepts),
+``bags/commands.py`` (replay, record),
 ``demo/commands.py`` (demo, demo-follow), ``eval/commands.py`` (eval, eval-compare),
 ``client.py`` (ask --ros), ``ros/graph_cli.py`` (lifecycle, param, ask --topic / --stop-follow).
 """
@@ -18,7 +20,7 @@ from sam3_agent_ros.redact import install_log_redaction
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from sam3_agent_ros import client, run_command
+    from sam3_agent_ros import client, concepts_command, run_command
     from sam3_agent_ros.eval import commands as eval_commands
     from sam3_agent_ros.ros import graph_cli
 
@@ -26,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     commands = parser.add_subparsers(dest="command", required=True)
     run_command.register(commands)  # run
+    concepts_command.register(commands)  # concepts (docs/concepts.md)
     try:
         from sam3_agent_ros.bags import commands as bag_commands
         from sam3_agent_ros.demo import commands as demo_commands

@@ -34,6 +34,8 @@ class Parameter:
     # Fixed at start-up (params file, launch argument, -p); never settable at runtime. The rule
     # for which parameters must be is written above PARAMETERS.
     read_only: bool = False
+    # A runtime change applies at once (the others at the next configure).
+    live: bool = False
 
     @property
     def type(self) -> type:
@@ -56,6 +58,8 @@ class Parameter:
 
 def _coerce(param: Parameter, value: Any) -> Any:
     kind = param.type
+    if kind is tuple:
+        return _string_list(param, value)
     if kind is str and isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     if isinstance(value, str) and kind is not str:
@@ -85,6 +89,28 @@ def _coerce(param: Parameter, value: Any) -> Any:
 
 
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "a boolean"}
+
+
+def _string_list(param: Parameter, value: Any) -> tuple[str, ...]:
+    """A string-array parameter as a tuple. Accepted: a list or tuple of strings; an empty array
+    of any type, and None (ROS reads an empty YAML list ``[]`` as a parameter without a value);
+    and, from the command line, the YAML text of a list (``-p concepts.prompts:="[a, b]"``)."""
+    if value is None:
+        return ()
+    if not isinstance(value, (str, bytes)) and hasattr(value, "__len__") and len(value) == 0:
+        return ()  # an empty array of any element type (ROS types an empty list as it likes)
+    if isinstance(value, str):
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            parsed = None
+        value = () if parsed is None and not value.strip() else parsed
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:60] + "..."
+    raise ConfigError(f"{param.name}: {shown} is not a list of strings (e.g. ['cup', "
+                      "'red ball'])")
 
 # Which parameters are ``read_only`` (any peer on the DDS domain can call a node's parameter
 # services, so a runtime change must never decide where data goes or what runs):
@@ -284,6 +310,22 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("follow.match_max_shift", 0.1,
               "Re-detection: largest centroid shift, as a fraction of the image diagonal, for a "
               "match without overlap.", min=0.0, max=1.0),
+    # --- Standing concepts (every concept segmented on the newest frame; docs/concepts.md) -------
+    Parameter("concepts.prompts", (),
+              "Standing concepts: text prompts segmented together on the newest frame at "
+              "concepts.rate_hz, published on ~/concepts/* with instance ids stable across "
+              "frames, e.g. ['person', 'cup']. Empty: off. Settable at runtime (applied at once; "
+              "the ids restart at 1).", live=True),
+    Parameter("concepts.rate_hz", 5.0,
+              "Most concept passes per second (a slower segmenter gives fewer; frames it has no "
+              "time for are dropped, never queued). Settable at runtime.",
+              min=0.1, max=100.0, live=True),
+    Parameter("concepts.max_prompts", 8,
+              "Most entries of concepts.prompts (each costs a grounding pass per frame).",
+              min=1, max=64, read_only=True),
+    Parameter("concepts.max_prompt_chars", 100,
+              "Longest entry of concepts.prompts, in characters.", min=1, max=1000,
+              read_only=True),
 )
 
 PARAMETERS_BY_NAME: dict[str, Parameter] = {p.name: p for p in PARAMETERS}
@@ -338,6 +380,9 @@ ActionConfig = dataclasses.make_dataclass("ActionConfig", _fields_from("action")
 ActionConfig.__doc__ = "Action server settings (action.*)."
 RefineConfig = dataclasses.make_dataclass("RefineConfig", _fields_from("refine"), frozen=True)
 RefineConfig.__doc__ = "Refinement settings (refine.*)."
+ConceptsConfig = dataclasses.make_dataclass("ConceptsConfig", _fields_from("concepts"),
+                                            frozen=True)
+ConceptsConfig.__doc__ = "Standing concepts (concepts.*)."
 NodeConfig = dataclasses.make_dataclass(
     "NodeConfig",
     [(p.name, p.type, field(default=p.default)) for p in PARAMETERS if "." not in p.name],
@@ -347,7 +392,8 @@ NodeConfig.__doc__ = "ROS node settings (un-prefixed parameters)."
 
 _SECTIONS = {"llm": LlmConfig, "segmenter": SegmenterConfig, "agent": AgentConfig,
              "depth": DepthConfig, "follow": FollowConfig, "action": ActionConfig,
-             "refine": RefineConfig}
+             "refine": RefineConfig,
+             "concepts": ConceptsConfig}
 
 
 @dataclass(frozen=True)
@@ -361,6 +407,7 @@ class Config:
     follow: FollowConfig = field(default_factory=FollowConfig)
     action: ActionConfig = field(default_factory=ActionConfig)
     refine: RefineConfig = field(default_factory=RefineConfig)
+    concepts: ConceptsConfig = field(default_factory=ConceptsConfig)
     node: NodeConfig = field(default_factory=NodeConfig)
 
     @classmethod
@@ -377,6 +424,10 @@ class Config:
         if values["llm.protocol"] == "tools" and values["agent.max_context_messages"] < 5:
             raise ConfigError("agent.max_context_messages must be at least 5 with llm.protocol "
                               "'tools' (a tool result takes 3 messages: call, tool, image)")
+        problem = concepts_problem(values["concepts.prompts"], values["concepts.max_prompts"],
+                                   values["concepts.max_prompt_chars"])
+        if problem:
+            raise ConfigError(problem)
         sections: dict[str, Any] = {}
         for prefix, klass in _SECTIONS.items():
             sections[prefix] = klass(**{k: values[f"{prefix}.{k}"] for k in _section(prefix)})
@@ -397,6 +448,29 @@ class Config:
                 out[f"{prefix}.{key}"] = value
         out.update(dataclasses.asdict(self.node))
         return out
+
+
+def concepts_problem(prompts: tuple[str, ...], max_prompts: int, max_chars: int) -> str | None:
+    """Why a list of standing concepts is refused (bounded like every input a peer can set:
+    count, length, printable text, no repeats), or None."""
+    if len(prompts) > max_prompts:
+        return (f"concepts.prompts: {len(prompts)} concepts, more than concepts.max_prompts "
+                f"({max_prompts})")
+    seen: set[str] = set()
+    for number, prompt in enumerate(prompts, start=1):
+        text = prompt.strip()
+        if not text:
+            return f"concepts.prompts: concept {number} is empty"
+        if len(text) > max_chars:
+            return (f"concepts.prompts: concept {number} has {len(text)} characters, more than "
+                    f"concepts.max_prompt_chars ({max_chars})")
+        if not text.isprintable():
+            return f"concepts.prompts: concept {number} holds control characters"
+        if text.lower() in seen:
+            shown = text if len(text) <= 40 else text[:40] + "..."
+            return f"concepts.prompts: {shown!r} is listed twice"
+        seen.add(text.lower())
+    return None
 
 
 def _suggest(name: str) -> str:

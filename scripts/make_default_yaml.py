@@ -57,6 +57,8 @@ def yaml_value(value: object) -> str:
         return text if any(c in text for c in ".en") else text + ".0"
     if isinstance(value, int):
         return str(value)
+    if isinstance(value, tuple):
+        return "[" + ", ".join(json.dumps(item) for item in value) + "]"
     return json.dumps(value)  # a double-quoted YAML string ("" stays a string)
 
 

@@ -121,3 +121,40 @@ def test_overrides():
         parse_override("llm.model=qwen")
     with pytest.raises(ConfigError, match="unknown parameter"):
         parse_override("nope:=1")
+
+
+def test_concepts_prompts_is_a_list_of_strings_from_every_source(tmp_path):
+    assert Config().concepts.prompts == ()  # off by default
+    as_list = Config.from_params({"concepts.prompts": ["cup", "red ball"]})
+    assert as_list.concepts.prompts == ("cup", "red ball")
+    name, value = parse_override('concepts.prompts:="[cup, red ball]"')  # -p on the CLI
+    assert Config.from_params({name: value}).concepts.prompts == ("cup", "red ball")
+    path = tmp_path / "p.yaml"
+    path.write_text("sam3_agent:\n  ros__parameters:\n    concepts:\n      prompts: []\n")
+    assert Config.from_params(load_params_file(path)).concepts.prompts == ()
+    assert Config.from_params({"concepts.prompts": None}).concepts.prompts == ()  # ROS: `[]`
+    assert Config.from_params(as_list.to_params()) == as_list
+
+
+@pytest.mark.parametrize("prompts, fragment", [
+    ("cup", "is not a list of strings"),
+    ([1, 2], "is not a list of strings"),
+    ([f"c{i}" for i in range(9)], "9 concepts, more than concepts.max_prompts (8)"),
+    (["cup", " "], "concept 2 is empty"),
+    (["x" * 101], "101 characters, more than concepts.max_prompt_chars (100)"),
+    (["cup\nbottle"], "control characters"),
+    (["cup", "Cup "], "'Cup' is listed twice"),
+])
+def test_concepts_prompts_are_bounded(prompts, fragment):
+    with pytest.raises(ConfigError) as info:
+        Config.from_params({"concepts.prompts": prompts})
+    assert fragment in str(info.value)
+    bigger = {"concepts.prompts": [f"c{i}" for i in range(9)], "concepts.max_prompts": 9}
+    assert len(Config.from_params(bigger).concepts.prompts) == 9
+
+
+def test_only_the_concept_list_and_rate_apply_at_once():
+    live = {p.name for p in PARAMETERS if p.live}
+    assert live == {"concepts.prompts", "concepts.rate_hz"}
+    assert PARAMETERS_BY_NAME["concepts.max_prompts"].read_only
+    assert PARAMETERS_BY_NAME["concepts.max_prompt_chars"].read_only

@@ -27,7 +27,8 @@ ROS_FREE_EXCEPTIONS = ("sam3_agent_ros.ros.dds", "sam3_agent_ros.ros.query_runne
                        "sam3_agent_ros.ros.query_message", "sam3_agent_ros.ros.conversions",
                        "sam3_agent_ros.ros.follow_runner", "sam3_agent_ros.bags.commands",
                        "sam3_agent_ros.demo.commands", "sam3_agent_ros.demo.scene",
-                       "sam3_agent_ros.demo.moving_scene")
+                       "sam3_agent_ros.demo.moving_scene", "sam3_agent_ros.ros.concepts_runner",
+                       "sam3_agent_ros.demo.concepts_scoring")
 # The core modules the architecture promises; a missing one is a failure, not a skip.
 REQUIRED_MODULES = (
     "sam3_agent_ros.config",

@@ -8,6 +8,7 @@ output through ``Detections.coerce`` before using it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -92,6 +93,26 @@ class Segmenter(Protocol):
     """``segment(image, text_prompt)``: ``image`` is RGB (H, W, 3) uint8 and stays the same object
     for a whole query (backends may cache per-image work keyed on it); returns the
     ``Detections`` for the phrase. Failures raise ``SegmenterError``.
-    Optional: ``close()`` frees resources."""
+    Optional: ``close()`` frees resources; ``segment_many(image, text_prompts)`` segments one
+    frame with several phrases at once (one ``Detections`` per phrase, in order) sharing the
+    per-frame work (SAM 3: one image-backbone pass); ``segment_prompts`` uses it when present."""
 
     def segment(self, image: np.ndarray, text_prompt: str) -> Detections: ...
+
+
+def segment_prompts(segmenter: Segmenter, image: np.ndarray,
+                    text_prompts: Sequence[str]) -> list[Detections]:
+    """Every phrase of ``text_prompts`` on one frame: the backend's ``segment_many`` when it has
+    one, else ``segment`` once per phrase on the same ``image`` object (so per-frame caches
+    still hold). Each output is checked (``Detections.coerce``); a wrong count or a malformed
+    output raises ``SegmenterError``."""
+    height, width = image.shape[:2]
+    many = getattr(segmenter, "segment_many", None)
+    if callable(many) and text_prompts:
+        raw = list(many(image, list(text_prompts)))
+        if len(raw) != len(text_prompts):
+            raise SegmenterError(f"segment_many returned {len(raw)} results for "
+                                 f"{len(text_prompts)} prompts")
+    else:
+        raw = [segmenter.segment(image, prompt) for prompt in text_prompts]
+    return [Detections.coerce(item, height, width) for item in raw]

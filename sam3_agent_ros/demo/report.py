@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from sam3_agent_ros.config import demo_backends_warning
 
@@ -40,6 +40,9 @@ class DemoReport:
     output_counts: dict[str, int] = field(default_factory=dict)
     node_log: str = ""
     error: str | None = None
+    # ``sam3-agent demo``'s standing-concepts run (``concepts_scoring.ConceptsOutcome``: ``ok``,
+    # ``to_json()``), or None
+    concepts: Any = None
 
     @property
     def answered(self) -> int:
@@ -51,13 +54,15 @@ class DemoReport:
 
     @property
     def ok(self) -> bool:
-        return self.error is None and bool(self.outcomes) and self.correct == len(self.outcomes)
+        return (self.error is None and bool(self.outcomes) and self.correct == len(self.outcomes)
+                and (self.concepts is None or self.concepts.ok))
 
     def to_json(self) -> dict:
         return {"answered": self.answered, "correct": self.correct, "total": len(self.outcomes),
                 "wall_s": round(self.wall_s, 3), "output_bag": self.output_bag,
                 "output_counts": self.output_counts, "node_log": self.node_log,
-                "error": self.error, "queries": [o.to_json() for o in self.outcomes]}
+                "error": self.error, "queries": [o.to_json() for o in self.outcomes],
+                "concepts": self.concepts.to_json() if self.concepts is not None else None}
 
     def write(self, out_dir: Path) -> Path:
         path = Path(out_dir) / REPORT_JSON

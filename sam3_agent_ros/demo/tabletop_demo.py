@@ -5,6 +5,8 @@ Steps (the shared ones in ``harness.py``): lock the output folder; put DDS on lo
 ``-p`` say otherwise) with the camera topics remapped onto its inputs; record its outputs into
 ``OUT/output_bag``; replay the bag; print each result as it arrives; write the overlays as PNGs;
 print a summary (answered, correct, latency, IoU, 3D error) and write it as ``OUT/report.json``.
+Beside the queries the node segments standing concepts (``concepts_scoring.DEMO_CONCEPTS``) on the
+frames; each pass is scored against the ground truth too.
 The node subprocess is always stopped, whatever happens.
 
 The parts: ``tabletop_session.py`` (the rclpy listener, recorder and replay),
@@ -19,7 +21,7 @@ import time
 from pathlib import Path
 
 from sam3_agent_ros.config import OFFLINE_BACKENDS, nest
-from sam3_agent_ros.demo import harness, sample
+from sam3_agent_ros.demo import concepts_scoring, harness, sample
 from sam3_agent_ros.demo.harness import DemoOptions
 from sam3_agent_ros.demo.report import DemoReport
 from sam3_agent_ros.demo.tabletop_scoring import QueryOutcome, format_summary
@@ -30,6 +32,8 @@ DEMO_PARAMETERS = {
     "depth": {"enabled": True},
     "image_qos": "reliable",  # a bag player publishes reliably; keep every frame
     "query_policy": "queue",  # answer every query of the bag, even with a slow model
+    "concepts": {"prompts": list(concepts_scoring.DEMO_CONCEPTS),  # beside the queries
+                 "rate_hz": concepts_scoring.CONCEPTS_RATE_HZ},
 }
 OUTPUT_BAG = "output_bag"
 
@@ -81,6 +85,7 @@ def _run_locked(options: DemoOptions, out, truth: sample.GroundTruth, report: De
         try:
             tabletop.run(sample_dir / sample.BAG_DIRNAME, process, options.rate,
                          options.startup_timeout_s, options.result_timeout_s)
+            report.concepts = tabletop.concepts_outcome()
         finally:
             tabletop.close()
 

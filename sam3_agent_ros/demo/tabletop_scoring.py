@@ -10,6 +10,7 @@ import numpy as np
 
 from sam3_agent_ros.core.types import stamp_ns
 from sam3_agent_ros.demo import sample
+from sam3_agent_ros.demo.concepts_scoring import format_concepts
 from sam3_agent_ros.demo.report import DemoReport, backends_lines
 from sam3_agent_ros.demo.scene import BoxErrors, box_errors
 from sam3_agent_ros.geometry3d import quaternion_to_matrix
@@ -209,6 +210,7 @@ def format_summary(report: DemoReport) -> list[str]:
                      "(centre 1 cm, sizes 10 %, long-axis angle 10 deg)")
         for outcome in boxes:
             lines.append(f"  {outcome.query!r}: {box_description(outcome)}")
+    lines += format_concepts(report.concepts)
     lines += backends_lines(outcomes)
     for outcome in outcomes:
         if outcome.problem:

@@ -1,5 +1,6 @@
 """``sam3-agent demo``'s rclpy side (``TabletopSession``): the listener node (``listener.py``)
-recording the node's outputs, the bag replayed under its control, results scored as they arrive."""
+recording the node's outputs, the bag replayed under its control, results scored as they arrive,
+and the standing-concepts passes kept for scoring at the end (``concepts_scoring.py``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from sam3_agent_ros.bags.record import NODE_OUTPUT_TOPICS
 from sam3_agent_ros.core.types import stamp_ns
-from sam3_agent_ros.demo import sample
+from sam3_agent_ros.demo import concepts_scoring, sample
 from sam3_agent_ros.demo.listener import Listener, header_stamp_ns, mono8_to_mask
 from sam3_agent_ros.demo.node_process import NodeProcess
 from sam3_agent_ros.demo.tabletop_scoring import QueryOutcome, format_outcome, score_outcome
@@ -21,6 +22,8 @@ from sam3_agent_ros.demo.tabletop_scoring import QueryOutcome, format_outcome, s
 RESULT_TOPIC = "/sam3_agent/result"
 MASK_TOPIC = "/sam3_agent/mask"
 OVERLAY_TOPIC = "/sam3_agent/overlay"
+CONCEPTS_TOPIC = "/sam3_agent/concepts/detections"
+CONCEPT_LABELS_TOPIC = "/sam3_agent/concepts/labels"
 IMAGE_WAIT_S = 1.0  # how long a result waits for its mask/overlay images before being scored
 
 
@@ -39,6 +42,9 @@ class TabletopSession:
         self.truth, self.outcomes, self.out_dir, self.out = truth, outcomes, out_dir, out
         self.events: queue.Queue = queue.Queue()
         self.query_published: dict[int, float] = {}  # index into truth.queries -> wall time
+        self.concept_passes: list[tuple[int, list[dict]]] = []  # (stamp, detections) by arrival
+        self.concept_labels: dict[int, np.ndarray] = {}  # stamp -> mono16 label image
+        self._concepts_lock = threading.Lock()
         self.listener = Listener("sam3_agent_demo")
         self.stop = self.listener.stop
         node = self.node = self.listener.node
@@ -54,6 +60,10 @@ class TabletopSession:
                 node.create_subscription(
                     Image, topic, lambda m, k=kind: self.events.put((k, time.monotonic(), m)),
                     qos)
+            from sam3_agent_ros.msg import ConceptDetections
+
+            node.create_subscription(ConceptDetections, CONCEPTS_TOPIC, self._on_concepts, qos)
+            node.create_subscription(Image, CONCEPT_LABELS_TOPIC, self._on_concept_labels, qos)
             self.recorder = BagRecorder(node, bag_out, NODE_OUTPUT_TOPICS)
             self.listener.start(threads=2)
         except BaseException:
@@ -107,6 +117,33 @@ class TabletopSession:
             if deadline is not None and time.monotonic() > deadline:
                 self._score_ready(pending, masks, overlays, force=True)
                 return
+
+    def _on_concepts(self, msg) -> None:
+        detections = [{"concept": d.concept, "id": int(d.id)} for d in msg.detections]
+        with self._concepts_lock:
+            self.concept_passes.append((header_stamp_ns(msg.header), detections))
+
+    def _on_concept_labels(self, msg) -> None:
+        rows = np.frombuffer(bytes(msg.data), np.uint8)[:msg.height * msg.step]
+        labels = rows.reshape(msg.height, msg.step)[:, :msg.width * 2].copy().view(np.uint16)
+        with self._concepts_lock:
+            self.concept_labels[header_stamp_ns(msg.header)] = labels
+
+    def concepts_outcome(self) -> concepts_scoring.ConceptsOutcome:
+        """The standing-concepts passes received, scored (a pass whose label image did not
+        arrive is left out; none at all is a problem)."""
+        outcome = concepts_scoring.ConceptsOutcome()
+        with self._concepts_lock:
+            passes, labels = list(self.concept_passes), dict(self.concept_labels)
+        for stamp, detections in passes:
+            if stamp in labels:
+                outcome.frames.append(concepts_scoring.score_frame(
+                    detections, labels[stamp], stamp, self.truth, outcome.concepts))
+        if not passes:
+            outcome.problem = f"no standing-concepts pass arrived on {CONCEPTS_TOPIC}"
+        elif not outcome.frames:
+            outcome.problem = f"no label image arrived on {CONCEPT_LABELS_TOPIC}"
+        return outcome
 
     def _wait_for_node(self, process: NodeProcess, timeout_s: float) -> None:
         """Until the node subscribes to the camera and query topics (it is active) and the

@@ -10,6 +10,10 @@ Threads:
   to 75 % of a core, for nothing here: see bench/ros_node.py.)
 - one follow thread (``ros/follow_control.py``) keeps a followed answer's masks current on the
   newest frame (follow mode); it publishes ``~/follow/*``.
+- one concepts thread (``ros/concepts_control.py``) segments the standing concepts
+  (``concepts.prompts``) on the newest frame and publishes ``~/concepts/*``. The agent and follow
+  mode reach the segmenter through a ``SegmenterGate`` first: they wait at most for the concept
+  pass holding it.
 - one worker thread (``QueryRunner``) converts the frame (``ros/conversions.py``), runs the agent
   and publishes (``ros/outputs.py``). Publishers are plain (not lifecycle) publishers so a query
   cancelled by ``deactivate`` still publishes its one result.
@@ -78,6 +82,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         for problem in self._param_problems:
             self.get_logger().error(f"parameter refused at start-up: {redact_text(str(problem))}")
         self.add_on_set_parameters_callback(self._on_set_parameters)
+        if hasattr(self, "add_pre_set_parameters_callback"):  # rclpy of Iron and later
+            self.add_pre_set_parameters_callback(params.typed_string_arrays)
         self._query_ids = itertools.count(1)
         self._frames = LatestFrame()
         self._config: Config | None = None
@@ -86,6 +92,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         self._runner: QueryRunner | None = None
         self._answers: AnswerPublisher | None = None  # ~/mask, ~/labels, ~/overlay, ~/result...
         self._follow: FollowControl | None = None  # follow mode (ros/follow_control.py)
+        self._concepts = None  # standing concepts (ros/concepts_control.py)
         self._inputs: list[Any] = []
         self._depth = None
         self._autostart_timer = None
@@ -140,6 +147,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             make_segmenter,
             missing_requirements,
         )
+        from sam3_agent_ros.concepts import SegmenterGate
         from sam3_agent_ros.core.agent import Agent
         from sam3_agent_ros.core.answers import AnswerStore
 
@@ -159,7 +167,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         try:
             llm = make_llm(config)
             segmenter = make_segmenter(config)
-            self._agent = Agent(config, llm=llm, segmenter=segmenter,
+            gate = SegmenterGate(segmenter)  # the agent and follow mode first, concepts between
+            self._agent = Agent(config, llm=llm, segmenter=gate.first,
                                 answers=AnswerStore(config.refine.keep_answers))
         except Exception as exc:  # any backend failure: stay unconfigured, say why
             close_quietly(segmenter)
@@ -178,8 +187,12 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             queue_size=node.queue_size, max_frame_age_s=node.max_frame_age_s,
             frame_wait_s=node.frame_wait_s)
         self._runner.start()
-        self._follow = FollowControl(self, config, self._agent.segmenter, self._reader.frame,
+        self._follow = FollowControl(self, config, gate.first, self._reader.frame,
                                      depth=lambda: self._depth, reground=self._reground)
+        from sam3_agent_ros.ros.concepts_control import ConceptsControl
+
+        self._concepts = ConceptsControl(self, config, gate, self._reader.frame,
+                                         depth=lambda: self._depth)
         self.get_logger().info("configured")
         return TransitionCallbackReturn.SUCCESS
 
@@ -212,6 +225,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         self._stop_inputs()
         if self._follow is not None:
             self._follow.stop("node deactivated")
+        if self._concepts is not None:
+            self._concepts.clear()
         if self._runner is not None:
             self._runner.cancel_all("node deactivated")
             if not self._runner.wait_idle(DEACTIVATE_WAIT_S):
@@ -254,6 +269,9 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         follow, self._follow = self._follow, None
         if follow is not None:
             follow.destroy()
+        concepts, self._concepts = self._concepts, None
+        if concepts is not None:
+            concepts.destroy()
         agent, self._agent = self._agent, None
         close = getattr(getattr(agent, "segmenter", None), "close", None)
         if callable(close) and worker_done:
@@ -272,6 +290,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         if result.successful:  # a start-up problem fixed by this change is gone
             changed = {c.name for c in changes}
             self._param_problems = [p for p in self._param_problems if p.name not in changed]
+            if self._concepts is not None:  # concepts.prompts / rate_hz apply at once
+                self._concepts.on_parameters(changes)
         return result
 
     # --- inputs --------------------------------------------------------------------------------
@@ -280,6 +300,9 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         follow = self._follow
         if follow is not None:
             follow.offer(msg)
+        concepts = self._concepts
+        if concepts is not None:
+            concepts.offer(msg)
         problem = self._reader.problem(msg)  # from the header: cheap, nothing decoded
         if problem:
             self.get_logger().warning(f"unusable frame on the image topic: {problem}",

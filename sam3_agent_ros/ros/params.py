@@ -30,6 +30,7 @@ from rcl_interfaces.msg import (
     SetParametersResult,
 )
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+from rclpy.parameter import Parameter as RosParameter
 
 from sam3_agent_ros.config import (
     PARAMETERS,
@@ -74,6 +75,12 @@ def descriptor_for(param: Parameter) -> ParameterDescriptor:
     descriptor = ParameterDescriptor(name=param.name, description=param.description,
                                      read_only=param.read_only)
     constraints = []
+    if param.type is tuple:
+        # A list of strings, typed by our own check: rclpy types an empty list by its first
+        # reader (a byte array in Python, a bool array from `ros2 param set ... "[]"`, no value
+        # from YAML), so with a fixed type the list could never be emptied at runtime.
+        descriptor.dynamic_typing = True
+        constraints.append("a list of strings")
     if param.choices is not None:
         constraints.append("one of: " + ", ".join(repr(c) for c in param.choices))
         if param.free_form_hint == "plugin":
@@ -114,6 +121,9 @@ def declare_parameters(node: Any) -> list[Problem]:
     overrides = getattr(node, "_parameter_overrides", {})
     for param in PARAMETERS:
         descriptor = descriptor_for(param)
+        if param.type is tuple:
+            problems += _declare_string_array(node, param, descriptor)
+            continue
         try:
             node.declare_parameter(param.name, param.default, descriptor)
             continue
@@ -127,6 +137,44 @@ def declare_parameters(node: Any) -> list[Problem]:
                 problems.append(_declare_problem(param, given, exc))
         node.declare_parameter(param.name, param.default, descriptor, ignore_override=True)
     return problems
+
+
+def _declare_string_array(node: Any, param: Parameter,
+                          descriptor: ParameterDescriptor) -> list[Problem]:
+    """A string-array parameter (dynamically typed, see ``descriptor_for``): an override that is
+    not a list of strings is a problem and the default replaces it; an empty list of whatever
+    type (or no value: an empty YAML list) is the empty string array."""
+    declared = node.declare_parameter(param.name, list(param.default), descriptor)
+    problems = []
+    try:
+        value = list(param.validate(declared.value))
+    except ConfigError as exc:
+        problems.append(Problem(param.name, str(exc)))
+        value = list(param.default)
+    if declared.type_ != RosParameter.Type.STRING_ARRAY or value != declared.value:
+        node.set_parameters([RosParameter(param.name, RosParameter.Type.STRING_ARRAY, value)])
+    return problems
+
+
+def typed_string_arrays(parameters: list[Any]) -> list[Any]:
+    """A pre-set callback (``Node.add_pre_set_parameters_callback``, rclpy of Iron and later):
+    an empty array of another type set on a string-array parameter (``ros2 param set NODE
+    concepts.prompts "[]"`` sends an empty bool array), or no value (``ros2 param load`` of a
+    file with ``prompts: []``; rclpy would undeclare the parameter), becomes an empty string
+    array, so the parameter stays declared with its type (``sam3-agent param set`` reads it to
+    convert a value)."""
+    string_array = RosParameter.Type.STRING_ARRAY
+    out = []
+    for parameter in parameters:
+        param = PARAMETERS_BY_NAME.get(parameter.name)
+        value = parameter.value
+        empty = value is None or (not isinstance(value, (str, bytes))
+                                  and hasattr(value, "__len__") and len(value) == 0)
+        if param is not None and param.type is tuple and parameter.type_ != string_array \
+                and empty:
+            parameter = RosParameter(parameter.name, string_array, [])
+        out.append(parameter)
+    return out
 
 
 def _declare_problem(param: Parameter, given: Any, exc: Exception) -> Problem:
@@ -208,11 +256,20 @@ def on_set_parameters(node: Any, changes: list[Any], configured: bool) -> SetPar
     if not result.successful:
         node.get_logger().warning(f"parameter change rejected: {redact_text(result.reason)}")
         return result
-    when = (" (takes effect at the next configure: deactivate, cleanup, configure, activate)"
-            if configured else "")
-    for line in change_lines(current, changes):
-        node.get_logger().info(f"parameter changed: {line}{when}")
+    table = [change for change in changes if change.name in PARAMETERS_BY_NAME]
+    for change, line in zip(table, change_lines(current, table)):
+        node.get_logger().info(f"parameter changed: {line}{_takes_effect(change.name, configured)}")
     return result
+
+
+def _takes_effect(name: str, configured: bool) -> str:
+    """When a change of ``name`` on a configured node applies: at once (``live`` parameters),
+    or at the next configure."""
+    if not configured:
+        return ""
+    if PARAMETERS_BY_NAME[name].live:
+        return " (applied now)"
+    return " (takes effect at the next configure: deactivate, cleanup, configure, activate)"
 
 
 def shown(value: Any, limit: int = SHOWN_CHARS) -> str:

@@ -253,6 +253,12 @@ class ColorSegmenter:
             strength = np.minimum(analysis.background_distance.astype(np.uint16) * 2, 255)
         return self._components(pixels, strength, query)
 
+    def segment_many(self, image: np.ndarray, text_prompts: list[str]) -> list[Detections]:
+        """Every phrase on one frame; the per-image analysis (HSV, background model) is shared,
+        as it is between the calls of one query."""
+        image = _as_rgb(image)
+        return [self.segment(image, prompt) for prompt in text_prompts]
+
     def _analysis(self, image: np.ndarray) -> _ImageAnalysis:
         with self._lock:
             if self._cache is None or self._cache.image is not image:

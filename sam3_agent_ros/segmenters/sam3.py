@@ -6,6 +6,8 @@
 - Feature reuse: the image backbone runs once per frame. Further ``segment`` calls on the same
   frame (CONTRACTS §3: the same ndarray object for a whole query) only run the text encoder and
   the grounding head. ``backbone_calls`` counts image-backbone passes.
+- ``segment_many`` (standing concepts): several phrases on one frame in one call: one backbone
+  pass, one text-encoder pass and one grounding pass batched over the phrases.
 - On CPU the compatibility fixes of ``sam3_compat`` are applied; only float32 is allowed there.
 - The vocabulary and checkpoint files are found, checked and fetched by ``sam3_files``.
 """
@@ -243,20 +245,27 @@ class Sam3Segmenter:
 
     def segment(self, image: np.ndarray, text_prompt: str) -> Detections:
         """Segment ``image`` (RGB (H, W, 3) uint8) with a phrase; reuses the frame's features."""
+        return self.segment_many(image, [text_prompt])[0]
+
+    def segment_many(self, image: np.ndarray, text_prompts: list[str]) -> list[Detections]:
+        """Segment ``image`` with every phrase: the image backbone at most once (not at all when
+        the frame's features are cached), the text encoder once for all phrases, and one batched
+        grounding pass (image id 0 for every phrase); one ``Detections`` per phrase, in order."""
         if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3 \
                 or image.dtype != np.uint8 or image.shape[0] == 0 or image.shape[1] == 0:
             raise SegmenterError("SAM 3 needs an RGB (H, W, 3) uint8 image, got "
                                  f"{getattr(image, 'shape', type(image).__name__)} "
                                  f"{getattr(image, 'dtype', '')}".rstrip())
-        if not isinstance(text_prompt, str) or not text_prompt.strip():
-            raise SegmenterError("SAM 3 needs a non-empty text prompt")
+        prompts = list(text_prompts)
+        if not prompts or not all(isinstance(p, str) and p.strip() for p in prompts):
+            raise SegmenterError("SAM 3 needs non-empty text prompts")
         torch = self._torch
         with self._lock:
             if self._closed:
                 raise SegmenterError("SAM 3 segmenter is closed")
             timings: dict[str, float] = {}
             try:
-                with self._compute_context():
+                with self._compute_context(), torch.inference_mode():
                     key = frame_key(image)
                     if key != self._frame_key or self._state is None:
                         self._drop_frame()
@@ -268,11 +277,7 @@ class Sam3Segmenter:
                         self._frame_key, self._frame_ref = key, image
                         timings["backbone_s"] = time.perf_counter() - started
                     started = time.perf_counter()
-                    state = self._processor.set_text_prompt(text_prompt.strip(), self._state)
-                    masks = state.pop("masks").squeeze(1).cpu().numpy()
-                    scores = state.pop("scores").float().cpu().numpy()
-                    boxes = state.pop("boxes").float().cpu().numpy()
-                    state.pop("masks_logits", None)
+                    raw = self._ground([p.strip() for p in prompts], image.shape[:2])
                     timings["prompt_s"] = time.perf_counter() - started
             except Exception as exc:  # noqa: BLE001 - torch raises RuntimeError, OOM, ...
                 self._drop_frame()
@@ -283,17 +288,56 @@ class Sam3Segmenter:
                                      f"{reason}") from None
         cfg = self._cfg
         started = time.perf_counter()
+        found = []
         try:
-            kept = filter_detections(masks, scores, boxes,
-                                     confidence_threshold=cfg.confidence_threshold,
-                                     overlap_threshold=cfg.overlap_threshold,
-                                     min_mask_area=cfg.min_mask_area)
+            for masks, scores, boxes in raw:
+                kept = filter_detections(masks, scores, boxes,
+                                         confidence_threshold=cfg.confidence_threshold,
+                                         overlap_threshold=cfg.overlap_threshold,
+                                         min_mask_area=cfg.min_mask_area)
+                found.append(dataclasses.replace(kept, untrained_weights=self.untrained_weights))
         except ValueError as exc:
             raise SegmenterError(f"SAM 3 output is malformed: {exc}") from None
         timings["postprocess_s"] = time.perf_counter() - started
-        timings["raw_detections"] = float(len(scores))
+        timings["raw_detections"] = float(sum(len(r[1]) for r in raw))
+        timings["prompts"] = float(len(prompts))
         self.last_timings = timings  # for tests and benchmarks: stages of the latest call
-        return dataclasses.replace(kept, untrained_weights=self.untrained_weights)
+        return found
+
+    def _ground(self, prompts: list[str], size: tuple[int, int]
+                ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The grounding head for every phrase on the cached frame features, batched: one
+        (masks, scores, boxes) triple per phrase, kept where score > the confidence threshold
+        (score: the query's probability times the phrase's presence probability; boxes x0 y0 x1
+        y1 in pixels; masks: the upsampled mask logits > 0, at the frame's size)."""
+        from sam3.model.box_ops import box_cxcywh_to_xyxy
+        from sam3.model.data_misc import FindStage, interpolate
+
+        torch, model = self._torch, self._model
+        count = len(prompts)
+        features = dict(self._state["backbone_out"])  # the cached frame's features stay as they are
+        features.update(model.backbone.forward_text(prompts, device=self.device))
+        ids = torch.arange(count, device=self.device, dtype=torch.long)
+        find = FindStage(img_ids=torch.zeros_like(ids), text_ids=ids, input_boxes=None,
+                         input_boxes_mask=None, input_boxes_label=None, input_points=None,
+                         input_points_mask=None)
+        out = model.forward_grounding(backbone_out=features, find_input=find,
+                                      geometric_prompt=model._get_dummy_prompt(count),
+                                      find_target=None)
+        presence = out["presence_logit_dec"].sigmoid().unsqueeze(1)  # (k, 1, 1)
+        probabilities = (out["pred_logits"].sigmoid() * presence).squeeze(-1)  # (k, queries)
+        height, width = size
+        scale = torch.tensor([width, height, width, height], device=self.device)
+        results = []
+        for index in range(count):
+            keep = probabilities[index] > self._cfg.confidence_threshold
+            boxes = box_cxcywh_to_xyxy(out["pred_boxes"][index][keep]) * scale
+            logits = interpolate(out["pred_masks"][index][keep].unsqueeze(1), (height, width),
+                                 mode="bilinear", align_corners=False)
+            results.append((logits.squeeze(1).sigmoid().gt(0.5).cpu().numpy(),
+                            probabilities[index][keep].float().cpu().numpy(),
+                            boxes.float().cpu().numpy()))
+        return results
 
     def _sync(self) -> None:
         if self._on_cuda:

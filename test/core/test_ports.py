@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sam3_agent_ros.core.errors import SegmenterError
-from sam3_agent_ros.core.ports import Detections
+from sam3_agent_ros.core.ports import Detections, segment_prompts
 
 H, W = 20, 30
 
@@ -76,3 +76,43 @@ def test_malformed_output_is_a_segmenter_error(raw, fragment):
     with pytest.raises(SegmenterError) as info:
         Detections.coerce(raw, H, W)
     assert fragment in str(info.value)
+
+
+class ManySegmenter:
+    """Has ``segment_many``; ``segment`` must not be called through ``segment_prompts``."""
+
+    def __init__(self, count_back: int | None = None):
+        self.count_back = count_back
+        self.calls: list[list[str]] = []
+
+    def segment(self, image, text_prompt):
+        raise AssertionError("segment called although segment_many exists")
+
+    def segment_many(self, image, text_prompts):
+        self.calls.append(list(text_prompts))
+        count = len(text_prompts) if self.count_back is None else self.count_back
+        return [SimpleNamespace(masks=boxes_masks((0, 0, 5, 5)), scores=[0.5],
+                                boxes=[[0, 0, 5, 5]]) for _ in range(count)]
+
+
+def test_segment_prompts_uses_segment_many_once_and_checks_each_output():
+    segmenter = ManySegmenter()
+    found = segment_prompts(segmenter, np.zeros((H, W, 3), np.uint8), ("cup", "bottle"))
+    assert segmenter.calls == [["cup", "bottle"]]
+    assert [type(d) for d in found] == [Detections, Detections]
+    with pytest.raises(SegmenterError, match="1 results for 2 prompts"):
+        segment_prompts(ManySegmenter(count_back=1), np.zeros((H, W, 3), np.uint8), ["a", "b"])
+
+
+def test_segment_prompts_without_segment_many_calls_segment_on_the_same_image_object():
+    seen = []
+
+    class Single:
+        def segment(self, image, text_prompt):
+            seen.append((id(image), text_prompt))
+            return Detections.empty(H, W)
+
+    image = np.zeros((H, W, 3), np.uint8)
+    assert len(segment_prompts(Single(), image, ["a", "b", "c"])) == 3
+    assert seen == [(id(image), "a"), (id(image), "b"), (id(image), "c")]
+    assert segment_prompts(Single(), image, []) == []

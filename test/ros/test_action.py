@@ -403,5 +403,6 @@ def test_without_the_interfaces_the_node_runs_with_topics_and_says_so_once(ros_e
         assert proc.stop() == 0
         harness.close()
     assert proc.log().count("the action ~/segment is off") == 1, proc.log()
+    assert proc.log().count("~/concepts/detections is off") == 1, proc.log()  # the same for it
 
 

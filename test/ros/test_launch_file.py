@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from sam3_agent_ros.config import OFFLINE_BACKENDS, PARAMETERS_BY_NAME, Config
+from sam3_agent_ros.ros import params
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILE = REPO_ROOT / "launch" / "sam3_agent.launch.py"
@@ -317,11 +318,9 @@ def _launched_parameters(monkeypatch, tmp_path: Path, arguments: dict[str, str])
     rclpy.init(args=["sam3_agent_node", "--ros-args", *launched.parameter_arguments],
                context=context)
     try:
-        node = rclpy.create_node(launched.name, namespace=launched.namespace, context=context,
-                                 automatically_declare_parameters_from_overrides=True)
-        values = {name: parameter.value
-                  for name, parameter in node.get_parameters_by_prefix("").items()
-                  if name in PARAMETERS_BY_NAME}
+        node = rclpy.create_node(launched.name, namespace=launched.namespace, context=context)
+        assert params.declare_parameters(node) == []  # as the node declares them
+        values = params.current_values(node)
         node.destroy_node()
     finally:
         rclpy.shutdown(context=context)

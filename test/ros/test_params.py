@@ -244,3 +244,55 @@ def test_change_lines_name_old_and_new_values_of_table_parameters_only():
     lines = params.change_lines(current, [RosParameter("agent.max_rounds", value=4),
                                           RosParameter("use_sim_time", value=True)])
     assert lines == ["agent.max_rounds: 16 -> 4"]
+
+
+def test_a_string_array_is_typed_by_the_table_and_read_from_every_override(make_node):
+    node = make_node()
+    assert params.declare_parameters(node) == []
+    assert node.get_parameter("concepts.prompts").value == []
+    assert node.get_parameter("concepts.prompts").type_ == RosParameter.Type.STRING_ARRAY
+    described = node.describe_parameter("concepts.prompts")
+    assert described.dynamic_typing and "a list of strings" in described.additional_constraints
+    given = make_node(**{"concepts.prompts": ["cup", "red ball"]})
+    assert params.declare_parameters(given) == []
+    assert params.read_config(given).concepts.prompts == ("cup", "red ball")
+    empty = make_node(**{"concepts.prompts": []})  # rclpy calls an empty list a byte array
+    assert params.declare_parameters(empty) == []
+    assert params.read_config(empty).concepts.prompts == ()
+    wrong = make_node(**{"concepts.prompts": "cup"})
+    (problem,) = params.declare_parameters(wrong)
+    assert problem.name == "concepts.prompts" and "is not a list of strings" in problem.text
+    assert not problem.fixed_by_restart and wrong.get_parameter("concepts.prompts").value == []
+
+
+def test_the_concept_list_is_checked_at_runtime_and_its_change_applies_now(make_node):
+    node = make_node()
+    params.declare_parameters(node)
+    logged = []
+    node.get_logger().info = logged.append  # what on_set_parameters logs
+    node.add_on_set_parameters_callback(
+        lambda changes: params.on_set_parameters(node, changes, configured=True))
+    (good,) = node.set_parameters([RosParameter("concepts.prompts", value=["cup", "bottle"])])
+    assert good.successful
+    assert logged == ["parameter changed: concepts.prompts: [] -> ['cup', 'bottle'] "
+                      "(applied now)"]
+    (too_many,) = node.set_parameters([RosParameter("concepts.prompts",
+                                                    value=[f"c{i}" for i in range(9)])])
+    assert not too_many.successful and "more than concepts.max_prompts (8)" in too_many.reason
+    (tuning,) = node.set_parameters([RosParameter("agent.max_rounds", value=4)])
+    assert tuning.successful and logged[-1].endswith("(takes effect at the next configure: "
+                                                     "deactivate, cleanup, configure, activate)")
+    assert params.read_config(node).concepts.prompts == ("cup", "bottle")
+    (not_a_list,) = node.set_parameters([RosParameter("concepts.prompts", value="cup")])
+    assert not not_a_list.successful and "is not a list of strings" in not_a_list.reason
+    # `ros2 param set NODE concepts.prompts "[]"` sends an empty bool array: off, and the
+    # parameter stays a string array (the node's pre-set callback)
+    node.add_pre_set_parameters_callback(params.typed_string_arrays)
+    (off,) = node.set_parameters([RosParameter("concepts.prompts",
+                                               RosParameter.Type.BOOL_ARRAY, [])])
+    assert off.successful and params.read_config(node).concepts.prompts == ()
+    assert node.get_parameter("concepts.prompts").type_ == RosParameter.Type.STRING_ARRAY
+    assert node.describe_parameter("concepts.prompts").type == 9  # PARAMETER_STRING_ARRAY
+    # `ros2 param load` of a file with `prompts: []` sends no value (rclpy: undeclare it)
+    (loaded,) = node.set_parameters([RosParameter("concepts.prompts")])
+    assert loaded.successful and node.get_parameter("concepts.prompts").value == []

@@ -27,10 +27,10 @@ NODE_ENCLAVE, OPERATOR_ENCLAVE = "/sam3_agent", "/sam3_agent_operator"
 NODE = "sam3_agent"
 
 # One node per entry, in its own namespace; together they switch every optional interface on.
-# Extend when the node gains an option that adds an interface (a later wave: concepts.prompts).
+# Extend when the node gains an option that adds an interface.
 EVERY_INTERFACE_ON = {
     "/sros_raw": {"image_transport": "raw", "depth": {"enabled": True}, "use_sim_time": True,
-                  "publish_overlay": True},
+                  "publish_overlay": True, "concepts": {"prompts": ["red object"]}},
     "/sros_compressed": {"image_transport": "compressed"},
 }
 

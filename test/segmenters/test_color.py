@@ -7,6 +7,7 @@ import pytest
 
 from sam3_agent_ros.core.errors import SegmenterError
 from sam3_agent_ros.core.ports import Detections
+from sam3_agent_ros.demo import sample
 from sam3_agent_ros.demo.scene import (
     CameraPose,
     Lighting,
@@ -202,3 +203,15 @@ def test_sample_sequence_frames_with_motion_and_lighting_change(segmenter):
                                     min_iou=0.95)) == ["blue_box", "blue_cylinder"]
         assert len(segmenter.segment(frame.rgb, "object").scores) == 6
         assert len(segmenter.segment(frame.rgb, "purple object").scores) == 0
+
+
+def test_segment_many_gives_what_segment_gives_for_each_phrase():
+    segmenter = ColorSegmenter()
+    image = sample.render_frame(0.0).rgb
+    prompts = ["blue object", "red box", "unicorn"]
+    many = segmenter.segment_many(image, prompts)
+    for found, prompt in zip(many, prompts):
+        single = segmenter.segment(image.copy(), prompt)  # a new frame object: no cache
+        assert np.array_equal(found.masks, single.masks)
+        assert np.array_equal(found.scores, single.scores)
+    assert [len(d.scores) for d in many] == [2, 1, 0]

@@ -75,3 +75,49 @@ def test_two_prompts_on_one_frame_run_the_image_backbone_once(capsys):
               f"first prompt {first_timings['prompt_s']:.1f} s, "
               f"second prompt {second_timings['prompt_s']:.1f} s; "
               f"masks {len(first.scores)} / {len(second.scores)}")
+
+
+def assert_same_detections(a: Detections, b: Detections) -> None:
+    """Equal up to the order of (nearly) tied scores: every detection of ``a`` has one in ``b``
+    with the same score, box and mask (a pixel at the mask threshold may flip)."""
+    assert a.scores.shape == b.scores.shape and len(a.scores) > 0
+    np.testing.assert_allclose(a.scores, b.scores, atol=1e-4)  # both sorted by score
+    unmatched = list(range(len(b.scores)))
+    for i in range(len(a.scores)):
+        found = [j for j in unmatched if abs(a.scores[i] - b.scores[j]) <= 1e-4
+                 and np.abs(a.boxes[i] - b.boxes[j]).max() <= 0.05
+                 and np.mean(a.masks[i] != b.masks[j]) < 1e-3]
+        assert found, f"detection {i} (score {a.scores[i]:.5f}) has no equal"
+        unmatched.remove(found[0])
+
+
+def test_segment_many_is_one_backbone_and_one_batched_grounding_equal_to_single_prompts(capsys):
+    """Standing concepts: k phrases in one call give what k single calls give (and what sam3's
+    own processor gives for each phrase), with one image-backbone pass."""
+    cfg = dataclasses.replace(SegmenterConfig(), backend="sam3", random_weights=True,
+                              device="cpu", confidence_threshold=0.0, min_mask_area=1,
+                              overlap_threshold=1.0)
+    segmenter = Sam3Segmenter(cfg)
+    prompts = ["red square", "blue rectangle"]
+    try:
+        frame = synthetic_frame()
+        batched = segmenter.segment_many(frame, prompts)
+        batched_timings = dict(segmenter.last_timings)
+        singles = [segmenter.segment(frame, prompt) for prompt in prompts]
+        assert segmenter.backbone_calls == 1
+        assert len(batched) == 2
+        for many, one in zip(batched, singles):
+            check_result(many, H, W)
+            assert_same_detections(many, one)
+        # sam3's own processor on the same cached features: our post-processing is its own
+        state = dict(segmenter._state)
+        with segmenter._compute_context():
+            upstream = segmenter._processor.set_text_prompt(prompts[0], state)
+        areas = upstream["masks"].reshape(len(upstream["scores"]), -1).sum(dim=1).numpy()
+        scores = np.sort(upstream["scores"].float().numpy()[areas >= 1])[::-1]
+        np.testing.assert_allclose(batched[0].scores, scores, atol=1e-4)
+    finally:
+        segmenter.close()
+    with capsys.disabled():
+        print(f"\nSAM 3 CPU segment_many, 2 prompts: backbone {batched_timings['backbone_s']:.1f} "
+              f"s, both prompts {batched_timings['prompt_s']:.1f} s")

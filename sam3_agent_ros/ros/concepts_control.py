@@ -1,0 +1,208 @@
+"""The node's standing concepts (``concepts.*``, docs/concepts.md): the concepts thread, the
+``~/concepts/*`` outputs, and the live parameter changes.
+
+- ``offer(message)`` from the image callback (O(1));
+- ``on_parameters(changes)`` from the set-parameters callback, once a change is accepted:
+  ``concepts.prompts`` (a new list: the ids restart at 1; logged) and ``concepts.rate_hz`` apply
+  at once;
+- the concepts thread (``ConceptsRunner``) publishes every pass: ``~/concepts/detections``
+  (``sam3_agent_ros/msg/ConceptDetections``, always), ``~/concepts/labels`` (mono16, pixel =
+  instance id) and ``~/concepts/overlay/compressed`` (JPEG) when somebody subscribes; with depth,
+  each detection gets its 3D position. Every message carries the header of the pass's frame.
+Without the generated interfaces (``sam3_agent_ros.msg``) the passes still run and publish the
+images; ``~/concepts/detections`` is off, said once in the log (as the action ``~/segment``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import cv2
+import numpy as np
+from geometry_msgs.msg import Point
+from sensor_msgs.msg import CompressedImage, Image
+from std_msgs.msg import Header
+
+from sam3_agent_ros.concepts import ConceptFrame, SegmenterGate, StandingConcepts
+from sam3_agent_ros.concepts import images as concept_images
+from sam3_agent_ros.config import PARAMETERS_BY_NAME, Config
+from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.follow.redetect import Gates
+from sam3_agent_ros.ros.concepts_runner import ConceptsRunner
+from sam3_agent_ros.ros.conversions import array_to_image, frame_header
+from sam3_agent_ros.ros.outputs import locate
+from sam3_agent_ros.ros.qos import OUTPUT_QOS
+
+NAMESPACE = "~/concepts"
+IMAGE_KINDS = ("labels", "overlay")
+JPEG_QUALITY = 85
+JPEG_FORMAT = "rgb8; jpeg compressed bgr8"  # image_transport's name for this encoding
+SHUTDOWN_WAIT_S = 5.0
+
+
+def interfaces() -> tuple[Any, Any] | None:
+    """``(ConceptDetections, ConceptDetection)``, or None when the generated interfaces cannot be
+    imported (a venv without scripts/build_interfaces.sh)."""
+    try:
+        from sam3_agent_ros.msg import ConceptDetection, ConceptDetections
+    except Exception:  # noqa: BLE001 (ImportError, or a typesupport library that fails to load)
+        return None
+    return ConceptDetections, ConceptDetection
+
+
+def detection_message(detection: Any, message_type: Any) -> Any:
+    """A ``sam3_agent_ros/msg/ConceptDetection`` (``message_type``) of one detection."""
+    msg = message_type(concept=detection.concept, id=int(detection.id),
+                       score=float(detection.score), area=int(detection.area))
+    msg.bbox = [float(v) for v in detection.bbox]
+    msg.centroid = [float(v) for v in detection.centroid]
+    if detection.position is not None:
+        msg.position_valid = True
+        msg.position = Point(x=float(detection.position["x"]), y=float(detection.position["y"]),
+                             z=float(detection.position["z"]))
+    return msg
+
+
+def compressed_jpeg(rgb: np.ndarray, header: Header | None = None,
+                    quality: int = JPEG_QUALITY) -> CompressedImage:
+    """A ``sensor_msgs/CompressedImage`` (JPEG) of an RGB uint8 frame."""
+    ok, encoded = cv2.imencode(".jpg", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR),
+                               [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
+    if not ok:
+        raise ValueError("JPEG encoding failed")
+    msg = CompressedImage(format=JPEG_FORMAT)
+    if header is not None:
+        msg.header = header
+    msg.data = encoded.tobytes()
+    return msg
+
+
+@dataclass
+class ConceptMessages:
+    header: Header
+    detections: Any = None  # ConceptDetections (None without the interfaces)
+    labels: Image | None = None
+    overlay: CompressedImage | None = None
+
+
+def concept_messages(result: ConceptFrame, kinds: Iterable[str] = IMAGE_KINDS,
+                     types: tuple[Any, Any] | None = None) -> ConceptMessages:
+    """A pass's messages: the detections (``types``: ``interfaces()``; None: none), and the
+    images among ``kinds``."""
+    header = frame_header(result.frame)
+    out = ConceptMessages(header)
+    if types is not None:
+        detections_type, detection_type = types
+        out.detections = detections_type(header=header, detections=[
+            detection_message(d, detection_type) for d in result.detections])
+    image = result.frame.image
+    kinds = set(kinds)
+    if "labels" in kinds:
+        out.labels = array_to_image(
+            concept_images.label_image(result.detections, image.shape[:2]), "mono16", header)
+    if "overlay" in kinds:
+        out.overlay = compressed_jpeg(concept_images.overlay(image, result.detections), header)
+    return out
+
+
+def with_positions(result: ConceptFrame, depth: Any, logger: Any = None) -> ConceptFrame:
+    """``result`` with each detection's 3D position (``depth.locate``; never raises)."""
+    if depth is None or not result.detections:
+        return result
+    extras = locate(depth, result.frame, result.detections, logger)
+    located = [dataclasses.replace(d, position=extra.get("position"),
+                                   position_error=extra.get("position_error"))
+               for d, extra in zip(result.detections, extras)]
+    return dataclasses.replace(result, detections=located)
+
+
+class ConceptsControl:
+    def __init__(self, node: Any, config: Config, gate: SegmenterGate,
+                 to_frame: Callable[[Any], Any], depth: Callable[[], Any]):
+        self._node = node
+        self._depth = depth
+        follow = config.follow
+        self.concepts = StandingConcepts(config.concepts.prompts,
+                                         Gates(follow.match_min_iou, follow.match_max_shift))
+        self._types = interfaces()
+        self._publishers = {
+            "labels": node.create_publisher(Image, f"{NAMESPACE}/labels", OUTPUT_QOS),
+            "overlay": node.create_publisher(CompressedImage, f"{NAMESPACE}/overlay/compressed",
+                                             OUTPUT_QOS),
+        }
+        if self._types is not None:
+            self._publishers["detections"] = node.create_publisher(
+                self._types[0], f"{NAMESPACE}/detections", OUTPUT_QOS)
+        else:
+            _say_detections_off(node)
+        self.runner = ConceptsRunner(concepts=self.concepts, gate=gate, to_frame=to_frame,
+                                     publish=self._publish, rate_hz=config.concepts.rate_hz)
+        self.runner.start()
+        if self.concepts.prompts:
+            self._log_list()
+
+    # --- executor thread ---------------------------------------------------------------------
+    def offer(self, message: Any) -> None:
+        self.runner.offer(message)
+
+    def on_parameters(self, changes: Sequence[Any]) -> None:
+        """Accepted changes of ``concepts.prompts`` / ``concepts.rate_hz`` apply at once."""
+        for change in changes:
+            if change.name == "concepts.prompts":  # validated already: a list of strings
+                prompts = PARAMETERS_BY_NAME["concepts.prompts"].validate(change.value)
+                if self.concepts.set_prompts(prompts):
+                    self._log_list()
+            elif change.name == "concepts.rate_hz":
+                self.runner.set_rate(float(change.value))
+
+    def clear(self) -> None:
+        self.runner.clear()
+
+    def _log_list(self) -> None:
+        prompts = self.concepts.prompts
+        if prompts:
+            listed = ", ".join(for_log(repr(p), 120) for p in prompts)
+            self._node.get_logger().info(
+                f"standing concepts ({len(prompts)}): {listed}; instance ids start at 1")
+        else:
+            self._node.get_logger().info("standing concepts: off (concepts.prompts is empty)")
+
+    # --- concepts thread ---------------------------------------------------------------------
+    def _publish(self, result: ConceptFrame) -> None:
+        publishers = self._publishers
+        context = getattr(self._node, "context", None)
+        if not publishers or (context is not None and not context.ok()):
+            return
+        result = with_positions(result, self._depth(), self._node.get_logger())
+        kinds = [k for k in IMAGE_KINDS if publishers[k].get_subscription_count() > 0]
+        messages = concept_messages(result, kinds, self._types)
+        if messages.labels is not None:
+            publishers["labels"].publish(messages.labels)
+        if messages.overlay is not None:
+            publishers["overlay"].publish(messages.overlay)
+        if messages.detections is not None:
+            publishers["detections"].publish(messages.detections)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def destroy(self) -> None:
+        if not self.runner.shutdown(SHUTDOWN_WAIT_S):
+            self._node.get_logger().warning("concepts: the concepts thread did not stop in time")
+        publishers, self._publishers = self._publishers, {}
+        for publisher in publishers.values():
+            self._node.destroy_publisher(publisher)
+
+
+_said_off = False  # the "interfaces missing" warning goes out once per process
+
+
+def _say_detections_off(node: Any) -> None:
+    global _said_off
+    if not _said_off:
+        _said_off = True
+        node.get_logger().warning(
+            "~/concepts/detections is off: the generated interfaces (sam3_agent_ros.msg) cannot "
+            "be imported; run scripts/build_interfaces.sh .venv or build with colcon. The "
+            "concepts' labels and overlay work as usual.")
