@@ -213,7 +213,9 @@ PARAMETERS: tuple[Parameter, ...] = (
               max=1000, read_only=True),
     Parameter("max_query_chars", 2000, "Longer query messages are rejected.", min=1,
               read_only=True),
-    Parameter("publish_overlay", True, "Publish ~/overlay (costs one rgb8 image per query)."),
+    Parameter("publish_overlay", True,
+              "Publish the overlays: ~/overlay (rgb8), ~/overlay/compressed (JPEG) and "
+              "~/follow/overlay/compressed, each drawn only when somebody subscribes."),
     Parameter("max_image_pixels", 40_000_000,
               "Largest frame (width*height) converted: raw frames are refused from their header, "
               "compressed ones from their PNG/JPEG header before decoding (a query on a larger "
@@ -228,6 +230,15 @@ PARAMETERS: tuple[Parameter, ...] = (
               "older ones keep the rest (status, error, masks, result_json) until "
               "action.result_timeout_s. A client waiting for its result gets it whole.",
               min=1, max=100000, read_only=True),
+    # --- Published overlays (publish_overlay) ----------------------------------------------------
+    Parameter("overlay.max_side", 960,
+              "Longest side (px) of the published overlays (~/overlay, ~/overlay/compressed, "
+              "~/follow/overlay/compressed): larger frames are downscaled before the masks are "
+              "drawn. 0: the frame's own size. ~/mask and ~/labels are always full size.",
+              min=0, max=16384),
+    Parameter("overlay.jpeg_quality", 80,
+              "JPEG quality of ~/overlay/compressed and ~/follow/overlay/compressed.",
+              min=1, max=100),
     # --- 3D from aligned depth -------------------------------------------------------------------
     Parameter("depth.enabled", False,
               "Subscribe to 'depth' and 'camera_info' and publish ~/target, ~/targets."),
@@ -327,6 +338,8 @@ FollowConfig = dataclasses.make_dataclass("FollowConfig", _fields_from("follow")
 FollowConfig.__doc__ = "Follow mode settings (follow.*)."
 ActionConfig = dataclasses.make_dataclass("ActionConfig", _fields_from("action"), frozen=True)
 ActionConfig.__doc__ = "Action server settings (action.*)."
+OverlayConfig = dataclasses.make_dataclass("OverlayConfig", _fields_from("overlay"), frozen=True)
+OverlayConfig.__doc__ = "Published overlay settings (overlay.*)."
 NodeConfig = dataclasses.make_dataclass(
     "NodeConfig",
     [(p.name, p.type, field(default=p.default)) for p in PARAMETERS if "." not in p.name],
@@ -335,7 +348,8 @@ NodeConfig = dataclasses.make_dataclass(
 NodeConfig.__doc__ = "ROS node settings (un-prefixed parameters)."
 
 _SECTIONS = {"llm": LlmConfig, "segmenter": SegmenterConfig, "agent": AgentConfig,
-             "depth": DepthConfig, "follow": FollowConfig, "action": ActionConfig}
+             "depth": DepthConfig, "follow": FollowConfig, "action": ActionConfig,
+             "overlay": OverlayConfig}
 
 
 @dataclass(frozen=True)
@@ -348,6 +362,7 @@ class Config:
     depth: DepthConfig = field(default_factory=DepthConfig)
     follow: FollowConfig = field(default_factory=FollowConfig)
     action: ActionConfig = field(default_factory=ActionConfig)
+    overlay: OverlayConfig = field(default_factory=OverlayConfig)
     node: NodeConfig = field(default_factory=NodeConfig)
 
     @classmethod
