@@ -44,7 +44,6 @@ from sam3_agent_ros.ros.qos import OUTPUT_QOS
 
 ERROR_LOG_CHARS = 500  # the most of a result's error that its log line repeats
 IMAGE_KINDS = ("mask", "labels", "overlay", "overlay/compressed")  # = the topics ~/<kind>
-OVERLAY_KINDS = ("overlay", "overlay/compressed")  # published when publish_overlay
 FOLLOW_IMAGE_KINDS = ("mask", "labels", "overlay/compressed")  # ~/follow/<kind>
 FOLLOW_NAMESPACE = "~/follow"
 DEFAULT_OVERLAY = OverlayConfig()  # overlay.max_side, overlay.jpeg_quality at their defaults
