@@ -20,7 +20,8 @@
    The same for one follow-mode update (``~/follow/*``, every frame while following): before
    (wave 2: mask + labels) and after (mask + labels, with ``follow/overlay/compressed``, and the
    overlay alone). Each figure: median wall time and median CPU time of the publishing thread
-   over ``--publishes`` (build + ``publish()``; the result / status JSON included).
+   over ``--publishes`` rounds that run every case in turn (build + ``publish()``; the result /
+   status JSON included).
 
 Run alone: ``.venv/bin/python bench/node_costs.py [--window 8]``.
 """
@@ -120,18 +121,21 @@ def wave2_images(image, masks, header) -> dict:
                 image, masks, [str(k + 1) for k in range(len(masks))]), header)}
 
 
-def timed(step, publishes: int) -> dict:
-    """Median wall and publishing-thread CPU ms of ``step`` (the first call is a warm-up); a
-    pause after each lets the subscriber take the messages."""
-    walls, cpus = [], []
+def timed(steps: dict, publishes: int) -> dict:
+    """Median wall and publishing-thread CPU ms of each of ``steps`` (name -> callable), run in
+    turn ``publishes`` times (interleaved, so a busy moment of the machine hits them all; a
+    first round warms up); a pause after each lets the subscriber take the messages."""
+    walls: dict[str, list[float]] = {name: [] for name in steps}
+    cpus: dict[str, list[float]] = {name: [] for name in steps}
     for _ in range(publishes + 1):
-        wall, cpu = time.perf_counter(), time.thread_time()
-        step()
-        walls.append(time.perf_counter() - wall)
-        cpus.append(time.thread_time() - cpu)
-        time.sleep(0.05)
-    return {"wall_ms": round(median(walls[1:]) * 1000, 2),
-            "cpu_ms": round(median(cpus[1:]) * 1000, 2)}
+        for name, step in steps.items():
+            wall, cpu = time.perf_counter(), time.thread_time()
+            step()
+            walls[name].append(time.perf_counter() - wall)
+            cpus[name].append(time.thread_time() - cpu)
+            time.sleep(0.03)
+    return {name: {"wall_ms": round(median(walls[name][1:]) * 1000, 2),
+                   "cpu_ms": round(median(cpus[name][1:]) * 1000, 2)} for name in steps}
 
 
 def publish_cost(publishes: int) -> dict:
@@ -196,23 +200,22 @@ def publish_cost(publishes: int) -> dict:
             send(follow_out, built.images, "status", built.status.data)
 
         with_jpeg = ("mask", "labels", "overlay/compressed")
-        answer = {
-            "before": timed(answer_before, publishes),
-            "before_build_only": timed(lambda: wave2_images(image, mask_list, header), publishes),
-            "after": timed(lambda: answer_after(with_jpeg), publishes),
-            "after_build_only": timed(lambda: outputs.answer_messages(
-                result, None, with_jpeg, None, defaults), publishes),
-            "after_raw_overlay": timed(lambda: answer_after(("mask", "labels", "overlay")),
-                                       publishes),
-            "after_full_size_jpeg": timed(lambda: answer_after(with_jpeg, full_size), publishes),
-            "after_mask_labels": timed(lambda: answer_after(("mask", "labels")), publishes),
-        }
-        follow = {
-            "before": timed(follow_before, publishes),
-            "after": timed(lambda: follow_after(("mask", "labels")), publishes),
-            "after_with_overlay": timed(lambda: follow_after(with_jpeg), publishes),
-            "overlay_only": timed(lambda: follow_after(("overlay/compressed",)), publishes),
-        }
+        answer = timed({
+            "before": answer_before,
+            "before_build_only": lambda: wave2_images(image, mask_list, header),
+            "after": lambda: answer_after(with_jpeg),
+            "after_build_only": lambda: outputs.answer_messages(
+                result, None, with_jpeg, None, defaults),
+            "after_raw_overlay": lambda: answer_after(("mask", "labels", "overlay")),
+            "after_full_size_jpeg": lambda: answer_after(with_jpeg, full_size),
+            "after_mask_labels": lambda: answer_after(("mask", "labels")),
+        }, publishes)
+        follow = timed({
+            "before": follow_before,
+            "after": lambda: follow_after(("mask", "labels")),
+            "after_with_overlay": lambda: follow_after(with_jpeg),
+            "overlay_only": lambda: follow_after(("overlay/compressed",)),
+        }, publishes)
         sizes = {kind: len(message.data) for kind, message in outputs.answer_messages(
             result, None, outputs.IMAGE_KINDS, None, defaults).images.items()}
     finally:

