@@ -14,9 +14,10 @@
    - before: the wave-2 answer path (``wave2_images``: the union and the label image each painted
      from the masks, the overlay drawn at full size and sent as rgb8: mask + labels + overlay);
    - after: ``ros/outputs.py`` as the node runs it (pixel boxes found once, labels painted once
-     and the union derived from them, the overlay drawn once at ``overlay.max_side``), with
-     mask + labels + ``overlay/compressed`` (the defaults), and the variants: a raw ``overlay``
-     at ``overlay.max_side``, a full-size JPEG (``overlay.max_side`` 0), mask + labels alone.
+     and the union derived from them, the overlay drawn once at ``overlay.max_side``, default
+     960), on the same topics (mask + labels + overlay), and the variants: the JPEG
+     ``overlay/compressed`` instead of the raw overlay, a full-size JPEG (``overlay.max_side``
+     0), mask + labels alone.
    The same for one follow-mode update (``~/follow/*``, every frame while following): before
    (wave 2: mask + labels) and after (mask + labels, with ``follow/overlay/compressed``, and the
    overlay alone). Each figure: median wall time and median CPU time of the publishing thread
@@ -199,14 +200,15 @@ def publish_cost(publishes: int) -> dict:
             built = outputs.follow_messages(frame, mask_list, status, None, kinds, None, defaults)
             send(follow_out, built.images, "status", built.status.data)
 
+        raw = ("mask", "labels", "overlay")  # the topics of the wave-2 figure
         with_jpeg = ("mask", "labels", "overlay/compressed")
         answer = timed({
             "before": answer_before,
             "before_build_only": lambda: wave2_images(image, mask_list, header),
-            "after": lambda: answer_after(with_jpeg),
-            "after_build_only": lambda: outputs.answer_messages(
-                result, None, with_jpeg, None, defaults),
-            "after_raw_overlay": lambda: answer_after(("mask", "labels", "overlay")),
+            "after": lambda: answer_after(raw),
+            "after_build_only": lambda: outputs.answer_messages(result, None, raw, None,
+                                                                defaults),
+            "after_jpeg": lambda: answer_after(with_jpeg),
             "after_full_size_jpeg": lambda: answer_after(with_jpeg, full_size),
             "after_mask_labels": lambda: answer_after(("mask", "labels")),
         }, publishes)

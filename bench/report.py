@@ -226,12 +226,12 @@ def node_costs(data: dict) -> Section:
               "sent as rgb8). After: `ros/outputs.py` (pixel boxes found once, labels painted "
               "once and the union derived from them, the overlay drawn once at "
               f"`overlay.max_side` {side}, JPEG quality {quality}). Build + `publish()`, the "
-              "result JSON included; CPU = the publishing thread's.", "",
+              "result JSON included; CPU = the publishing thread's. The cases run in turn, "
+              "round by round.", "",
               "| answer | topics | ms | CPU ms |", "|---|---|---|---|")
         rows = [("before (wave 2)", "mask + labels + overlay (rgb8 1920x1080)", "before"),
-                ("after (defaults)", f"mask + labels + overlay/compressed ({side} px JPEG)",
-                 "after"),
-                ("after", f"mask + labels + overlay (rgb8, {side} px)", "after_raw_overlay"),
+                ("after", f"mask + labels + overlay (rgb8, {side} px)", "after"),
+                ("after", f"mask + labels + overlay/compressed ({side} px JPEG)", "after_jpeg"),
                 ("after, `overlay.max_side` 0", "mask + labels + overlay/compressed "
                  "(1920x1080 JPEG)", "after_full_size_jpeg"),
                 ("after", "mask + labels", "after_mask_labels")]
@@ -257,12 +257,13 @@ def node_costs(data: dict) -> Section:
             if key in follow:
                 s.add(f"| {label} | {topics} | {follow[key]['wall_ms']:.1f} | "
                       f"{follow[key]['cpu_ms']:.1f} |")
-        after = answer["after"]["wall_ms"]
-        ok = after <= 10
+        after, jpeg = answer["after"], answer["after_jpeg"]
+        ok = after["wall_ms"] <= 10
         s.figure("publish mask + labels + overlay, 1920x1080 (before -> after)",
-                 f"{answer['before']['wall_ms']:.1f} -> {after:.1f} ms "
-                 f"(CPU {answer['before']['cpu_ms']:.1f} -> {answer['after']['cpu_ms']:.1f})",
-                 "<= 10 ms", ok)
+                 f"{answer['before']['wall_ms']:.1f} -> {after['wall_ms']:.1f} ms (CPU "
+                 f"{answer['before']['cpu_ms']:.1f} -> {after['cpu_ms']:.1f})", "<= 10 ms", ok)
+        s.figure("the same with overlay/compressed (JPEG) for the overlay",
+                 f"{jpeg['wall_ms']:.1f} ms (CPU {jpeg['cpu_ms']:.1f})")
         s.figure("follow update at 1920x1080: mask + labels (+ overlay/compressed)",
                  f"{follow['after']['wall_ms']:.1f} ms "
                  f"({follow['after_with_overlay']['wall_ms']:.1f} ms; wave 2 "
