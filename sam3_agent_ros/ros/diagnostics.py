@@ -4,8 +4,9 @@ about once a second.
 Each status is named ``<node's fully qualified name>: <area>`` (``/robot1/sam3_agent: frames``)
 with ``hardware_id`` the node's fully qualified name, as ``diagnostic_aggregator`` and
 ``rqt_runtime_monitor`` expect. The publisher lives as long as the node, whatever its lifecycle
-state, so an unconfigured or inactive node says so too. The timer callback runs on the executor:
-it only reads a snapshot and never raises.
+state, so an unconfigured or inactive node says so too, and its timer runs on steady time (a
+node with use_sim_time reports before any /clock arrives); the header stamp is the node's clock.
+The timer callback runs on the executor: it only reads a snapshot and never raises.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.clock import Clock, ClockType
 
 from sam3_agent_ros.ros.health import HealthInputs, Level, Status, statuses
 from sam3_agent_ros.ros.qos import OUTPUT_QOS
@@ -48,7 +50,9 @@ class DiagnosticsPublisher:
         self._inputs = inputs
         self._name = node.get_fully_qualified_name()
         self._publisher = node.create_publisher(DiagnosticArray, TOPIC, OUTPUT_QOS)
-        self._timer = node.create_timer(period_s, self.publish)
+        # Steady time: with use_sim_time and no /clock yet, a node-clock timer would never fire.
+        self._timer = node.create_timer(period_s, self.publish,
+                                        clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     def publish(self) -> None:
         try:

@@ -5,15 +5,19 @@ after a call, ERROR after a failed query once it is down."""
 from __future__ import annotations
 
 import os
+import time
 
+import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
 
 from sam3_agent_ros.demo.scene import render_scene
 from sam3_agent_ros.ros import health
 from sam3_agent_ros.ros.conversions import rgb8_image
-from sam3_agent_ros.ros.diagnostics import diagnostic_array, status_message
+from sam3_agent_ros.ros.diagnostics import DiagnosticsPublisher, diagnostic_array, status_message
 from test.fakes.scripted_server import ScriptedServer, drop_connection, tool_call
-from test.ros.helpers import Camera, Harness, NodeProcess
+from test.ros.helpers import RELIABLE, Camera, Harness, NodeProcess
 
 NS = "/diag"
 NODE = f"{NS}/sam3_agent"
@@ -42,6 +46,34 @@ def test_the_array_holds_every_area_in_order():
     assert [s.level for s in array.status] == [DiagnosticStatus.WARN, DiagnosticStatus.OK,
                                                DiagnosticStatus.WARN, DiagnosticStatus.OK,
                                                DiagnosticStatus.OK]
+
+
+def test_the_publisher_reports_on_steady_time_even_with_sim_time_and_no_clock(ros_env):
+    """use_sim_time without /clock: a node-clock timer would never fire."""
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    executor = SingleThreadedExecutor(context=context)
+    try:
+        node = rclpy.create_node("sam3_agent", namespace="/diag_sim", context=context,
+                                 parameter_overrides=[Parameter("use_sim_time", value=True)])
+        received: list[DiagnosticArray] = []
+        node.create_subscription(DiagnosticArray, "/diagnostics", received.append, RELIABLE)
+        params = {"max_frame_age_s": 2.0, "llm.backend": "offline", "llm.base_url": "",
+                  "llm.model": "m", "llm.timeout_s": 60.0, "segmenter.backend": "color",
+                  "segmenter.random_weights": False, "query_policy": "preempt",
+                  "queue_size": 8}
+        recorder = health.HealthRecorder()
+        DiagnosticsPublisher(node, lambda: health.snapshot(recorder, params), period_s=0.2)
+        executor.add_node(node)
+        deadline = time.monotonic() + 20.0
+        while len(received) < 2 and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+        assert len(received) >= 2
+        assert received[0].status[0].name == "/diag_sim/sam3_agent: frames"
+        assert received[0].header.stamp.sec == 0  # the node's (simulated) clock
+    finally:
+        executor.shutdown(timeout_sec=2.0)
+        rclpy.shutdown(context=context)
 
 
 def latest(harness: Harness, area: str) -> DiagnosticStatus | None:
