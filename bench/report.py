@@ -178,7 +178,10 @@ def verifier_concurrency(data: dict) -> Section:
 def node_costs(data: dict) -> Section:
     s = Section("4. Node costs over rclpy (DDS on loopback)")
     phases = data["phases"]
-    s.add(f"Command: `{data['command']}`", "",
+    load = data.get("machine", {}).get("load_avg_1min")
+    s.add(f"Command: `{data['command']}`"
+          + (f" (run {data['finished']}, 1-minute load average {load:g})"
+             if load is not None and "finished" in data else ""), "",
           f"One publisher sends rgb8 frames at {data['rate_hz']:g} Hz (best effort, keep last 1) "
           "to three subscriber processes at once: the node (`sam3_agent_node`, offline "
           "backends, active, no query), a bare rclpy subscriber with the same QoS and a "
