@@ -10,6 +10,8 @@ Threads:
   to 75 % of a core, for nothing here: see bench/ros_node.py.)
 - one follow thread (``ros/follow_control.py``) keeps a followed answer's masks current on the
   newest frame (follow mode); it publishes ``~/follow/*``.
+- a 1 Hz timer on the executor publishes ``/diagnostics`` (``ros/diagnostics.py``) from what the
+  node records as it runs (``ros/health.py``: frames, LLM calls, lifecycle, follow statuses).
 - one worker thread (``QueryRunner``) converts the frame (``ros/conversions.py``), runs the agent
   and publishes (``ros/outputs.py``). Publishers are plain (not lifecycle) publishers so a query
   cancelled by ``deactivate`` still publishes its one result.
