@@ -8,10 +8,21 @@
    code). Reported: % of one core for each over a measured window (after 1 s of warm-up), idle
    (no frames), 640x480 and 1920x1080; the node's cost beyond the DDS receive cost is the
    difference.
-2. Time to publish mask + labels + overlay for a 1920x1080 frame with 2 selected masks: the node's
-   own answer path (``ros/outputs.py``: render the union mask, label image and overlay, convert
-   to sensor_msgs/Image, publish) on an in-process ``Sam3AgentNode`` (configured, offline backends),
-   with the bare subscriber listening on the three topics (reliable). Median of ``--publishes``.
+2. Time to publish an answer's images for a 1920x1080 frame with 2 selected masks, through the
+   node's own publishers (an in-process ``Sam3AgentNode``, configured, offline backends) with the
+   bare subscriber listening on every image topic (reliable), side by side in one run:
+   - before: the wave-2 answer path (``wave2_images``: the union and the label image each painted
+     from the masks, the overlay drawn at full size and sent as rgb8: mask + labels + overlay);
+   - after: ``ros/outputs.py`` as the node runs it (pixel boxes found once, labels painted once
+     and the union derived from them, the overlay drawn once at ``overlay.max_side``, default
+     960), on the same topics (mask + labels + overlay), and the variants: the JPEG
+     ``overlay/compressed`` instead of the raw overlay, a full-size JPEG (``overlay.max_side``
+     0), mask + labels alone.
+   The same for one follow-mode update (``~/follow/*``, every frame while following): before
+   (wave 2: mask + labels) and after (mask + labels, with ``follow/overlay/compressed``, and the
+   overlay alone). Each figure: median wall time and median CPU time of the publishing thread
+   over ``--publishes`` rounds that run every case in turn (build + ``publish()``; the result /
+   status JSON included).
 
 Run alone: ``.venv/bin/python bench/node_costs.py [--window 8]``.
 """
@@ -19,6 +30,7 @@ Run alone: ``.venv/bin/python bench/node_costs.py [--window 8]``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import signal
@@ -28,6 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import psutil
 from common import (
     RESOLUTIONS,
@@ -47,7 +60,9 @@ RATE_HZ = 30.0
 NAMESPACE = "/bench"
 IMAGE_TOPIC = f"{NAMESPACE}/image"
 PUBLISH_NAMESPACE = "/bench_pub"
-OUTPUT_TOPICS = [f"{PUBLISH_NAMESPACE}/sam3_agent/{name}" for name in ("mask", "labels", "overlay")]
+OUTPUT_TOPICS = [f"{PUBLISH_NAMESPACE}/sam3_agent/{name}" for name in (
+    "mask", "labels", "overlay", "overlay/compressed", "follow/mask", "follow/labels",
+    "follow/overlay/compressed")]
 
 
 def make_image_msg(width: int, height: int):
@@ -93,16 +108,48 @@ def measure_phase(processes: dict[str, psutil.Process], publisher, msg, window: 
             "node_beyond_bare_percent": round(percent["node"] - percent["bare"], 2)}
 
 
+def wave2_images(image, masks, header) -> dict:
+    """The answer images as the wave-2 node built them (kept here for the before/after figure;
+    with today's render functions): union and labels each painted from the masks (each mask's
+    box found again by each), the overlay drawn at full size and sent as rgb8."""
+    from sam3_agent_ros import render
+    from sam3_agent_ros.ros.conversions import mono8_image, rgb8_image
+
+    shape = image.shape[:2]
+    return {"mask": mono8_image(render.union_mask(masks, shape), header),
+            "labels": mono8_image(render.label_image(masks, shape), header),
+            "overlay": rgb8_image(render.overlay_masks(
+                image, masks, [str(k + 1) for k in range(len(masks))]), header)}
+
+
+def timed(steps: dict, publishes: int) -> dict:
+    """Median wall and publishing-thread CPU ms of each of ``steps`` (name -> callable), run in
+    turn ``publishes`` times (interleaved, so a busy moment of the machine hits them all; a
+    first round warms up); a pause after each lets the subscriber take the messages."""
+    walls: dict[str, list[float]] = {name: [] for name in steps}
+    cpus: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(publishes + 1):
+        for name, step in steps.items():
+            wall, cpu = time.perf_counter(), time.thread_time()
+            step()
+            walls[name].append(time.perf_counter() - wall)
+            cpus[name].append(time.thread_time() - cpu)
+            time.sleep(0.03)
+    return {name: {"wall_ms": round(median(walls[name][1:]) * 1000, 2),
+                   "cpu_ms": round(median(cpus[name][1:]) * 1000, 2)} for name in steps}
+
+
 def publish_cost(publishes: int) -> dict:
-    """ms to publish mask + labels + overlay at 1080p through the node's own code."""
+    """ms to publish an answer's images and a follow update's at 1080p, before and after."""
     from rclpy.parameter import Parameter
-    from std_msgs.msg import Header
+    from std_msgs.msg import String
 
     from sam3_agent_ros import render
+    from sam3_agent_ros.config import Config
     from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
-    from sam3_agent_ros.ros.conversions import mono8_image, rgb8_image
+    from sam3_agent_ros.ros import outputs
+    from sam3_agent_ros.ros.conversions import frame_header, mono8_image
     from sam3_agent_ros.ros.node import Sam3AgentNode
-    from sam3_agent_ros.ros.outputs import image_messages
 
     width, height = RESOLUTIONS["1080p"]
     image = bench_frame(width, height)
@@ -110,41 +157,75 @@ def publish_cost(publishes: int) -> dict:
     frame = Frame(image, 1, 0, "camera")
     selected = [Mask.from_array(masks[k], scores[k], tuple(boxes[k])) for k in (0, 3)]
     result = Result("bench", "the mugs", QueryStatus.SUCCEEDED, masks=selected, frame=frame)
-    header = Header(frame_id="camera")
+    header = frame_header(frame)
+    mask_list = [m.mask for m in result.masks]
+    status = {"query_id": "bench", "state": "tracking", "objects": [{"id": 1}, {"id": 2}]}
+    defaults = Config().overlay
+    full_size = dataclasses.replace(defaults, max_side=0)
     node = Sam3AgentNode(namespace=PUBLISH_NAMESPACE, parameter_overrides=[
         Parameter("autostart", value=False), Parameter("llm.backend", value="offline"),
         Parameter("segmenter.backend", value="color"), Parameter("publish_overlay", value=True)])
     try:
         node.trigger_configure()
-        answers = node._answers  # the node's own AnswerPublisher
-        outputs = answers._publishers
-        wait_for(lambda: all(outputs[n].get_subscription_count() >= 1
-                             for n in ("mask", "labels", "overlay")), 20.0,
+        answer_out = node._answers._publishers  # the node's own AnswerPublisher
+        follow_out = node._follow._publisher._publishers  # its FollowPublisher
+        wait_for(lambda: all(p.get_subscription_count() >= 1
+                             for kinds, out in ((outputs.IMAGE_KINDS, answer_out),
+                                                (outputs.FOLLOW_IMAGE_KINDS, follow_out))
+                             for p in (out[k] for k in kinds)), 20.0,
                  "the bare subscriber on the output topics")
         time.sleep(0.5)
-        totals, renders = [], []
-        mask_list = [m.mask for m in result.masks]
-        for _ in range(publishes + 1):
-            started = time.perf_counter()
-            for kind, message in image_messages(frame.image, mask_list, header,
-                                                ("mask", "labels", "overlay")).items():
-                outputs[kind].publish(message)
-            totals.append(time.perf_counter() - started)
-            time.sleep(0.05)
-        shape = image.shape[:2]
-        for _ in range(publishes + 1):  # the same work without publish(): render + convert
-            started = time.perf_counter()
-            mono8_image(render.union_mask(mask_list, shape), header)
-            mono8_image(render.label_image(mask_list, shape), header)
-            rgb8_image(render.overlay_masks(image, mask_list, ["1", "2"]), header)
-            renders.append(time.perf_counter() - started)
+
+        def send(out, images, text_kind, text):
+            for kind, message in images.items():
+                out[kind].publish(message)
+            out[text_kind].publish(String(data=text))
+
+        def answer_before():
+            send(answer_out, wave2_images(image, mask_list, header), "result",
+                 json.dumps(result.to_json()))
+
+        def answer_after(kinds, overlay=defaults):
+            built = outputs.answer_messages(result, None, kinds, None, overlay)
+            send(answer_out, built.images, "result", built.result.data)
+
+        def follow_before():  # wave 2: invisible objects as empty arrays, two paintings
+            shape = image.shape[:2]
+            arrays = [m if m is not None else np.zeros(shape, bool) for m in mask_list]
+            send(follow_out, {"mask": mono8_image(render.union_mask(arrays, shape), header),
+                              "labels": mono8_image(render.label_image(arrays, shape), header)},
+                 "status", json.dumps(status))
+
+        def follow_after(kinds):
+            built = outputs.follow_messages(frame, mask_list, status, None, kinds, None, defaults)
+            send(follow_out, built.images, "status", built.status.data)
+
+        raw = ("mask", "labels", "overlay")  # the topics of the wave-2 figure
+        with_jpeg = ("mask", "labels", "overlay/compressed")
+        answer = timed({
+            "before": answer_before,
+            "before_build_only": lambda: wave2_images(image, mask_list, header),
+            "after": lambda: answer_after(raw),
+            "after_build_only": lambda: outputs.answer_messages(result, None, raw, None,
+                                                                defaults),
+            "after_jpeg": lambda: answer_after(with_jpeg),
+            "after_full_size_jpeg": lambda: answer_after(with_jpeg, full_size),
+            "after_mask_labels": lambda: answer_after(("mask", "labels")),
+        }, publishes)
+        follow = timed({
+            "before": follow_before,
+            "after": lambda: follow_after(("mask", "labels")),
+            "after_with_overlay": lambda: follow_after(with_jpeg),
+            "overlay_only": lambda: follow_after(("overlay/compressed",)),
+        }, publishes)
+        sizes = {kind: len(message.data) for kind, message in outputs.answer_messages(
+            result, None, outputs.IMAGE_KINDS, None, defaults).images.items()}
     finally:
         node.release()
         node.destroy_node()
-    total_ms, render_ms = median(totals[1:]) * 1000, median(renders[1:]) * 1000
-    return {"publishes": publishes, "total_ms": round(total_ms, 2),
-            "render_convert_ms": round(render_ms, 2),
-            "publish_calls_ms": round(total_ms - render_ms, 2)}
+    return {"publishes": publishes, "overlay_max_side": defaults.max_side,
+            "jpeg_quality": defaults.jpeg_quality, "answer": answer, "follow": follow,
+            "bytes": sizes}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,9 +277,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"MultiThreadedExecutor {phase['bare_multi_cpu_percent']:.1f} %), node beyond "
                   f"bare {phase['node_beyond_bare_percent']:.1f} %", flush=True)
         publish = publish_cost(args.publishes)
-        print(f"publish mask + labels + overlay at 1080p: {publish['total_ms']:.1f} ms "
-              f"(render + convert {publish['render_convert_ms']:.1f} ms, publish() "
-              f"{publish['publish_calls_ms']:.1f} ms)", flush=True)
+        for part in ("answer", "follow"):
+            for case, figure in publish[part].items():
+                print(f"publish at 1080p, {part} {case}: {figure['wall_ms']:.1f} ms "
+                      f"(CPU {figure['cpu_ms']:.1f} ms)", flush=True)
     finally:
         bare_multi.send_signal(signal.SIGINT)
         bare.send_signal(signal.SIGINT)

@@ -4,7 +4,8 @@
 
 Subscribes to ``IMAGE_TOPIC`` (sensor_msgs/Image) with the node's camera QoS (best effort, keep
 last 1) and a callback that only keeps a reference, like the node's; and to each OUTPUT_TOPIC
-(sensor_msgs/Image, reliable, keep last 10, the node's output QoS). Prints ``ready``, then on
+(sensor_msgs/Image, or sensor_msgs/CompressedImage for a name ending in ``/compressed``;
+reliable, keep last 10, the node's output QoS). Prints ``ready``, then on
 SIGINT/SIGTERM one JSON line: frames received per width, output messages received per topic.
 ``--multi`` spins a ``MultiThreadedExecutor`` of 4 threads (as the node does) instead of a
 ``SingleThreadedExecutor``.
@@ -24,7 +25,7 @@ from rclpy.executors import (
     SingleThreadedExecutor,
 )
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import Image
+from sensor_msgs.msg import CompressedImage, Image
 
 CAMERA_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST,
                         depth=1, durability=DurabilityPolicy.VOLATILE)
@@ -45,7 +46,7 @@ def main(argv: list[str]) -> int:
         frames[str(msg.width)] = frames.get(str(msg.width), 0) + 1
 
     def on_output(topic: str):
-        def count(msg: Image) -> None:
+        def count(msg: Image | CompressedImage) -> None:
             outputs[topic] += 1
         return count
 
@@ -53,7 +54,8 @@ def main(argv: list[str]) -> int:
     node = rclpy.create_node("bench_bare_subscriber")
     node.create_subscription(Image, image_topic, on_frame, CAMERA_QOS)
     for topic in output_topics:
-        node.create_subscription(Image, topic, on_output(topic), OUTPUT_QOS)
+        msg_type = CompressedImage if topic.endswith("/compressed") else Image
+        node.create_subscription(msg_type, topic, on_output(topic), OUTPUT_QOS)
     executor = MultiThreadedExecutor(num_threads=4) if multi else SingleThreadedExecutor()
     executor.add_node(node)
     stop = []

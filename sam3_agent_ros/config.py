@@ -239,7 +239,9 @@ PARAMETERS: tuple[Parameter, ...] = (
               max=1000, read_only=True),
     Parameter("max_query_chars", 2000, "Longer query messages are rejected.", min=1,
               read_only=True),
-    Parameter("publish_overlay", True, "Publish ~/overlay (costs one rgb8 image per query)."),
+    Parameter("publish_overlay", True,
+              "Publish the overlays: ~/overlay (rgb8), ~/overlay/compressed (JPEG) and "
+              "~/follow/overlay/compressed, each drawn only when somebody subscribes."),
     Parameter("max_image_pixels", 40_000_000,
               "Largest frame (width*height) converted: raw frames are refused from their header, "
               "compressed ones from their PNG/JPEG header before decoding (a query on a larger "
@@ -259,6 +261,15 @@ PARAMETERS: tuple[Parameter, ...] = (
               "Most recent answers kept for refinement (a query with 'refines': <query_id>), "
               "each with its frame and selected masks (at 1080p about 6 MB + 2 MB a mask); "
               "older ones expire. 0: refinement off.", min=0, max=1000, read_only=True),
+    # --- Published overlays (publish_overlay) ----------------------------------------------------
+    Parameter("overlay.max_side", 960,
+              "Longest side (px) of the published overlays (~/overlay, ~/overlay/compressed, "
+              "~/follow/overlay/compressed): larger frames are downscaled before the masks are "
+              "drawn. 0: the frame's own size. ~/mask and ~/labels are always full size.",
+              min=0, max=16384),
+    Parameter("overlay.jpeg_quality", 80,
+              "JPEG quality of ~/overlay/compressed and ~/follow/overlay/compressed.",
+              min=1, max=100),
     # --- 3D from aligned depth -------------------------------------------------------------------
     Parameter("depth.enabled", False,
               "Subscribe to 'depth' and 'camera_info'; publish ~/target, ~/targets (box poses) "
@@ -383,6 +394,8 @@ RefineConfig.__doc__ = "Refinement settings (refine.*)."
 ConceptsConfig = dataclasses.make_dataclass("ConceptsConfig", _fields_from("concepts"),
                                             frozen=True)
 ConceptsConfig.__doc__ = "Standing concepts (concepts.*)."
+OverlayConfig = dataclasses.make_dataclass("OverlayConfig", _fields_from("overlay"), frozen=True)
+OverlayConfig.__doc__ = "Published overlay settings (overlay.*)."
 NodeConfig = dataclasses.make_dataclass(
     "NodeConfig",
     [(p.name, p.type, field(default=p.default)) for p in PARAMETERS if "." not in p.name],
@@ -393,7 +406,8 @@ NodeConfig.__doc__ = "ROS node settings (un-prefixed parameters)."
 _SECTIONS = {"llm": LlmConfig, "segmenter": SegmenterConfig, "agent": AgentConfig,
              "depth": DepthConfig, "follow": FollowConfig, "action": ActionConfig,
              "refine": RefineConfig,
-             "concepts": ConceptsConfig}
+             "concepts": ConceptsConfig,
+             "overlay": OverlayConfig}
 
 
 @dataclass(frozen=True)
@@ -408,6 +422,7 @@ class Config:
     action: ActionConfig = field(default_factory=ActionConfig)
     refine: RefineConfig = field(default_factory=RefineConfig)
     concepts: ConceptsConfig = field(default_factory=ConceptsConfig)
+    overlay: OverlayConfig = field(default_factory=OverlayConfig)
     node: NodeConfig = field(default_factory=NodeConfig)
 
     @classmethod

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 
-from sam3_agent_ros.masks import pixel_box
+from sam3_agent_ros.masks import PixelBox, pixel_box, resize_mask_with_box
 
 # Distinct, saturated tints (RGB), used in order: mask k gets PALETTE[(k - 1) % len(PALETTE)].
 PALETTE: tuple[tuple[int, int, int], ...] = (
@@ -54,53 +54,75 @@ def union_mask(masks: Sequence[np.ndarray], shape: tuple[int, int]) -> np.ndarra
     """uint8 (H, W): 255 on the union of ``masks``, 0 elsewhere (the ``~/mask`` image)."""
     out = np.zeros(shape[:2], np.uint8)
     for mask in masks:
-        _paint(out, _checked(mask, out.shape), 255)
+        checked = _checked(mask, out.shape)
+        box = pixel_box(checked)
+        if box is not None:
+            _paint(out, checked, box, 255)
     return out
 
 
-def label_image(masks: Sequence[np.ndarray], shape: tuple[int, int]) -> np.ndarray:
+def label_image(masks: Sequence[np.ndarray | None], shape: tuple[int, int],
+                boxes: Sequence[PixelBox | None] | None = None) -> np.ndarray:
     """uint8 (H, W): k on the k-th mask (1-based), 0 elsewhere (the ``~/labels`` image).
 
     Where masks overlap, the earlier mask (smaller id) wins, so every pixel has exactly one label.
     Values are uint8: masks after the 255th (``LABEL_LIMIT``) are all labelled 255.
+    ``boxes``: the masks' pixel boxes when already known (``Mask.pixel_box``), which saves a pass
+    over every mask; a None box is an empty mask, whose entry in ``masks`` may be None.
     """
     out = np.zeros(shape[:2], np.uint8)
-    checked = [_checked(mask, out.shape) for mask in masks]
-    for index in range(len(checked), 0, -1):  # paint the last first so earlier masks win
-        _paint(out, checked[index - 1], min(index, LABEL_LIMIT))
+    boxes = _boxes(masks, boxes, out.shape)
+    for index in range(len(masks), 0, -1):  # paint the last first so earlier masks win
+        box = boxes[index - 1]
+        if box is not None:
+            _paint(out, _checked(masks[index - 1], out.shape), box, min(index, LABEL_LIMIT))
     return out
 
 
-def _paint(out: np.ndarray, mask: np.ndarray, value: int) -> None:
-    box = pixel_box(mask)
-    if box is not None:
-        x0, y0, x1, y1 = box
-        out[y0:y1, x0:x1][mask[y0:y1, x0:x1]] = value
+def union_from_labels(labels: np.ndarray) -> np.ndarray:
+    """uint8 (H, W): 255 where ``labels`` is non-zero. The union image derived from the label
+    image in one pass over the frame (~0.2 ms at 1080p) instead of painting every mask again."""
+    return cv2.threshold(labels, 0, 255, cv2.THRESH_BINARY)[1]
 
 
-def overlay_masks(image: np.ndarray, masks: Sequence[np.ndarray],
-                  labels: Sequence[str] | None = None, alpha: float = 0.45) -> np.ndarray:
+def _paint(out: np.ndarray, mask: np.ndarray, box: PixelBox, value: int) -> None:
+    x0, y0, x1, y1 = box
+    np.copyto(out[y0:y1, x0:x1], value, where=mask[y0:y1, x0:x1])
+
+
+def _boxes(masks: Sequence[np.ndarray | None], boxes: Sequence[PixelBox | None] | None,
+           shape: tuple[int, int]) -> list[PixelBox | None]:
+    """The given ``boxes`` (checked against ``masks``), else each mask's pixel box."""
+    if boxes is None:
+        return [pixel_box(_checked(mask, shape)) for mask in masks]
+    if len(boxes) != len(masks):
+        raise ValueError(f"{len(boxes)} boxes for {len(masks)} masks")
+    return list(boxes)
+
+
+def overlay_masks(image: np.ndarray, masks: Sequence[np.ndarray | None],
+                  labels: Sequence[str] | None = None, alpha: float = 0.45,
+                  boxes: Sequence[PixelBox | None] | None = None) -> np.ndarray:
     """A copy of ``image`` with every mask tinted (``PALETTE`` in order), outlined, and labelled
     with ``labels[k]`` (default ``"1"``, ``"2"``...) in white on a dark box at a point inside it.
 
     The font scales with the image so labels stay legible once the image is downscaled to about
-    1008 px; label boxes are kept inside the image.
+    1008 px; label boxes are kept inside the image. ``boxes`` as for ``label_image``.
     """
     _check_image(image)
     if labels is not None and len(labels) != len(masks):
         raise ValueError(f"{len(labels)} labels for {len(masks)} masks")
     out = image.copy()
     shape = image.shape[:2]
+    boxes = _boxes(masks, boxes, shape)
     thickness = _line_thickness(shape)
     anchors: list[tuple[tuple[int, int], tuple[int, int, int]] | None] = []
-    for index, mask in enumerate(masks):
-        color = palette_color(index)
-        mask = _checked(mask, shape)
-        box = pixel_box(mask)
+    for index, (mask, box) in enumerate(zip(masks, boxes)):
         if box is None:
             anchors.append(None)
             continue
-        region = _crop(mask, box)
+        color = palette_color(index)
+        region = _crop(_checked(mask, shape), box)
         _tint(out, region, box, color, alpha)
         _outline(out, region, box, color, thickness)
         anchors.append((_label_anchor(region, box), color))
@@ -111,6 +133,26 @@ def overlay_masks(image: np.ndarray, masks: Sequence[np.ndarray],
             text = str(index + 1) if labels is None else str(labels[index])
             _draw_label(out, text, anchor[0], anchor[1], font_scale, text_thickness, placed)
     return out
+
+
+def overlay_image(image: np.ndarray, masks: Sequence[np.ndarray | None], max_side: int = 0,
+                  boxes: Sequence[PixelBox | None] | None = None,
+                  labels: Sequence[str] | None = None) -> np.ndarray:
+    """``overlay_masks`` with the longest side at most ``max_side`` (0: the frame's own size).
+
+    The frame is downscaled first (``downscale``) and each mask resized inside its box
+    (``masks.resize_mask``), so drawing works on the small image: at 1920x1080 -> 960x540 this
+    costs a fraction of drawing at full size and then shrinking the result."""
+    _check_image(image)
+    shape = image.shape[:2]
+    small = downscale(image, max_side) if max_side > 0 else image
+    if small is image:
+        return overlay_masks(image, masks, labels, boxes=boxes)
+    resized = [(None, None) if box is None
+               else resize_mask_with_box(_checked(mask, shape), small.shape[:2], box)
+               for mask, box in zip(masks, _boxes(masks, boxes, shape))]
+    return overlay_masks(small, [mask for mask, _ in resized], labels,
+                         boxes=[box for _, box in resized])
 
 
 def single_mask_overlay(image: np.ndarray, mask: np.ndarray,
@@ -181,7 +223,7 @@ def _checked(mask: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     return np.ascontiguousarray(mask if mask.dtype == bool else mask != 0)
 
 
-def _crop(mask: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:
+def _crop(mask: np.ndarray, box: PixelBox) -> np.ndarray:
     x0, y0, x1, y1 = box
     return np.ascontiguousarray(mask[y0:y1, x0:x1]).view(np.uint8)
 

@@ -1,11 +1,11 @@
-"""The one pixel-box helper and the box-limited mask IoU."""
+"""The one pixel-box helper, the box-limited mask IoU and the box-limited nearest resize."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from sam3_agent_ros.masks import overlap_iou, pixel_box
+from sam3_agent_ros.masks import overlap_iou, pixel_box, resize_mask, resize_mask_with_box
 
 
 def rect(shape, x0, y0, x1, y1) -> np.ndarray:
@@ -47,3 +47,21 @@ def test_overlap_iou_reads_only_the_overlap_of_the_boxes():
     assert overlap_iou(a, box(a), area(a), a, box(a), area(a)) == 1.0
     assert overlap_iou(a, box(a), area(a), c, box(c), area(c)) == 0.0
     assert overlap_iou(a, None, 0, c, box(c), area(c)) == 0.0
+
+
+def test_resize_mask_reads_only_the_box_and_equals_a_whole_frame_nearest_resize():
+    mask = rect((100, 160), 30, 20, 91, 67)
+    mask[40:50, 50:60] = False  # a hole
+    rows = ((np.arange(50) + 0.5) * 2).astype(int)
+    cols = ((np.arange(80) + 0.5) * 2).astype(int)
+    expected = mask[np.ix_(rows, cols)]
+    assert np.array_equal(resize_mask(mask, (50, 80)), expected)
+    assert np.array_equal(resize_mask(mask, (50, 80), pixel_box(mask)), expected)
+    # Only the box is read: pixels outside a (deliberately too small) box stay out.
+    assert not resize_mask(mask, (50, 80), (30, 20, 40, 30))[20:, 30:].any()
+    assert not resize_mask(np.zeros((100, 160), bool), (50, 80)).any()
+    resized, box = resize_mask_with_box(mask, (50, 80))
+    assert np.array_equal(resized, expected) and box == pixel_box(expected)
+    thin = np.zeros((100, 160), bool)
+    thin[10, 20:40] = True  # one row the even rows miss
+    assert resize_mask_with_box(thin, (50, 80))[1] is None

@@ -7,13 +7,16 @@ import numpy as np
 import pytest
 
 from sam3_agent_ros.demo.scene import render_scene
+from sam3_agent_ros.masks import pixel_box, resize_mask
 from sam3_agent_ros.render import (
     LABEL_LIMIT,
     PALETTE,
     downscale,
     label_image,
+    overlay_image,
     overlay_masks,
     single_mask_overlay,
+    union_from_labels,
     union_mask,
     zoom_crop,
 )
@@ -216,6 +219,53 @@ def test_label_image_clips_beyond_255_masks():
     masks = [rect_mask(shape, i, 0, i + 1, 1) for i in range(300)]
     labels = label_image(masks, shape)
     assert labels[0, 0] == 1 and labels[0, 254] == 255 and labels[0, 299] == LABEL_LIMIT
+
+
+def test_the_union_derived_from_the_labels_is_the_union_of_the_masks():
+    shape = (6, 300)
+    masks = [rect_mask(shape, i, i % 6, i + 2, 6) for i in range(298)]  # overlapping, > 255
+    masks.append(np.zeros(shape, bool))
+    labels = label_image(masks, shape)
+    assert np.array_equal(union_from_labels(labels), union_mask(masks, shape))
+    assert union_from_labels(np.zeros((3, 4), np.uint8)).sum() == 0
+
+
+def test_known_boxes_give_the_same_labels_and_skip_invisible_masks():
+    shape = (10, 12)
+    first = rect_mask(shape, 0, 0, 6, 6)
+    second = rect_mask(shape, 4, 4, 10, 10)
+    boxes = [pixel_box(first), pixel_box(second)]
+    assert np.array_equal(label_image([first, second], shape, boxes),
+                          label_image([first, second], shape))
+    # An object not visible on this frame: None mask, None box; the second keeps label 2.
+    only_second = label_image([None, second], shape, [None, boxes[1]])
+    assert np.all(only_second[second] == 2) and not only_second[~second].any()
+    with pytest.raises(ValueError, match="1 boxes for 2 masks"):
+        label_image([first, second], shape, boxes[:1])
+
+
+def test_overlay_image_at_full_size_is_the_overlay(frame, masks):
+    assert np.array_equal(overlay_image(frame.rgb, masks, 0), overlay_masks(frame.rgb, masks))
+    assert np.array_equal(overlay_image(frame.rgb, masks, 640), overlay_masks(frame.rgb, masks))
+    boxes = [pixel_box(m) for m in masks]
+    assert np.array_equal(overlay_image(frame.rgb, masks, 0, boxes),
+                          overlay_masks(frame.rgb, masks))
+
+
+def test_overlay_image_draws_the_resized_masks_on_the_downscaled_frame():
+    image = np.full((1080, 1920, 3), 90, np.uint8)
+    first = rect_mask((1080, 1920), 100, 200, 700, 800)
+    second = rect_mask((1080, 1920), 1200, 100, 1800, 600)
+    out = overlay_image(image, [first, None], 960, boxes=[pixel_box(first), None])
+    assert out.shape == (540, 960, 3)
+    small = downscale(image, 960)
+    expected = overlay_masks(small, [resize_mask(first, (540, 960))])
+    assert np.array_equal(out, expected)
+    tinted = np.any(out != 90, axis=2)
+    assert tinted[100:400, 50:350].mean() > 0.95  # the first mask, at half size
+    assert not tinted[50:300, 600:900].any()  # the second object is not visible: not drawn
+    both = overlay_image(image, [first, second], 960)
+    assert len(label_boxes(both)) == 2 and both.shape == (540, 960, 3)
 
 
 def test_downscale():

@@ -15,7 +15,7 @@ import numpy as np
 
 from sam3_agent_ros import render
 from sam3_agent_ros.core.types import Mask
-from sam3_agent_ros.masks import pixel_box
+from sam3_agent_ros.masks import resize_mask
 
 
 class LlmView:
@@ -48,24 +48,7 @@ class LlmView:
         return resized
 
     def _resize(self, mask: Mask) -> np.ndarray:
-        """Nearest-neighbour resize that only reads the mask's pixel box (a full-frame resize
-        of a 1080p mask costs ~0.5 ms; most masks cover a small part of the frame)."""
-        height, width = self.image.shape[:2]
-        full_height, full_width = mask.mask.shape
-        out = np.zeros((height, width), bool)
-        box = mask.pixel_box or pixel_box(mask.mask)
-        if box is None:
-            return out
-        x0, y0, x1, y1 = box
-        # Output pixel j samples input column floor((j + 0.5) * full / small): the pixel-centre
-        # rule of OpenCV's INTER_NEAREST_EXACT.
-        sx, sy = full_width / width, full_height / height
-        j0, j1 = int(x0 / sx), min(width, int(np.ceil(x1 / sx)) + 1)
-        i0, i1 = int(y0 / sy), min(height, int(np.ceil(y1 / sy)) + 1)
-        cols = np.minimum(((np.arange(j0, j1) + 0.5) * sx).astype(np.intp), full_width - 1)
-        rows = np.minimum(((np.arange(i0, i1) + 0.5) * sy).astype(np.intp), full_height - 1)
-        out[i0:i1, j0:j1] = mask.mask[np.ix_(rows, cols)]
-        return out
+        return resize_mask(mask.mask, self.image.shape[:2], mask.pixel_box)
 
     def keep_only(self, masks: list[Mask]) -> None:
         """Forget resized masks that are no longer current (bounds memory over long queries)."""

@@ -8,7 +8,8 @@ anything malformed or larger than ``max_pixels`` (the node's ``max_image_pixels`
 refused from their header fields, compressed ones from their PNG/JPEG header, before any
 conversion or decoding; see ``image_header.py``). Writers build ``sensor_msgs/Image`` through the
 fast path (``msg.data = array.tobytes()``): assigning a numpy array to ``msg.data`` is converted
-element by element by rclpy and costs about a second per 1080p frame.
+element by element by rclpy and costs about a second per 1080p frame. ``jpeg_image`` builds a
+``sensor_msgs/CompressedImage`` (JPEG) the same way.
 
 A frame message becomes a ``Frame`` (pixels + its header's stamp and frame_id) through
 ``FrameReader``, the node's one converter (query worker, follow thread, image callback); an answer's
@@ -310,3 +311,27 @@ def mono8_image(array: np.ndarray, header: Any = None) -> Any:
 def rgb8_image(array: np.ndarray, header: Any = None) -> Any:
     """An rgb8 ``sensor_msgs/Image`` from an ``(H, W, 3)`` uint8 RGB array."""
     return array_to_image(array, "rgb8", header)
+
+
+JPEG_FORMAT = "rgb8; jpeg compressed bgr8"  # what image_transport's compressed publisher writes
+
+
+def jpeg_image(array: np.ndarray, quality: int, header: Any = None) -> Any:
+    """A ``sensor_msgs/CompressedImage`` holding an ``(H, W, 3)`` uint8 RGB array as JPEG
+    (``quality`` 1-100). ``format`` is image_transport's own, so RViz, rqt_image_view and
+    ``republish`` decode it; ``compressed_to_rgb`` reads it back."""
+    from sensor_msgs.msg import CompressedImage
+
+    array = np.asarray(array)
+    if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] != 3:
+        raise ImageConversionError(f"JPEG needs an (H, W, 3) uint8 RGB array, got "
+                                   f"{array.dtype.name} {array.shape}")
+    ok, encoded = cv2.imencode(".jpg", cv2.cvtColor(array, cv2.COLOR_RGB2BGR),
+                               [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
+    if not ok:
+        raise ImageConversionError(f"JPEG encoding failed ({array.shape[1]}x{array.shape[0]})")
+    msg = CompressedImage(format=JPEG_FORMAT)
+    if header is not None:
+        msg.header = header
+    msg.data = encoded.tobytes()
+    return msg

@@ -38,16 +38,19 @@ SHUTDOWN_WAIT_S = 5.0
 class FollowControl:
     def __init__(self, node: Any, config: Config, segmenter: Any,
                  to_frame: Callable[[Any], Frame], depth: Callable[[], Any],
-                 reground: Callable[[str, str], None]):
+                 reground: Callable[[str, str], None],
+                 on_status: Callable[[dict], None] | None = None):
         self._node = node
         self._config = config.follow
         self._backends = config.backends  # named in every follow status (CONTRACTS §8d)
         self._segmenter = segmenter
         self._depth = depth  # the node's current DepthTargets (None without depth)
+        self._on_status = on_status  # sees every ~/follow/status (the node's health)
         self._lock = threading.Lock()
         self._requests: dict[str, tuple[bool, str]] = {}  # query id -> (follow?, query text)
         self._labels: dict[str, str] = {}  # the followed query's id -> its text (marker labels)
-        self._publisher = FollowPublisher(node, OUTPUT_QOS)
+        self._publisher = FollowPublisher(
+            node, OUTPUT_QOS, config.overlay if config.node.publish_overlay else None)
         self._runner = FollowRunner(to_frame=to_frame, publish=self._publish,
                                     on_reground=self._on_reground)
         self._reground = reground
@@ -147,6 +150,8 @@ class FollowControl:
 
     # --- follow thread ---------------------------------------------------------------------------
     def _publish(self, frame: Frame | None, masks: list, status: dict) -> None:
+        if self._on_status is not None:
+            self._on_status(status)
         with self._lock:
             label = self._labels.get(status.get("query_id"))
         self._publisher.publish(frame, masks, {**status, "backends": self._backends},

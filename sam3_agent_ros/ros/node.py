@@ -14,6 +14,8 @@ Threads:
   (``concepts.prompts``) on the newest frame and publishes ``~/concepts/*``. The agent and follow
   mode reach the segmenter through a ``SegmenterGate`` first: they wait at most for the concept
   pass holding it.
+- a 1 Hz timer on the executor publishes ``/diagnostics`` (``ros/diagnostics.py``) from what the
+  node records as it runs (``ros/health.py``: frames, LLM calls, lifecycle, follow statuses).
 - one worker thread (``QueryRunner``) converts the frame (``ros/conversions.py``), runs the agent
   and publishes (``ros/outputs.py``). Publishers are plain (not lifecycle) publishers so a query
   cancelled by ``deactivate`` still publishes its one result.
@@ -58,8 +60,9 @@ from sam3_agent_ros.config import (
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.redact import install_log_redaction, redact_text
-from sam3_agent_ros.ros import hints, node_cli, params, rclpy_compat, segment_action
+from sam3_agent_ros.ros import health, hints, node_cli, params, rclpy_compat, segment_action
 from sam3_agent_ros.ros.conversions import FrameReader
+from sam3_agent_ros.ros.diagnostics import DiagnosticsPublisher
 from sam3_agent_ros.ros.follow_control import FollowControl
 from sam3_agent_ros.ros.outputs import AnswerPublisher, refines_note, result_line
 from sam3_agent_ros.ros.qos import IMAGE_QOS, OUTPUT_QOS, QUERY_QOS
@@ -98,6 +101,9 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         self._autostart_timer = None
         self._segment = None  # the action ~/segment, from the first activation on
         self._restart_only = False  # the last configure failed for want of a restart
+        self._health = health.HealthRecorder()  # /diagnostics (ros/health.py)
+        self._configure_problem: str | None = None  # why the last configure failed
+        self._diagnostics = DiagnosticsPublisher(self, self._health_inputs)
         name = self.get_fully_qualified_name()
         if self.get_parameter("autostart").value:
             self._autostart_timer = self.create_timer(0.0, self._start_autostart)
@@ -126,10 +132,19 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             self.get_logger().warning(f"autostart stopped: {type(exc).__name__}: {exc}")
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._health.configuring()
+        self._configure_problem = None
+        outcome = self._configure()
+        self._health.configured(outcome == TransitionCallbackReturn.SUCCESS,
+                                self._configure_problem)
+        return outcome
+
+    def _configure(self) -> TransitionCallbackReturn:
         # Read-only parameters still hold their start-up values: a cycle re-reads those.
         name = self.get_fully_qualified_name()
         reasons = self._param_problems + params.problems(params.current_values(self))
         if reasons:
+            self._configure_problem = redact_text("; ".join(str(r) for r in reasons))
             for reason in reasons:
                 self.get_logger().error(f"cannot configure: {redact_text(str(reason))}")
             self._restart_only = any(r.fixed_by_restart for r in reasons)
@@ -138,6 +153,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         try:
             config = params.read_config(self)
         except ConfigError as exc:
+            self._configure_problem = redact_text(str(exc))
             self.get_logger().error(f"cannot configure: {redact_text(str(exc))}")
             self._restart_only = False
             return TransitionCallbackReturn.FAILURE
@@ -153,6 +169,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
 
         missing = missing_requirements(config)  # milliseconds: before anything slow
         if missing:
+            self._configure_problem = "; ".join(missing)
             for problem in missing:
                 self.get_logger().error(f"cannot configure: {problem}; {TRY_OFFLINE}")
             return TransitionCallbackReturn.FAILURE
@@ -165,21 +182,23 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
 
         segmenter = None
         try:
-            llm = make_llm(config)
+            llm = health.ObservedLlm(make_llm(config), self._health)
             segmenter = make_segmenter(config)
             gate = SegmenterGate(segmenter)  # the agent and follow mode first, concepts between
             self._agent = Agent(config, llm=llm, segmenter=gate.first,
                                 answers=AnswerStore(config.refine.keep_answers))
         except Exception as exc:  # any backend failure: stay unconfigured, say why
             close_quietly(segmenter)
-            self.get_logger().error(
-                f"cannot build the backends: {type(exc).__name__}: {redact_text(str(exc))}")
+            self._configure_problem = (f"cannot build the backends: {type(exc).__name__}: "
+                                       f"{redact_text(str(exc))}")
+            self.get_logger().error(self._configure_problem)
             self._restart_only = False
             self.get_logger().error(f"to configure: {hints.fix_backends(name)}")
             return TransitionCallbackReturn.FAILURE
         self._config = config
         self._reader = FrameReader(config.node.max_image_pixels)
-        self._answers = AnswerPublisher(self, config.node.publish_overlay, OUTPUT_QOS)
+        self._answers = AnswerPublisher(self, config.node.publish_overlay, OUTPUT_QOS,
+                                        config.overlay)
         node = config.node
         self._runner = QueryRunner(
             answer=self._answer, to_frame=self._reader.frame, publish=self._publish_result,
@@ -188,7 +207,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             frame_wait_s=node.frame_wait_s)
         self._runner.start()
         self._follow = FollowControl(self, config, gate.first, self._reader.frame,
-                                     depth=lambda: self._depth, reground=self._reground)
+                                     depth=lambda: self._depth, reground=self._reground,
+                                     on_status=self._health.follow_update)
         from sam3_agent_ros.ros.concepts_control import ConceptsControl
 
         self._concepts = ConceptsControl(self, config, gate, self._reader.frame,
@@ -204,6 +224,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
                                              IMAGE_QOS[node.image_qos])
         query_sub = self.create_subscription(String, "query", self._on_query, QUERY_QOS)
         self._inputs = [image_sub, query_sub]
+        self._health.listening(image_sub.topic_name)
         if self._config.depth.enabled:
             from sam3_agent_ros.ros.depth import start_depth
 
@@ -253,6 +274,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         self._release()
 
     def _stop_inputs(self) -> None:
+        self._health.not_listening()
         for sub in self._inputs:
             self.destroy_subscription(sub)
         self._inputs = []
@@ -284,6 +306,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             answers.destroy()
         self._config = None
         self._frames.clear()
+        self._health.unconfigured()
 
     def _on_set_parameters(self, changes: list[Any]):
         result = params.on_set_parameters(self, changes, configured=self._config is not None)
@@ -304,6 +327,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         if concepts is not None:
             concepts.offer(msg)
         problem = self._reader.problem(msg)  # from the header: cheap, nothing decoded
+        self._health.frame(problem)
         if problem:
             self.get_logger().warning(f"unusable frame on the image topic: {problem}",
                                       throttle_duration_sec=5.0)
@@ -373,6 +397,13 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         return f"q-{next(self._query_ids)}"
 
     # --- outputs -------------------------------------------------------------------------------
+    def _health_inputs(self) -> health.HealthInputs:
+        """What /diagnostics reports now (its timer, on the executor)."""
+        config, runner, agent = self._config, self._runner, self._agent
+        values = config.to_params() if config is not None else params.current_values(self)
+        return health.snapshot(self._health, values, getattr(agent, "segmenter", None),
+                               runner.load() if runner is not None else None)
+
     def _backends(self) -> dict[str, str]:
         """What answers: the configured backends, else (unconfigured) the parameters'."""
         config = self._config

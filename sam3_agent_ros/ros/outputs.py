@@ -1,17 +1,22 @@
 """Publishing an answer: the one place where masks on a frame become ROS messages.
 
 Two kinds of answer go out:
-- a query's ``Result``: ``~/mask``, ``~/labels``, ``~/overlay`` (images), ``~/result`` (JSON) and,
-  with depth, ``~/target`` / ``~/targets`` (box poses) and ``~/markers`` (RViz: a DELETEALL, then a
-  CUBE and a label per mask; CONTRACTS §5, §8b); on the way, its ``~/status`` events;
+- a query's ``Result``: ``~/mask``, ``~/labels``, ``~/overlay``, ``~/overlay/compressed``
+  (images), ``~/result`` (JSON) and, with depth, ``~/target`` / ``~/targets`` (box poses) and
+  ``~/markers`` (RViz: a DELETEALL, then a CUBE and a label per mask; CONTRACTS §5, §8b); on the
+  way, its ``~/status`` events;
 - a follow-mode update (masks tracked on a new frame): ``~/follow/mask``, ``~/follow/labels``,
-  ``~/follow/target`` and ``~/follow/status`` (CONTRACTS §5b), and with depth the followed
-  objects' boxes on ``~/markers``.
+  ``~/follow/overlay/compressed``, ``~/follow/target`` and ``~/follow/status`` (CONTRACTS §5b),
+  and with depth the followed objects' boxes on ``~/markers``.
 
 Building is separate from publishing. ``answer_messages`` / ``follow_messages`` return the
 messages (the action server puts them into its result); ``AnswerPublisher`` / ``FollowPublisher``
-build only the images somebody subscribes to (a 1080p set costs ~10 ms of serialisation alone)
+build only the images somebody subscribes to (publishing a 1080p mono8 image alone costs ~2 ms)
 and publish them. Every message carries the header of the frame the masks were computed on.
+
+The images of one answer share their work (``image_messages``): each mask's pixel box is found
+once; the label image is painted once and the union mask derived from it; the overlay is drawn
+once, at ``overlay.max_side``, for both the raw and the JPEG topic.
 
 Depth is optional and duck-typed: any object with ``locate(frame, masks) -> extras`` (see
 ``ros/depth.py``); locating never raises into the caller. Publishing runs on the thread that
@@ -28,19 +33,21 @@ from typing import Any
 import numpy as np
 from geometry_msgs.msg import Point, PointStamped, Pose, PoseArray, Quaternion, Vector3
 from rclpy.qos import QoSProfile
-from sensor_msgs.msg import Image
+from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import ColorRGBA, Header, String
 from visualization_msgs.msg import Marker, MarkerArray
 
 from sam3_agent_ros import render
-from sam3_agent_ros.core.types import Frame, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.config import OverlayConfig
+from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.core.untrusted_text import for_log
-from sam3_agent_ros.ros.conversions import frame_header, mono8_image, rgb8_image
+from sam3_agent_ros.masks import PixelBox, pixel_box
+from sam3_agent_ros.ros.conversions import frame_header, jpeg_image, mono8_image, rgb8_image
 from sam3_agent_ros.ros.qos import OUTPUT_QOS
 
 ERROR_LOG_CHARS = 500  # the most of a result's error that its log line repeats
-IMAGE_KINDS = ("mask", "labels", "overlay")
-FOLLOW_IMAGE_KINDS = ("mask", "labels")
+IMAGE_KINDS = ("mask", "labels", "overlay", "overlay/compressed")  # = the topics ~/<kind>
+FOLLOW_IMAGE_KINDS = ("mask", "labels", "overlay/compressed")  # ~/follow/<kind>
 FOLLOW_NAMESPACE = "~/follow"
 # ~/markers: RViz namespaces, the label's text and placement, the smallest drawn extent (a flat
 # face has no visible thickness; RViz warns about and hides a zero scale), the sphere of a mask
@@ -53,25 +60,46 @@ LABEL_LIFT_M = 0.03  # towards the camera from the box's near face
 MIN_MARKER_SCALE_M = 0.005
 POINT_MARKER_M = 0.03
 BOX_ALPHA = 0.5
+DEFAULT_OVERLAY = OverlayConfig()  # overlay.max_side, overlay.jpeg_quality at their defaults
 
 
-def image_messages(image: np.ndarray, masks: Sequence[np.ndarray], header: Header,
-                   kinds: Iterable[str] = IMAGE_KINDS) -> dict[str, Image]:
+def image_messages(image: np.ndarray, masks: Sequence[np.ndarray | None], header: Header,
+                   kinds: Iterable[str] = IMAGE_KINDS, overlay: OverlayConfig = DEFAULT_OVERLAY,
+                   boxes: Sequence[PixelBox | None] | None = None) -> dict[str, Any]:
     """The requested images among ``mask`` (mono8 union, 255), ``labels`` (mono8, k on the k-th
-    mask) and ``overlay`` (rgb8 frame with the masks drawn, numbered 1..N)."""
+    mask), ``overlay`` (rgb8 frame with the masks drawn, numbered 1..N) and
+    ``overlay/compressed`` (the same overlay as JPEG), in the order of ``kinds``.
+
+    Overlays are at most ``overlay.max_side`` px on their longest side; the masks and labels are
+    full size. ``boxes``: the masks' pixel boxes when known; a None mask (an object not visible
+    on this frame) keeps its number and is drawn nowhere."""
+    wanted = list(dict.fromkeys(kinds))
+    unknown = [kind for kind in wanted if kind not in IMAGE_KINDS]
+    if unknown:
+        raise ValueError(f"unknown image kind {unknown[0]!r} (known: {', '.join(IMAGE_KINDS)})")
     shape = image.shape[:2]
-    built: dict[str, Image] = {}
-    for kind in kinds:
-        if kind == "mask":
-            built[kind] = mono8_image(render.union_mask(masks, shape), header)
-        elif kind == "labels":
-            built[kind] = mono8_image(render.label_image(masks, shape), header)
-        elif kind == "overlay":
-            labels = [str(k + 1) for k in range(len(masks))]
-            built[kind] = rgb8_image(render.overlay_masks(image, masks, labels), header)
-        else:
-            raise ValueError(f"unknown image kind {kind!r} (known: {', '.join(IMAGE_KINDS)})")
-    return built
+    if boxes is None:
+        boxes = [None if mask is None else pixel_box(mask) for mask in masks]
+    built: dict[str, Any] = {}
+    if "mask" in wanted or "labels" in wanted:
+        labels = render.label_image(masks, shape, boxes)
+        if "labels" in wanted:
+            built["labels"] = mono8_image(labels, header)
+        if "mask" in wanted:
+            built["mask"] = mono8_image(render.union_from_labels(labels), header)
+    if "overlay" in wanted or "overlay/compressed" in wanted:
+        drawn = render.overlay_image(image, masks, overlay.max_side, boxes)
+        if "overlay" in wanted:
+            built["overlay"] = rgb8_image(drawn, header)
+        if "overlay/compressed" in wanted:
+            built["overlay/compressed"] = jpeg_image(drawn, overlay.jpeg_quality, header)
+    return {kind: built[kind] for kind in wanted}
+
+
+def mask_boxes(masks: Sequence[Mask]) -> list[PixelBox | None]:
+    """The pixel box of each of an answer's masks (kept by the agent; found when missing)."""
+    return [mask.pixel_box if mask.pixel_box is not None else pixel_box(mask.mask)
+            for mask in masks]
 
 
 def target_messages(header: Header, extras: Sequence[dict[str, Any]]
@@ -144,19 +172,20 @@ def locate(depth: Any, frame: Frame, masks: Sequence[Any], logger: Any = None
 @dataclass
 class AnswerMessages:
     """Everything one query's answer publishes. ``images`` holds the kinds asked for (none for a
-    failed or cancelled query, or a frame without pixels); ``target``/``targets``/``markers`` are
-    None without depth."""
+    failed or cancelled query, or a frame without pixels; ``overlay/compressed`` is a
+    CompressedImage); ``target``/``targets``/``markers`` are None without depth."""
 
     header: Header
     result: String
-    images: dict[str, Image] = field(default_factory=dict)
+    images: dict[str, Any] = field(default_factory=dict)
     target: PointStamped | None = None
     targets: PoseArray | None = None
     markers: MarkerArray | None = None
 
 
 def answer_messages(result: Result, depth: Any = None, kinds: Iterable[str] = IMAGE_KINDS,
-                    logger: Any = None) -> AnswerMessages:
+                    logger: Any = None, overlay: OverlayConfig = DEFAULT_OVERLAY
+                    ) -> AnswerMessages:
     """Build a query's messages. With ``depth``, the masks are located first and the positions
     go into ``result.mask_extras`` (so into the result JSON) and into the targets."""
     frame = result.frame
@@ -170,7 +199,8 @@ def answer_messages(result: Result, depth: Any = None, kinds: Iterable[str] = IM
         markers = marker_messages(header, result.mask_extras, result.query)
     images = {}
     if answered and has_pixels:
-        images = image_messages(frame.image, [m.mask for m in result.masks], header, kinds)
+        images = image_messages(frame.image, [m.mask for m in result.masks], header, kinds,
+                                overlay, mask_boxes(result.masks))
     return AnswerMessages(header=header, result=String(data=json.dumps(result.to_json())),
                           images=images, target=target, targets=targets, markers=markers)
 
@@ -202,12 +232,15 @@ def _wanted(publishers: dict[str, Any], kinds: Iterable[str]) -> list[str]:
 
 
 class AnswerPublisher:
-    """``~/mask``, ``~/labels``, ``~/overlay`` (when ``publish_overlay``), ``~/result`` and
-    ``~/status`` of a node. The 3D targets go out through the depth object's own publishers
-    (``~/target``, ``~/targets``, ``~/markers``), which live as long as depth is enabled."""
+    """``~/mask``, ``~/labels``, ``~/overlay`` and ``~/overlay/compressed`` (when
+    ``publish_overlay``; drawn as ``overlay`` says), ``~/result`` and ``~/status`` of a node. The
+    3D targets go out through the depth object's own publishers (``~/target``, ``~/targets``,
+    ``~/markers``), which live as long as depth is enabled."""
 
-    def __init__(self, node: Any, publish_overlay: bool = True, qos: QoSProfile = OUTPUT_QOS):
+    def __init__(self, node: Any, publish_overlay: bool = True, qos: QoSProfile = OUTPUT_QOS,
+                 overlay: OverlayConfig = DEFAULT_OVERLAY):
         self._node = node
+        self._overlay = overlay
         self._publishers: dict[str, Any] = {
             "mask": node.create_publisher(Image, "~/mask", qos),
             "labels": node.create_publisher(Image, "~/labels", qos),
@@ -216,12 +249,14 @@ class AnswerPublisher:
         }
         if publish_overlay:
             self._publishers["overlay"] = node.create_publisher(Image, "~/overlay", qos)
+            self._publishers["overlay/compressed"] = node.create_publisher(
+                CompressedImage, "~/overlay/compressed", qos)
 
     def publish(self, result: Result, depth: Any = None) -> AnswerMessages:
         """Images (only those subscribed), then the result JSON, then the targets."""
         publishers = self._publishers
         messages = answer_messages(result, depth, _wanted(publishers, IMAGE_KINDS),
-                                   self._node.get_logger())
+                                   self._node.get_logger(), self._overlay)
         for kind, image in messages.images.items():
             publishers[kind].publish(image)
         publishers["result"].publish(messages.result)
@@ -253,7 +288,7 @@ class FollowMessages:
 
     header: Header
     status: String
-    images: dict[str, Image] = field(default_factory=dict)
+    images: dict[str, Any] = field(default_factory=dict)
     target: PointStamped | None = None
     extras: list[dict[str, Any]] = field(default_factory=list)
     markers: MarkerArray | None = None
@@ -262,7 +297,8 @@ class FollowMessages:
 def follow_messages(frame: Frame | None, masks: Sequence[np.ndarray | None],
                     status: dict[str, Any], depth: Any = None,
                     kinds: Iterable[str] = FOLLOW_IMAGE_KINDS, logger: Any = None,
-                    label: str | None = None) -> FollowMessages:
+                    label: str | None = None,
+                    overlay: OverlayConfig = DEFAULT_OVERLAY) -> FollowMessages:
     """Build a follow update's messages. ``masks`` are in the answer's order, None for an
     object not visible on this frame, so ``labels`` keeps k for the k-th object of the answer.
     Images are built when at least one object is visible; with ``depth`` the visible objects
@@ -274,9 +310,7 @@ def follow_messages(frame: Frame | None, masks: Sequence[np.ndarray | None],
     visible = [k for k, m in enumerate(masks) if m is not None]
     images, target, extras, markers = {}, None, [], None
     if frame is not None and frame.image.size > 0 and visible:
-        shape = frame.image.shape[:2]
-        arrays = [m if m is not None else np.zeros(shape, bool) for m in masks]
-        images = image_messages(frame.image, arrays, header, kinds)
+        images = image_messages(frame.image, masks, header, kinds, overlay)
         if depth is not None:
             located = locate(depth, frame, [_MaskView(masks[k]) for k in visible], logger)
             extras = [{}] * len(masks)
@@ -299,18 +333,24 @@ def follow_messages(frame: Frame | None, masks: Sequence[np.ndarray | None],
 
 
 class FollowPublisher:
-    """``~/follow/mask``, ``~/follow/labels``, ``~/follow/target``, ``~/follow/status``, and the
+    """``~/follow/mask``, ``~/follow/labels``, ``~/follow/overlay/compressed`` (unless
+    ``overlay`` is None: publish_overlay off), ``~/follow/target``, ``~/follow/status``, and the
     followed boxes on the depth object's ``~/markers``. Images and the 3D step are built only
     when subscribed (it costs a depth lookup); the status always goes out."""
 
-    def __init__(self, node: Any, qos: QoSProfile = OUTPUT_QOS):
+    def __init__(self, node: Any, qos: QoSProfile = OUTPUT_QOS,
+                 overlay: OverlayConfig | None = DEFAULT_OVERLAY):
         self._node = node
+        self._overlay = overlay or DEFAULT_OVERLAY
         self._publishers: dict[str, Any] = {
             "mask": node.create_publisher(Image, f"{FOLLOW_NAMESPACE}/mask", qos),
             "labels": node.create_publisher(Image, f"{FOLLOW_NAMESPACE}/labels", qos),
             "target": node.create_publisher(PointStamped, f"{FOLLOW_NAMESPACE}/target", qos),
             "status": node.create_publisher(String, f"{FOLLOW_NAMESPACE}/status", qos),
         }
+        if overlay is not None:
+            self._publishers["overlay/compressed"] = node.create_publisher(
+                CompressedImage, f"{FOLLOW_NAMESPACE}/overlay/compressed", qos)
 
     def publish(self, frame: Frame | None, masks: Sequence[np.ndarray | None],
                 status: dict[str, Any], depth: Any = None,
@@ -324,7 +364,7 @@ class FollowPublisher:
             or _markers_wanted(depth))
         messages = follow_messages(frame, masks, status, depth if wants_3d else None,
                                    _wanted(publishers, FOLLOW_IMAGE_KINDS),
-                                   self._node.get_logger(), label)
+                                   self._node.get_logger(), label, self._overlay)
         for kind, image in messages.images.items():
             publishers[kind].publish(image)
         if messages.target is not None:

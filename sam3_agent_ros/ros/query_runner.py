@@ -224,6 +224,11 @@ class QueryRunner:
             self._finish(item.query, QueryStatus.CANCELLED, reason)
         return running or bool(waiting)
 
+    def load(self) -> tuple[int, str | None]:
+        """(queries waiting, the running query's id or None), for ``/diagnostics``."""
+        with self._lock:
+            return len(self._pending), self._running.query.id if self._running else None
+
     @property
     def busy(self) -> bool:
         with self._lock:

@@ -27,6 +27,7 @@ from sam3_agent_ros.ros.conversions import (
     frame_stamp_ns,
     header_frame,
     image_to_rgb,
+    jpeg_image,
     message_to_frame,
     mono8_image,
     rgb8_image,
@@ -212,6 +213,25 @@ def test_compressed_round_trip(ext, size):
         assert error.max() == 0
     else:  # JPEG: lossy, chroma subsampled at the colour edge
         assert np.median(error) <= 3
+
+
+@pytest.mark.parametrize("size", [(540, 960), (5, 9)])
+def test_jpeg_image_round_trip_keeps_colours_header_and_the_image_transport_format(size):
+    rgb = np.zeros(size + (3,), np.uint8)
+    rgb[: size[0] // 2] = (200, 30, 40)  # red over blue: a swapped channel order would show
+    rgb[size[0] // 2:] = (20, 60, 210)
+    header = Header(frame_id="cam")
+    header.stamp.sec = 7
+    msg = jpeg_image(rgb, 90, header)
+    assert isinstance(msg, CompressedImage) and msg.format == "rgb8; jpeg compressed bgr8"
+    assert (msg.header.frame_id, msg.header.stamp.sec) == ("cam", 7)
+    assert check_compressed_header(msg) is None
+    out = compressed_to_rgb(msg)
+    assert out.shape == rgb.shape
+    assert np.median(np.abs(out.astype(int) - rgb.astype(int))) <= 3
+    assert len(jpeg_image(rgb, 20).data) <= len(msg.data)
+    with pytest.raises(ImageConversionError, match="JPEG needs an"):
+        jpeg_image(np.zeros((4, 4), np.uint8), 80)
 
 
 def test_compressed_grey_png_becomes_rgb():

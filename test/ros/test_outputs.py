@@ -14,13 +14,16 @@ import pytest
 import rclpy
 from geometry_msgs.msg import PointStamped
 from rclpy.executors import SingleThreadedExecutor
-from sensor_msgs.msg import Image
+from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Header, String
 from visualization_msgs.msg import Marker
 
 from sam3_agent_ros import render
+from sam3_agent_ros.config import OverlayConfig
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
+from sam3_agent_ros.render import downscale
 from sam3_agent_ros.ros import outputs
+from sam3_agent_ros.ros.conversions import compressed_to_rgb, image_to_rgb
 from test.ros.helpers import RELIABLE
 
 STAMP = (1234, 5678)
@@ -93,7 +96,7 @@ def test_answer_messages_carry_images_targets_and_json_with_the_frame_header():
     built = outputs.answer_messages(result, depth)
     assert (built.header.stamp.sec, built.header.stamp.nanosec) == STAMP
     assert built.header.frame_id == "cam"
-    assert set(built.images) == {"mask", "labels", "overlay"}
+    assert list(built.images) == ["mask", "labels", "overlay", "overlay/compressed"]
     for image in built.images.values():
         assert (image.header.stamp.sec, image.header.frame_id) == (STAMP[0], "cam")
     first, second = two_masks()
@@ -101,6 +104,8 @@ def test_answer_messages_carry_images_targets_and_json_with_the_frame_header():
     labels = pixels(built.images["labels"])
     assert set(np.unique(labels[first])) == {1} and set(np.unique(labels[second])) == {2}
     assert built.images["overlay"].encoding == "rgb8"
+    jpeg = built.images["overlay/compressed"]
+    assert jpeg.format == "rgb8; jpeg compressed bgr8" and bytes(jpeg.data[:2]) == b"\xff\xd8"
     assert built.target.point.x == pytest.approx(0.1) and built.target.header.frame_id == "cam"
     assert len(built.targets.poses) == 1  # the second mask has no position
     payload = json.loads(built.result.data)
@@ -162,6 +167,45 @@ def test_answer_messages_build_only_the_kinds_asked_and_nothing_for_a_failure():
         outputs.answer_messages(make_result(), kinds=("depth",))
 
 
+def test_overlays_are_drawn_once_at_the_size_limit_and_masks_stay_full_size():
+    image = np.zeros((480, 640, 3), np.uint8)
+    image[:, :, 1] = np.linspace(0, 250, 640, dtype=np.uint8)  # a gradient JPEG keeps
+    first = np.zeros((480, 640), bool)
+    first[100:300, 50:250] = True
+    result = Result("q-9", "x", QueryStatus.SUCCEEDED,
+                    masks=[Mask.from_array(first, 0.9, (50, 100, 250, 300))],
+                    frame=Frame(image, *STAMP, "cam"))
+    built = outputs.answer_messages(result, overlay=OverlayConfig(max_side=320, jpeg_quality=90))
+    raw = image_to_rgb(built.images["overlay"])
+    decoded = compressed_to_rgb(built.images["overlay/compressed"])
+    assert raw.shape == decoded.shape == (240, 320, 3)
+    assert np.abs(decoded.astype(int) - raw).mean() < 3  # the same drawing, JPEG-encoded
+    tinted = np.any(raw != downscale(image, 320), axis=2)
+    assert tinted[50:150, 25:125].all() and not tinted[:, 200:].any()  # the mask, at half size
+    assert (pixels(built.images["mask"]).shape, pixels(built.images["labels"]).shape) == (
+        (480, 640), (480, 640))
+    full = outputs.answer_messages(result, overlay=OverlayConfig(max_side=0))
+    assert image_to_rgb(full.images["overlay"]).shape == (480, 640, 3)
+    quality = [len(outputs.answer_messages(result, kinds=("overlay/compressed",), overlay=o)
+                   .images["overlay/compressed"].data)
+               for o in (OverlayConfig(0, 30), OverlayConfig(0, 95))]
+    assert quality[0] < quality[1]
+
+
+def test_the_union_mask_and_the_labels_agree_on_overlapping_masks():
+    first, second = two_masks()
+    second[5:15, 10:30] = True  # overlaps the first
+    frame = Frame(np.zeros((48, 64, 3), np.uint8), *STAMP, "cam")
+    result = Result("q-1", "x", QueryStatus.SUCCEEDED, frame=frame,
+                    masks=[Mask.from_array(first, 0.9, (0, 0, 1, 1)),
+                           Mask(second, 0.8, (0, 0, 1, 1), 1, (0.0, 0.0))])  # no pixel box
+    built = outputs.answer_messages(result, kinds=("labels", "mask"))
+    assert list(built.images) == ["labels", "mask"]
+    labels, union = pixels(built.images["labels"]), pixels(built.images["mask"])
+    assert np.array_equal(union == 255, first | second) and np.array_equal(labels > 0, union > 0)
+    assert np.all(labels[first] == 1) and np.all(labels[second & ~first] == 2)
+
+
 def test_no_mask_answer_publishes_empty_images_and_an_empty_pose_array():
     result = make_result(QueryStatus.NO_MASK)
     built = outputs.answer_messages(result, FakeDepth([]))
@@ -193,7 +237,8 @@ def test_follow_messages_keep_each_objects_label_and_add_positions():
               "objects": [{"id": 1, "bbox": [5, 5, 20, 15]}, {"id": 2, "bbox": [40, 30, 60, 40]}]}
     depth = FakeDepth(POSITIONS)
     built = outputs.follow_messages(frame, [first, second], status, depth)
-    assert set(built.images) == {"mask", "labels"}
+    assert set(built.images) == {"mask", "labels", "overlay/compressed"}
+    assert compressed_to_rgb(built.images["overlay/compressed"]).shape == (48, 64, 3)
     assert depth.calls[0][1][0].mask is first  # depth measures the followed arrays themselves
     assert built.target.point.z == pytest.approx(0.9)
     payload = json.loads(built.status.data)
@@ -281,15 +326,19 @@ def _nodes(graph):
 
 def test_answer_publisher_renders_only_subscribed_images(graph):
     node, peer = _nodes(graph)
-    listener = Listener(peer, {"sam3_agent/result": String, "sam3_agent/mask": Image})
+    listener = Listener(peer, {"sam3_agent/result": String, "sam3_agent/mask": Image,
+                               "sam3_agent/overlay/compressed": CompressedImage})
     publisher = outputs.AnswerPublisher(node, publish_overlay=True)
-    wait_for(lambda: publisher._publishers["mask"].get_subscription_count() == 1
-             and publisher._publishers["result"].get_subscription_count() == 1, "matching")
+    wait_for(lambda: all(publisher._publishers[kind].get_subscription_count() == 1
+                         for kind in ("mask", "result", "overlay/compressed")), "matching")
     depth = FakeDepth(POSITIONS)
     sent = publisher.publish(make_result(), depth)
-    assert set(sent.images) == {"mask"}  # nobody listens to labels / overlay
+    assert set(sent.images) == {"mask", "overlay/compressed"}  # nobody on labels, raw overlay
     wait_for(lambda: listener.received["sam3_agent/result"]
-             and listener.received["sam3_agent/mask"], "the result and the mask")
+             and listener.received["sam3_agent/mask"]
+             and listener.received["sam3_agent/overlay/compressed"], "the answer's messages")
+    jpeg = listener.received["sam3_agent/overlay/compressed"][0]
+    assert compressed_to_rgb(jpeg).shape == (48, 64, 3) and jpeg.header.stamp.sec == STAMP[0]
     assert json.loads(listener.received["sam3_agent/result"][0].data)["query_id"] == "q-7"
     assert listener.received["sam3_agent/mask"][0].header.stamp.sec == STAMP[0]
     assert len(depth.published) == 1 and depth.published[0][0].point.x == pytest.approx(0.1)
@@ -324,3 +373,6 @@ def test_follow_publisher_always_sends_the_status_and_images_only_when_wanted(gr
     publisher.destroy()
     quiet = publisher.publish(frame, [first], {"state": "stopped"})
     assert quiet.images == {}  # destroyed: builds and sends nothing
+    without_overlay = outputs.FollowPublisher(node, overlay=None)  # publish_overlay: false
+    assert "overlay/compressed" not in without_overlay._publishers
+    without_overlay.destroy()

@@ -175,11 +175,13 @@ def test_queue_runs_fifo_and_rejects_overflow(stop_runners):
     (overflow,) = outputs.wait_results(1)
     assert overflow.query_id == "d" and overflow.status == QueryStatus.FAILED
     assert overflow.error == "queue full (queue_size=2)"
+    assert runner.load() == (2, "a")  # what /diagnostics reports
     for query_id in ("a", "b", "c"):
         agent.release(query_id)
     results = outputs.wait_results(4)
     assert [r.query_id for r in results] == ["d", "a", "b", "c"]
     assert all(r.status == QueryStatus.SUCCEEDED for r in results[1:])
+    assert runner.wait_idle(TIMEOUT) and runner.load() == (0, None)
 
 
 def test_queued_query_keeps_the_frame_it_arrived_with(stop_runners):
