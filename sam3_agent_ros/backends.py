@@ -85,7 +85,7 @@ def make_segmenter(config: Config) -> Segmenter:
 
 
 def load_plugin(spec: str) -> Segmenter:
-    """``"package.module:factory"`` -> ``factory()`` (CONTRACTS §3)."""
+    """``"package.module:factory"`` -> ``factory()`` (interface §3)."""
     module_name, _, factory_name = spec.partition(":")
     if not module_name or not factory_name:
         raise ConfigError(f"segmenter.backend {spec!r}: expected 'package.module:factory'")

@@ -3,7 +3,7 @@
 
 ``SegmentClient(node).ask("the leftmost blue object", timeout_s=30.0)`` sends one goal and
 returns the ``Segment.Result`` message (``status``, ``error``, ``header``, ``masks``, ``mask``,
-``labels``, ``target_valid``, ``target``, ``result_json``; CONTRACTS §5a). The caller's node may
+``labels``, ``target_valid``, ``target``, ``result_json``; interface §5a). The caller's node may
 be spun by an executor in another thread (the client then waits on the futures) or not spun at
 all (the client spins it while waiting). Do not call ``ask`` from a callback of the node's own
 single-threaded executor: it would wait for itself.

@@ -352,7 +352,7 @@ def offline_overrides() -> list[str]:
 
 
 def backends_of(params: dict[str, Any]) -> dict[str, str]:
-    """What answers, for the result and status JSON (CONTRACTS §8d): ``{"llm": "openai",
+    """What answers, for the result and status JSON (interface §6): ``{"llm": "openai",
     "segmenter": "sam3"}``; a plugin segmenter shows its ``package.module:factory`` spec."""
     return {"llm": str(params["llm.backend"]), "segmenter": str(params["segmenter.backend"])}
 

@@ -1,5 +1,5 @@
 """3D without ROS: a depth image and the colour camera's intrinsics read from files, for
-``sam3-agent run --depth`` (CONTRACTS §8b).
+``sam3-agent run --depth`` (interface §4).
 
 - Depth: a 16-bit PNG (a RealSense / OpenNI depth frame saved as is) or a ``.npy`` array (any
   integer or float 2D array). ``depth_scale`` is metres per unit: by default 0.001 for integer

@@ -332,7 +332,7 @@ class Box3D:
         return quaternion_to_matrix(self.orientation)
 
     def to_json(self, decimals: int = 5) -> dict[str, dict[str, float]]:
-        """``{"center", "size", "orientation"}`` as in the result JSON (CONTRACTS §8b)."""
+        """``{"center", "size", "orientation"}`` as in the result JSON (interface §6)."""
         def named(values, keys, places):  # + 0.0: no "-0.0" in the JSON
             return {key: round(float(value), places) + 0.0 for key, value in zip(keys, values)}
 
@@ -648,7 +648,7 @@ def quaternion_to_matrix(quaternion: Sequence[float]) -> np.ndarray:
 
 def measure_mask(mask: np.ndarray, depth_m: np.ndarray,
                  k: Intrinsics | Sequence[float] | np.ndarray, cfg: Any) -> dict[str, Any]:
-    """The result JSON's 3D fields of one mask (CONTRACTS §5, §8b): ``position`` (or None and
+    """The result JSON's 3D fields of one mask (interface §5, §8b): ``position`` (or None and
     ``position_error``), ``position_spread_m``, ``box`` (or None and ``box_error``). ``cfg``
     holds the ``depth.*`` settings (``config.DepthConfig``): erode_px, min_m, max_m,
     min_valid_pixels, statistic. The node (``ros/depth.py``) and ``sam3-agent run --depth`` both

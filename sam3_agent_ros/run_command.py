@@ -1,11 +1,11 @@
 """``sam3-agent run``: answer one query on one image file, or correct an earlier run's answer.
 
-Prints the result JSON (CONTRACTS §6) on stdout and nothing else there; logs go to stderr.
+Prints the result JSON (interface §6) on stdout and nothing else there; logs go to stderr.
 Exit status: 0 succeeded/no_mask, 1 failed/cancelled, 2 bad usage (including a backend that
 lacks what it needs: endpoint, API key, SAM 3 checkpoint; checked before anything loads).
 
 With ``--depth`` (a depth image registered to the colour image) and ``--intrinsics`` or
-``--camera-info``, each mask gains ``position`` and ``box`` as on ROS (CONTRACTS §8b): the same
+``--camera-info``, each mask gains ``position`` and ``box`` as on ROS (interface §4, §6): the same
 ``geometry3d.measure_mask`` with the same ``depth.*`` parameters (``-p depth.erode_px:=...``).
 The depth and intrinsics files are read before the agent runs: a bad one is a usage error.
 

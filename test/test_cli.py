@@ -1,4 +1,4 @@
-"""`sam3-agent run` as a user runs it: a subprocess, JSON on stdout, exit codes (CONTRACTS §4)."""
+"""`sam3-agent run` as a user runs it: a subprocess, JSON on stdout, exit codes (interface §4)."""
 
 from __future__ import annotations
 
@@ -281,7 +281,7 @@ def test_a_missing_endpoint_or_checkpoint_is_one_line_with_the_fix(tmp_path, ove
 
 def test_run_with_native_tool_calling_against_a_scripted_server(tmp_path):
     """`-p llm.protocol:=tools`: segment -> duplicate (refused) -> examine -> select, every call
-    answered by a tool message with its tool_call_id (CONTRACTS §1b)."""
+    answered by a tool message with its tool_call_id (interface §1b)."""
     from test.fakes.scripted_server import ScriptedServer, native_call, verdict
 
     script = [native_call("segment_phrase", reasoning="Blue first.", call_id="a1",

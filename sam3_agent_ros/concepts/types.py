@@ -1,6 +1,6 @@
 """What a concept pass produces: one ``ConceptDetection`` per instance, gathered with its frame in
 a ``ConceptFrame``. The JSON form is the fields of ``sam3_agent_ros/msg/ConceptDetection``
-(CONTRACTS §8e): ``sam3-agent concepts`` prints it, the node publishes the message."""
+(interface §5): ``sam3-agent concepts`` prints it, the node publishes the message."""
 
 from __future__ import annotations
 

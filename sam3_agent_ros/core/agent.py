@@ -56,7 +56,7 @@ class Agent:
         self.llm = llm
         self.segmenter = segmenter
         self.prompts = prompts or load_prompts(config.agent.prompts_dir)
-        self.backends = config.backends  # named in every result and status (CONTRACTS §8d)
+        self.backends = config.backends  # named in every result and status (interface §6)
         self.answers = answers  # None: nothing kept, a refinement fails
 
     def run(self, frame: Frame | None, query: Query, cancel: CancelToken | None = None,

@@ -1,5 +1,5 @@
 """Pure context management: the main conversation is kept as turns and re-rendered, pruned, for
-every request (CONTRACTS §2).
+every request (interface §2).
 
 A turn is one assistant reply plus the user message that answered it (a tool result or a
 correction), so pruning never separates a call from its result. The rendered request is:
@@ -153,7 +153,7 @@ def build_messages(system: Message, first_user: Message, turns: list[Turn],
 
 
 def check_messages(messages: list[Message], max_messages: int) -> str | None:
-    """Return what is wrong with a request w.r.t. CONTRACTS §2, or None when it is valid.
+    """Return what is wrong with a request w.r.t. interface §2, or None when it is valid.
 
     After messages[0:2] the request must be a sequence of turns: an assistant message answered
     by a user message, or (native protocol) an assistant message with one tool call answered by

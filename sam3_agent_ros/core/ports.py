@@ -2,7 +2,7 @@
 
 Backends (``llm/``, ``segmenters/``, plugins) implement these protocols; the core depends on
 nothing else of theirs. Every backend's ``segment`` returns a ``Detections``; a plugin
-(CONTRACTS §3) may return any object with ``masks``/``scores``/``boxes``, so the core passes every
+(interface §3) may return any object with ``masks``/``scores``/``boxes``, so the core passes every
 output through ``Detections.coerce`` before using it.
 """
 

@@ -1,4 +1,4 @@
-"""Pure interpretation of model replies (CONTRACTS §1, §1b) and verifier verdicts.
+"""Pure interpretation of model replies (interface §1, §1b) and verifier verdicts.
 
 A reply is first split into thinking and answer: thinking (everything up to the last ``</think>``,
 an unclosed ``<think>`` to the end, the server's reasoning field) is never searched for tool calls
@@ -58,7 +58,7 @@ class Parameter:
 
 @dataclass(frozen=True)
 class Tool:
-    """One of the four tools (CONTRACTS §1). Everything the protocol says about a tool (the
+    """One of the four tools (interface §1). Everything the protocol says about a tool (the
     checks, the OpenAI function, the examples in corrective messages) derives from this."""
 
     name: str
@@ -80,7 +80,7 @@ class Tool:
         return f"{self.name}({self.example_arguments()})"
 
     def function(self) -> dict[str, Any]:
-        """The OpenAI function definition (CONTRACTS §1b)."""
+        """The OpenAI function definition (interface §1b)."""
         parameters: dict[str, Any] = {
             "type": "object", "properties": {p.name: p.json_schema() for p in self.parameters}}
         if self.parameters:

@@ -1,4 +1,4 @@
-"""The effects of the four tools (CONTRACTS §1) on one query's state.
+"""The effects of the four tools (interface §1) on one query's state.
 
 ``ToolBox.execute`` returns a ``Continue`` (a user message with the tool result for the model),
 a ``Finish`` (the terminal selection) or a ``Mistake`` (a call the model got wrong: the text goes

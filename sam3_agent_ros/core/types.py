@@ -75,7 +75,7 @@ class Mask:
                    pixel_box=box)
 
     def summary(self, mask_id: int) -> dict[str, Any]:
-        """The result-JSON form (CONTRACTS §6)."""
+        """The result-JSON form (interface §6)."""
         return {"id": mask_id, "score": round(self.score, 4),
                 "bbox": [round(v, 1) for v in self.bbox], "area": self.area,
                 "centroid": [round(v, 1) for v in self.centroid]}
@@ -92,7 +92,7 @@ class ImagePart:
 
 @dataclass(frozen=True)
 class NativeToolCall:
-    """One entry of a reply's ``tool_calls`` (native function calling, CONTRACTS §1b).
+    """One entry of a reply's ``tool_calls`` (native function calling, interface §1b).
     ``arguments`` is the raw JSON text the model wrote (it may be invalid)."""
 
     id: str
@@ -176,7 +176,7 @@ class Usage:
 
 @dataclass
 class Result:
-    """The one terminal outcome of a query (CONTRACTS §6)."""
+    """The one terminal outcome of a query (interface §6)."""
 
     query_id: str
     query: str
@@ -189,7 +189,7 @@ class Result:
     usage: Usage = field(default_factory=Usage)
     frame: Frame | None = None
     refines: str | None = None  # the query_id of the answer this query corrected (Query.refines)
-    # What answered, {"llm": ..., "segmenter": ...} (CONTRACTS §8d; Config.backends): set by the
+    # What answered, {"llm": ..., "segmenter": ...} (interface §6; Config.backends): set by the
     # Agent, and by the node / CLI for results made without it.
     backends: dict[str, str] = field(default_factory=dict)
     # Free-form extras merged into the JSON (e.g. "untrained_weights": true, 3D positions).
@@ -243,7 +243,7 @@ class Phase(_StrEnum):
 
 @dataclass(frozen=True)
 class StatusEvent:
-    """A phase change of a query (CONTRACTS §7)."""
+    """A phase change of a query (interface §7)."""
 
     query_id: str
     phase: Phase
@@ -255,7 +255,7 @@ class StatusEvent:
     context_images: int = 0
     elapsed_s: float = 0.0
     status: str | None = None  # terminal status, on phase "done"
-    reasoning: str | None = None  # the model's reasoning of this round, cut (CONTRACTS §7)
+    reasoning: str | None = None  # the model's reasoning of this round, cut (interface §7)
     backends: dict[str, str] | None = None  # what answers (as in Result); None: not known here
     refines: str | None = None  # the query_id of the answer this query corrects (Query.refines)
 

@@ -1,4 +1,4 @@
-"""The node's follow mode (CONTRACTS §5b): which queries are followed, the follow thread, the
+"""The node's follow mode (interface §5b): which queries are followed, the follow thread, the
 ``~/follow/*`` outputs and the ``~/stop_follow`` service (std_srvs/Trigger).
 
 The node calls, in order of a query's life:
@@ -42,7 +42,7 @@ class FollowControl:
                  on_status: Callable[[dict], None] | None = None):
         self._node = node
         self._config = config.follow
-        self._backends = config.backends  # named in every follow status (CONTRACTS §8d)
+        self._backends = config.backends  # named in every follow status (interface §6)
         self._segmenter = segmenter
         self._depth = depth  # the node's current DepthTargets (None without depth)
         self._on_status = on_status  # sees every ~/follow/status (the node's health)

@@ -39,7 +39,7 @@ Publish = Callable[[Frame | None, list[np.ndarray | None], dict[str, Any]], None
 def status_json(query_id: str, mode: str, state: str, source: str, frame: Frame | None,
                 latency_ms: float | None, objects: list[FollowedObject],
                 reason: str | None = None) -> dict[str, Any]:
-    """The ``~/follow/status`` JSON (CONTRACTS §5b). Each object's ``id`` is its place among
+    """The ``~/follow/status`` JSON (interface §5b). Each object's ``id`` is its place among
     the answer's masks (1-based, the value in labels)."""
     return {
         "query_id": query_id, "state": state, "mode": mode, "source": source,

@@ -430,7 +430,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
                 "query %s ended (%s) during shutdown; not published", result.query_id,
                 result.status.value)
             return
-        if not result.backends:  # every result names its backends (CONTRACTS §8d), also those
+        if not result.backends:  # every result names its backends (interface §6), also those
             result.backends = self._backends()  # that never reached the agent (no frame...)
         answers = self._answers
         published = answers.publish(result, self._depth) if answers is not None else None

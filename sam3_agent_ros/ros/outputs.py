@@ -3,10 +3,10 @@
 Two kinds of answer go out:
 - a query's ``Result``: ``~/mask``, ``~/labels``, ``~/overlay``, ``~/overlay/compressed``
   (images), ``~/result`` (JSON) and, with depth, ``~/target`` / ``~/targets`` (box poses) and
-  ``~/markers`` (RViz: a DELETEALL, then a CUBE and a label per mask; CONTRACTS §5, §8b); on the
+  ``~/markers`` (RViz: a DELETEALL, then a CUBE and a label per mask; interface §5, §8b); on the
   way, its ``~/status`` events;
 - a follow-mode update (masks tracked on a new frame): ``~/follow/mask``, ``~/follow/labels``,
-  ``~/follow/overlay/compressed``, ``~/follow/target`` and ``~/follow/status`` (CONTRACTS §5b),
+  ``~/follow/overlay/compressed``, ``~/follow/target`` and ``~/follow/status`` (interface §5b),
   and with depth the followed objects' boxes on ``~/markers``.
 
 Building is separate from publishing. ``answer_messages`` / ``follow_messages`` return the
@@ -268,7 +268,7 @@ class AnswerPublisher:
         return messages
 
     def publish_status(self, event: StatusEvent) -> None:
-        """One status event of a query as ``~/status`` JSON (CONTRACTS §7)."""
+        """One status event of a query as ``~/status`` JSON (interface §7)."""
         if "status" in self._publishers:  # not destroyed
             self._publishers["status"].publish(String(data=json.dumps(event.to_json())))
 

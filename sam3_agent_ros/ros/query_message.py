@@ -1,5 +1,5 @@
 """Parsing of the ``query`` topic: plain text, or a JSON object ``{"id": str, "query": str}``
-with an optional ``"follow": bool`` (keep the answer current on new frames, CONTRACTS §5b) and an
+with an optional ``"follow": bool`` (keep the answer current on new frames, interface §5b) and an
 optional ``"refines": str`` (the query_id of an earlier answer this query corrects, §8c), or
 ``{"stop_follow": true}`` (end following; an ``"id"`` may name the message).
 

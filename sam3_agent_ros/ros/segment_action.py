@@ -1,6 +1,6 @@
 """The action ``~/segment`` (``sam3_agent_ros/action/Segment``): goals are queries.
 
-ROS-thin glue between rclpy's ``ActionServer`` and the node's ``QueryRunner`` (CONTRACTS §5a):
+ROS-thin glue between rclpy's ``ActionServer`` and the node's ``QueryRunner`` (interface §5a):
 
 - ``goal_callback`` (executor): reject when the node is not active or the queue is full
   (``query_policy: queue``); otherwise accept.
@@ -219,7 +219,7 @@ class SegmentActionServer:
         self._runner, self._active = runner, active
         self._new_query_id, self._max_query_chars = new_query_id, max_query_chars
         self._submit = submit
-        self._backends = backends  # named in the results made here (CONTRACTS §8d)
+        self._backends = backends  # named in the results made here (interface §6)
         self._lock = threading.Lock()
         self._goals: dict[str, _Goal] = {}  # query id -> goal, while its query has no result
         self._result_timeout_s = int(result_timeout_s)

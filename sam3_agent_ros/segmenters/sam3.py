@@ -4,7 +4,7 @@
   on CUDA, runs one warm-up pass. Importing this module is cheap: torch and sam3 are imported
   inside the constructor.
 - Feature reuse: the image backbone runs once per frame. Further ``segment`` calls on the same
-  frame (CONTRACTS §3: the same ndarray object for a whole query) only run the text encoder and
+  frame (interface §3: the same ndarray object for a whole query) only run the text encoder and
   the grounding head. ``backbone_calls`` counts image-backbone passes.
 - ``segment_many`` (standing concepts): several phrases on one frame in one call: one backbone
   pass, one text-encoder pass and one grounding pass batched over the phrases.

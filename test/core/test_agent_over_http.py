@@ -1,5 +1,5 @@
 """End to end over real HTTP: Agent + OpenAiClient (real openai SDK) + a scripted
-OpenAI-compatible server on 127.0.0.1 that checks CONTRACTS §2 on every request it receives."""
+OpenAI-compatible server on 127.0.0.1 that checks interface §2 on every request it receives."""
 
 from __future__ import annotations
 

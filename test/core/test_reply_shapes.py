@@ -46,7 +46,7 @@ def run_query(server: ScriptedServer, protocol: str, **agent_params):
 
 
 def check_request(body: dict, protocol: str, max_messages: int = 10) -> None:
-    """CONTRACTS §2 on a raw request body, both protocols: bounds, the first two messages, and
+    """interface §2 on a raw request body, both protocols: bounds, the first two messages, and
     every native call answered by the tool message with its id right after it."""
     messages = body["messages"]
     assert messages[0]["role"] == "system"
@@ -151,7 +151,7 @@ def test_every_corrective_shape_in_a_row_fails_after_max_consecutive_mistakes(pr
 
 
 def test_tools_protocol_long_query_segment_duplicate_examine_select():
-    """CONTRACTS §1b: every executed or refused call is answered by its tool_call_id; the
+    """interface §1b: every executed or refused call is answered by its tool_call_id; the
     overlay follows in a user message; §2 holds in every request."""
     script = [native_call("segment_phrase", call_id="c1", text_prompt=PROMPT),
               native_call("segment_phrase", call_id="c2", text_prompt="Blue Object"),  # repeat

@@ -89,7 +89,7 @@ def text_reply(text: str, prompt_tokens: int = 10, completion_tokens: int = 5,
 
 def native_call(name: str, reasoning: str | None = None, call_id: str | None = None,
                 arguments: str | None = None, **parameters: Any) -> Reply:
-    """A native function-calling reply (CONTRACTS §1b): ``tool_calls`` with one call whose
+    """A native function-calling reply (interface §1b): ``tool_calls`` with one call whose
     ``arguments`` is a JSON string (``arguments`` given: sent verbatim, e.g. invalid JSON)."""
     return native_calls([(name, arguments if arguments is not None else json.dumps(parameters))],
                         reasoning, call_id)
@@ -116,7 +116,7 @@ _call_ids = itertools.count(1)
 
 
 def tool_call(name: str, reasoning: str = "", **parameters: Any) -> Reply:
-    """A reply with one ``<tool>`` call (CONTRACTS §1)."""
+    """A reply with one ``<tool>`` call (interface §1)."""
     call = json.dumps({"name": name, "parameters": parameters})
     return Reply(text=f"{reasoning}\n<tool>{call}</tool>".lstrip())
 

@@ -29,7 +29,7 @@ class BoxSegmenter:
 
 
 class PluginOutput:
-    """What a plugin (CONTRACTS §3) may return: any object with masks, scores and boxes."""
+    """What a plugin (interface §3) may return: any object with masks, scores and boxes."""
 
     def __init__(self, masks, scores, boxes):
         self.masks, self.scores, self.boxes = masks, scores, boxes
@@ -54,7 +54,7 @@ class WrongShapeSegmenter:
 
 
 def factory() -> BoxSegmenter:
-    """Plugin form ``test.fakes.segmenters:factory`` (CONTRACTS §3)."""
+    """Plugin form ``test.fakes.segmenters:factory`` (interface §3)."""
     return BoxSegmenter({"thing": [(10, 10, 30, 30, 0.9)]})
 
 
