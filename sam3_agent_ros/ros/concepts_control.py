@@ -8,7 +8,9 @@
 - the concepts thread (``ConceptsRunner``) publishes every pass: ``~/concepts/detections``
   (``sam3_agent_ros/msg/ConceptDetections``, always), ``~/concepts/labels`` (mono16, pixel =
   instance id) and ``~/concepts/overlay/compressed`` (JPEG) when somebody subscribes; with depth,
-  each detection gets its 3D position. Every message carries the header of the pass's frame.
+  each detection gets its 3D position, and ``~/concepts/markers`` (RViz, when subscribed) draws
+  each located detection (its box, or a sphere) labelled ``<concept> #<id>``. Every message
+  carries the header of the pass's frame.
 Without the generated interfaces (``sam3_agent_ros.msg``) the passes still run and publish the
 images; ``~/concepts/detections`` is off, said once in the log (as the action ``~/segment``).
 """
@@ -20,11 +22,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import cv2
-import numpy as np
 from geometry_msgs.msg import Point
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Header
+from visualization_msgs.msg import MarkerArray
 
 from sam3_agent_ros.concepts import ConceptFrame, SegmenterGate, StandingConcepts
 from sam3_agent_ros.concepts import images as concept_images
@@ -32,14 +33,13 @@ from sam3_agent_ros.config import PARAMETERS_BY_NAME, Config
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.follow.redetect import Gates
 from sam3_agent_ros.ros.concepts_runner import ConceptsRunner
-from sam3_agent_ros.ros.conversions import array_to_image, frame_header
-from sam3_agent_ros.ros.outputs import locate
+from sam3_agent_ros.ros.conversions import array_to_image, frame_header, jpeg_image
+from sam3_agent_ros.ros.outputs import locate, marker_messages
 from sam3_agent_ros.ros.qos import OUTPUT_QOS
 
 NAMESPACE = "~/concepts"
 IMAGE_KINDS = ("labels", "overlay")
-JPEG_QUALITY = 85
-JPEG_FORMAT = "rgb8; jpeg compressed bgr8"  # image_transport's name for this encoding
+JPEG_QUALITY = PARAMETERS_BY_NAME["overlay.jpeg_quality"].default
 SHUTDOWN_WAIT_S = 5.0
 
 
@@ -66,32 +66,22 @@ def detection_message(detection: Any, message_type: Any) -> Any:
     return msg
 
 
-def compressed_jpeg(rgb: np.ndarray, header: Header | None = None,
-                    quality: int = JPEG_QUALITY) -> CompressedImage:
-    """A ``sensor_msgs/CompressedImage`` (JPEG) of an RGB uint8 frame."""
-    ok, encoded = cv2.imencode(".jpg", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR),
-                               [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
-    if not ok:
-        raise ValueError("JPEG encoding failed")
-    msg = CompressedImage(format=JPEG_FORMAT)
-    if header is not None:
-        msg.header = header
-    msg.data = encoded.tobytes()
-    return msg
-
-
 @dataclass
 class ConceptMessages:
     header: Header
     detections: Any = None  # ConceptDetections (None without the interfaces)
     labels: Image | None = None
     overlay: CompressedImage | None = None
+    markers: MarkerArray | None = None
 
 
 def concept_messages(result: ConceptFrame, kinds: Iterable[str] = IMAGE_KINDS,
-                     types: tuple[Any, Any] | None = None) -> ConceptMessages:
-    """A pass's messages: the detections (``types``: ``interfaces()``; None: none), and the
-    images among ``kinds``."""
+                     types: tuple[Any, Any] | None = None,
+                     extras: Sequence[dict[str, Any]] | None = None,
+                     jpeg_quality: int = JPEG_QUALITY) -> ConceptMessages:
+    """A pass's messages: the detections (``types``: ``interfaces()``; None: none), the images
+    among ``kinds``, and with ``extras`` (each detection's ``depth.locate`` output) and
+    ``"markers"`` in ``kinds`` the RViz markers."""
     header = frame_header(result.frame)
     out = ConceptMessages(header)
     if types is not None:
@@ -104,19 +94,28 @@ def concept_messages(result: ConceptFrame, kinds: Iterable[str] = IMAGE_KINDS,
         out.labels = array_to_image(
             concept_images.label_image(result.detections, image.shape[:2]), "mono16", header)
     if "overlay" in kinds:
-        out.overlay = compressed_jpeg(concept_images.overlay(image, result.detections), header)
+        out.overlay = jpeg_image(concept_images.overlay(image, result.detections), jpeg_quality,
+                                 header)
+    if "markers" in kinds and extras is not None:
+        out.markers = marker_messages(header, extras, [d.concept for d in result.detections],
+                                      ids=[d.id for d in result.detections])
     return out
 
 
-def with_positions(result: ConceptFrame, depth: Any, logger: Any = None) -> ConceptFrame:
-    """``result`` with each detection's 3D position (``depth.locate``; never raises)."""
-    if depth is None or not result.detections:
-        return result
+def with_positions(result: ConceptFrame, depth: Any, logger: Any = None
+                   ) -> tuple[ConceptFrame, list[dict[str, Any]] | None]:
+    """``result`` with each detection's 3D position, and the detections' ``depth.locate``
+    output (positions and boxes, for the markers); ``(result, None)`` without depth. Never
+    raises."""
+    if depth is None:
+        return result, None
+    if not result.detections:
+        return result, []
     extras = locate(depth, result.frame, result.detections, logger)
     located = [dataclasses.replace(d, position=extra.get("position"),
                                    position_error=extra.get("position_error"))
                for d, extra in zip(result.detections, extras)]
-    return dataclasses.replace(result, detections=located)
+    return dataclasses.replace(result, detections=located), extras
 
 
 class ConceptsControl:
@@ -133,6 +132,10 @@ class ConceptsControl:
             "overlay": node.create_publisher(CompressedImage, f"{NAMESPACE}/overlay/compressed",
                                              OUTPUT_QOS),
         }
+        if config.depth.enabled:
+            self._publishers["markers"] = node.create_publisher(
+                MarkerArray, f"{NAMESPACE}/markers", OUTPUT_QOS)
+        self._jpeg_quality = config.overlay.jpeg_quality
         if self._types is not None:
             self._publishers["detections"] = node.create_publisher(
                 self._types[0], f"{NAMESPACE}/detections", OUTPUT_QOS)
@@ -176,9 +179,12 @@ class ConceptsControl:
         context = getattr(self._node, "context", None)
         if not publishers or (context is not None and not context.ok()):
             return
-        result = with_positions(result, self._depth(), self._node.get_logger())
-        kinds = [k for k in IMAGE_KINDS if publishers[k].get_subscription_count() > 0]
-        messages = concept_messages(result, kinds, self._types)
+        result, extras = with_positions(result, self._depth(), self._node.get_logger())
+        kinds = [k for k in (*IMAGE_KINDS, "markers")
+                 if k in publishers and publishers[k].get_subscription_count() > 0]
+        messages = concept_messages(result, kinds, self._types, extras, self._jpeg_quality)
+        if messages.markers is not None:
+            publishers["markers"].publish(messages.markers)
         if messages.labels is not None:
             publishers["labels"].publish(messages.labels)
         if messages.overlay is not None:

@@ -116,16 +116,19 @@ def target_messages(header: Header, extras: Sequence[dict[str, Any]]
     return target, poses
 
 
-def marker_messages(header: Header, extras: Sequence[dict[str, Any]], label: str,
-                    ids: Sequence[int] | None = None) -> MarkerArray:
+def marker_messages(header: Header, extras: Sequence[dict[str, Any]],
+                    label: str | Sequence[str], ids: Sequence[int] | None = None) -> MarkerArray:
     """``~/markers``: a DELETEALL (the previous answer's markers go), then per mask with a box a
     CUBE (pose and scale = the box, the mask's overlay colour) and a TEXT_VIEW_FACING label
-    ``"<label> #<id>"``; a mask with a position but no box gets a SPHERE and the label. ``ids``:
-    the masks' ids (default 1..N, as in ``~/labels``). Every marker has ``header``."""
+    ``"<label> #<id>"``; a mask with a position but no box gets a SPHERE and the label. ``label``:
+    one text for all (the query), or one per mask (standing concepts). ``ids``: the masks' ids
+    (default 1..N, as in ``~/labels``). Every marker has ``header``."""
     markers = [Marker(header=header, action=Marker.DELETEALL)]
-    text = _marker_text(label)
+    texts = ([_marker_text(label)] * len(extras) if isinstance(label, str)
+             else [_marker_text(text) for text in label])
     for index, extra in enumerate(extras):
         mask_id = ids[index] if ids is not None else index + 1
+        text = texts[index]
         pose, box = _box_pose(extra.get("box")), extra.get("box")
         point = _point(extra.get("position"))
         if pose is None and point is None:

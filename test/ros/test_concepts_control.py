@@ -22,6 +22,7 @@ import pytest
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import String
+from visualization_msgs.msg import Marker, MarkerArray
 
 from sam3_agent_ros.demo import sample
 from sam3_agent_ros.msg import ConceptDetections
@@ -33,7 +34,8 @@ TRUTH = {"blue object": ("blue_box", "blue_cylinder"), "red object": ("red_box",
 PARAMS = {"image_qos": "reliable", "depth": {"enabled": True},
           "concepts": {"prompts": CONCEPTS, "rate_hz": 5.0}}
 OUTPUTS = {"result": String, "concepts/detections": ConceptDetections,
-           "concepts/labels": Image, "concepts/overlay/compressed": CompressedImage}
+           "concepts/labels": Image, "concepts/overlay/compressed": CompressedImage,
+           "concepts/markers": MarkerArray}
 
 
 def topic(name: str) -> str:
@@ -166,6 +168,16 @@ def test_every_frame_s_instances_keep_their_ids_with_labels_overlay_and_position
     overlay = cv2.imdecode(np.frombuffer(bytes(overlays[-1].data), np.uint8), cv2.IMREAD_COLOR)
     assert overlay.shape == truth.rgb.shape and "jpeg" in overlays[-1].format
     assert stamp_of(overlays[-1]) in player.stamps
+    # RViz: per pass a DELETEALL, then a box and a "<concept> #<id>" label per instance.
+    arrays = harness.wait_for(lambda: harness.messages(topic("concepts/markers")), 10.0,
+                              "concept markers")
+    drawn = arrays[-1].markers
+    assert drawn[0].action == Marker.DELETEALL and stamp_of(drawn[0]) in player.stamps
+    labels_drawn = {m.text for m in drawn if m.type == Marker.TEXT_VIEW_FACING}
+    assert labels_drawn == {f"{concept} #{id_of[name]}" for concept, names in TRUTH.items()
+                            for name in names}
+    cubes = [m for m in drawn if m.type == Marker.CUBE]
+    assert len(cubes) == 4 and all(stamp_of(m) == stamp_of(drawn[0]) for m in cubes)
 
 
 def test_a_query_is_answered_while_concepts_run(ros):
