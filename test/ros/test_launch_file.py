@@ -289,24 +289,27 @@ def test_rviz_true_starts_rviz2_with_the_shipped_config_in_the_nodes_namespace(m
 
 
 def test_the_rviz_config_shows_the_nodes_outputs_by_relative_names():
-    """config/sam3_agent.rviz: overlay, markers, box poses and target of the node, by names
+    """config/sam3_agent.rviz: overlay, markers (answers and standing concepts), box poses and target of the node, by names
     relative to rviz2's namespace (the launch file puts it in the node's); the launch default
     frame as its fixed frame."""
     import yaml
 
     config = yaml.safe_load(RVIZ_CONFIG.read_text())
     manager = config["Visualization Manager"]
-    displays = {d["Class"]: d for d in manager["Displays"]}
-    topics = {cls.rsplit("/", 1)[-1]: d["Topic"]["Value"] for cls, d in displays.items()
-              if "Topic" in d}
-    assert topics == {"Image": "sam3_agent/overlay", "MarkerArray": "sam3_agent/markers",
-                      "PoseArray": "sam3_agent/targets", "PointStamped": "sam3_agent/target"}
-    assert all(d["Enabled"] for d in displays.values())
+    displays = manager["Displays"]
+    topics = sorted((d["Class"].rsplit("/", 1)[-1], d["Topic"]["Value"]) for d in displays
+                    if "Topic" in d)
+    assert topics == [("Image", "sam3_agent/overlay"),
+                      ("MarkerArray", "sam3_agent/concepts/markers"),
+                      ("MarkerArray", "sam3_agent/markers"), ("PointStamped", "sam3_agent/target"),
+                      ("PoseArray", "sam3_agent/targets")]
+    assert all(d["Enabled"] for d in displays)
     assert manager["Global Options"]["Fixed Frame"] == "camera_color_optical_frame"
     from sam3_agent_ros.ros import outputs
 
-    assert set(displays["rviz_default_plugins/MarkerArray"]["Namespaces"]) == {
-        outputs.BOX_NAMESPACE, outputs.LABEL_NAMESPACE}
+    for display in displays:
+        if display["Class"] == "rviz_default_plugins/MarkerArray":
+            assert set(display["Namespaces"]) == {outputs.BOX_NAMESPACE, outputs.LABEL_NAMESPACE}
 
 
 def _launched_parameters(monkeypatch, tmp_path: Path, arguments: dict[str, str]) -> dict:
