@@ -37,6 +37,7 @@ run memory_soak $PY bench/memory_soak.py
 run reply_shapes $PY bench/reply_shapes.py
 run eval_jobs $PY bench/eval_jobs.py
 run follow_node $PY bench/follow_node.py
+run node_exit $PY bench/node_exit.py --runs 3
 sam3_note=""
 if [[ $skip_sam3 -eq 1 ]]; then
     sam3_note=" (SAM 3 skipped: its figures are the ones recorded earlier in build/bench/)"

@@ -56,10 +56,12 @@ from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS
 from sam3_agent_ros.redact import install_log_redaction, redact_text
 from sam3_agent_ros.ros import hints, node_cli, params, rclpy_compat, segment_action
 from sam3_agent_ros.ros.conversions import frame_problem, message_to_frame
+from sam3_agent_ros.ros.follow_control import SHUTDOWN_WAIT_S as FOLLOW_SHUTDOWN_WAIT_S
 from sam3_agent_ros.ros.follow_control import FollowControl
 from sam3_agent_ros.ros.outputs import OUTPUT_QOS, AnswerPublisher
 from sam3_agent_ros.ros.query_message import QueryRejected, StopFollow, parse_query_message
 from sam3_agent_ros.ros.query_runner import LatestFrame, QueryRunner
+from sam3_agent_ros.ros.spinning import spin_until_shutdown
 
 QUERY_QOS = OUTPUT_QOS
 IMAGE_QOS = {
@@ -74,6 +76,11 @@ TRY_OFFLINE = ("to try without a model: ros2 launch sam3_agent_ros sam3_agent.la
                "offline:=true, or " + " ".join(f"-p {o}" for o in offline_overrides()))
 DEACTIVATE_WAIT_S = 5.0  # how long deactivate waits for a cancelled query to publish its result
 CLEANUP_WAIT_S = 30.0  # how long cleanup waits for the worker before freeing the models
+# At process exit (Ctrl-C, SIGTERM) nothing can be published any more (rclpy has shut the context
+# down) and the worker and follow threads are daemons: each gets this long to see that it was
+# cancelled, then the process exits without it; a SAM 3 or LLM call in flight would otherwise hold
+# the exit for its whole length (bench/node_exit.py: exit within 2 s, even mid-query).
+EXIT_WAIT_S = 0.5
 ERROR_LOG_CHARS = 500  # the most of a result's error that its log line repeats
 
 
@@ -261,18 +268,22 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
                 self.get_logger().warning(f"depth: destroy failed: {exc}")
             self._depth = None
 
-    def _release(self) -> None:
-        """Stop the worker and free the models (cleanup, shutdown, error, process exit)."""
+    def _release(self, wait_s: float = CLEANUP_WAIT_S,
+                 follow_wait_s: float = FOLLOW_SHUTDOWN_WAIT_S) -> None:
+        """Stop the worker and the follow thread (waited for up to ``wait_s`` and
+        ``follow_wait_s``) and free the models unless one of them is still busy with the
+        segmenter (cleanup, shutdown, error, process exit)."""
         runner, self._runner = self._runner, None
         worker_done = True
         if runner is not None:
-            worker_done = runner.stop("node shutting down", CLEANUP_WAIT_S)
+            worker_done = runner.stop("node shutting down", wait_s)
         follow, self._follow = self._follow, None
+        follow_done = True
         if follow is not None:
-            follow.destroy()
+            follow_done = follow.destroy(follow_wait_s)
         agent, self._agent = self._agent, None
         close = getattr(getattr(agent, "segmenter", None), "close", None)
-        if callable(close) and worker_done:
+        if callable(close) and worker_done and follow_done:
             try:
                 close()
             except Exception as exc:
@@ -437,9 +448,10 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             follow.after_result(result)
 
     def release(self) -> None:
-        """Free everything before the process exits (whatever the lifecycle state)."""
+        """Free everything before the process exits (whatever the lifecycle state), waiting at
+        most EXIT_WAIT_S for each busy thread."""
         self._stop_inputs()
-        self._release()
+        self._release(EXIT_WAIT_S, EXIT_WAIT_S)
 
 
 def main(args: list[str] | None = None) -> int:
@@ -455,7 +467,7 @@ def main(args: list[str] | None = None) -> int:
             executor = SingleThreadedExecutor()
             executor.add_node(node)
             try:
-                executor.spin()
+                spin_until_shutdown(executor)  # not executor.spin(): see ros/spinning.py
             finally:
                 node.release()
                 executor.shutdown(timeout_sec=1.0)

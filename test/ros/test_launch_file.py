@@ -79,6 +79,17 @@ def test_starts_the_lifecycle_node_by_its_executable(tree):
         assert {"namespace", "parameters", "remappings"} <= set(keywords)
 
 
+def test_ctrl_c_escalates_to_sigterm_then_sigkill_after_seconds(monkeypatch):
+    """launch sends SIGINT, then SIGTERM after ``sigterm_timeout``, SIGKILL ``sigkill_timeout``
+    later (launch_ros Node -> ExecuteProcess arguments). The node exits within 2 s of SIGINT, even
+    mid-query (bench/node_exit.py): SIGTERM must not come sooner, and not much later either."""
+    for offline in ("true", "false"):
+        node, _ = _launched(monkeypatch, {"offline": offline})
+        sigterm_s = float(node.kwargs["sigterm_timeout"])
+        sigkill_s = float(node.kwargs["sigkill_timeout"])
+        assert 2.0 < sigterm_s <= 5.0 and 0.0 < sigkill_s <= 5.0, node.kwargs
+
+
 def test_parameter_names_it_sets_exist(tree):
     names = [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
              and isinstance(node.value, str) and node.value.startswith(("llm.", "segmenter."))]
@@ -184,9 +195,8 @@ def _launch_stand_ins(share_dir: Path) -> dict[str, types.ModuleType]:
     }
 
 
-def _launched_parameters(monkeypatch, arguments: dict[str, str]) -> dict:
-    """The parameters of the one node the launch file starts with these launch arguments,
-    resolved as launch_ros does: files and dictionaries in order, later ones win."""
+def _launched(monkeypatch, arguments: dict[str, str]):
+    """(the node action that runs with these launch arguments, a resolver of its values)."""
     for name, stand_in in _launch_stand_ins(REPO_ROOT).items():  # share/config = config/
         monkeypatch.setitem(sys.modules, name, stand_in)
     spec = importlib.util.spec_from_file_location("sam3_agent_launch_recorded", LAUNCH_FILE)
@@ -204,8 +214,15 @@ def _launched_parameters(monkeypatch, arguments: dict[str, str]) -> dict:
     nodes = [e for e in entities if "executable" in e.kwargs
              and resolve(e.kwargs["condition"].predicate) == e.kwargs["condition"].expected]
     assert len(nodes) == 1, "exactly one node runs for any value of 'offline'"
+    return nodes[0], resolve
+
+
+def _launched_parameters(monkeypatch, arguments: dict[str, str]) -> dict:
+    """The parameters of the one node the launch file starts with these launch arguments,
+    resolved as launch_ros does: files and dictionaries in order, later ones win."""
+    node, resolve = _launched(monkeypatch, arguments)
     params: dict = {}
-    for entry in nodes[0].kwargs["parameters"]:
+    for entry in node.kwargs["parameters"]:
         if isinstance(entry, dict):
             params.update(flatten({name: resolve(v) for name, v in entry.items()}))
         else:
