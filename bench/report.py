@@ -543,6 +543,29 @@ def concepts_batch(data: dict) -> Section:
     if colour:
         s.figure("standing concepts, colour 640x480, 4 concepts: one pass vs 4 passes",
                  f"{colour['one_pass_ms']} vs {colour['separate_ms']} ms ({colour['ratio']}x)")
+
+
+def node_exit(data: dict) -> Section:
+    s = Section("15. The node's exit after Ctrl-C, after real work")
+    s.add(f"Command: `{data['command']}`", "",
+          f"One node process per run (offline planner; the segmenter takes {data['segment_s']:g} "
+          "s for a prompt with the word \"slow\", like SAM 3 on a CPU, milliseconds otherwise), "
+          "fed 640x480 frames at 15 Hz; before the signal it answered a topic query, an action "
+          "goal and a followed query. SIGINT while following (`following`), while a slow query "
+          "or goal is inside the segmenter (`mid_query`, `mid_goal`), or while the follow "
+          "thread's re-detection is (`mid_redetect`); seconds from SIGINT to the exit. "
+          f"{data['runs']} runs per scenario, interleaved. The launch file sends SIGTERM 3 s "
+          "after SIGINT.", "",
+          "| scenario | median s | max s | under the bound | exit statuses | tracebacks |",
+          "|---|---|---|---|---|---|")
+    for scenario, row in data["scenarios"].items():
+        s.add(f"| {scenario} | {row['median_s']:.2f} | {row['max_s']:.2f} | "
+              f"{row['within_bound']}/{row['runs']} | {row['statuses']} | {row['tracebacks']} |")
+    worst = max(row["max_s"] for row in data["scenarios"].values())
+    ok = all(row["within_bound"] == row["runs"] and row["statuses"] == [0]
+             for row in data["scenarios"].values())
+    s.figure("node exit after SIGINT, even mid-query (max over every run)", f"{worst:.2f} s",
+             f"< {data['bound_s']:g} s, status 0", ok)
     return s
 
 
@@ -552,7 +575,7 @@ BUILDERS = [("agent_overhead", agent_overhead), ("context_size", context_size),
             ("follow_node", follow_node), ("follow_cost", follow_cost),
             ("segment_action", segment_action), ("reply_shapes", reply_shapes),
             ("action_memory", action_memory), ("box_fit", box_fit),
-            ("concepts_batch", concepts_batch)]
+            ("concepts_batch", concepts_batch), ("node_exit", node_exit)]
 
 
 def build(total_seconds: float | None, sam3_note: str) -> tuple[str, list]:

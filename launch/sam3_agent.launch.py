@@ -32,6 +32,10 @@ Large camera images: the Fast DDS profile is process environment, read when the 
 export it before `ros2 launch` (for the camera driver too), under both names: Fast DDS 3 (Kilted)
 reads FASTDDS_DEFAULT_PROFILES_FILE, Fast DDS 2 (Humble, Jazzy) FASTRTPS_DEFAULT_PROFILES_FILE;
 e.g. both = <share>/sam3_agent_ros/config/fastdds_large_images.xml (docs/ros.md).
+
+Ctrl-C on `ros2 launch` sends the node SIGINT; it exits within 2 s, even in the middle of a query
+(bench/node_exit.py). One still running SIGTERM_TIMEOUT_S later gets SIGTERM, then SIGKILL
+SIGKILL_TIMEOUT_S after that (launch's defaults: 5 s each).
 """
 
 import os
@@ -46,6 +50,8 @@ from launch import Condition, LaunchDescription
 from sam3_agent_ros.config import OFFLINE_BACKENDS
 
 PACKAGE = "sam3_agent_ros"
+SIGTERM_TIMEOUT_S = "3"  # launch takes the timeouts as strings (substitutions)
+SIGKILL_TIMEOUT_S = "2"
 
 
 def generate_launch_description():
@@ -64,7 +70,8 @@ def generate_launch_description():
         package=PACKAGE, executable="sam3_agent_node", name="sam3_agent",
         namespace=LaunchConfiguration("namespace"), output="screen",
         remappings=[("image", image_topic), ("image/compressed", [image_topic, "/compressed"]),
-                    ("query", LaunchConfiguration("query_topic"))])
+                    ("query", LaunchConfiguration("query_topic"))],
+        sigterm_timeout=SIGTERM_TIMEOUT_S, sigkill_timeout=SIGKILL_TIMEOUT_S)
     rviz = Node(package="rviz2", executable="rviz2", name="rviz2",
                 namespace=LaunchConfiguration("namespace"), output="log",
                 arguments=["-d", rviz_config, "-f", LaunchConfiguration("rviz_frame")],

@@ -193,12 +193,16 @@ class ConceptsControl:
             publishers["detections"].publish(messages.detections)
 
     # --- lifecycle ---------------------------------------------------------------------------
-    def destroy(self) -> None:
-        if not self.runner.shutdown(SHUTDOWN_WAIT_S):
+    def destroy(self, wait_s: float = SHUTDOWN_WAIT_S) -> bool:
+        """End the concepts thread (waited for up to ``wait_s``) and destroy the publishers;
+        False when the thread is still busy (e.g. in the segmenter)."""
+        stopped = self.runner.shutdown(wait_s)
+        if not stopped:
             self._node.get_logger().warning("concepts: the concepts thread did not stop in time")
         publishers, self._publishers = self._publishers, {}
         for publisher in publishers.values():
             self._node.destroy_publisher(publisher)
+        return stopped
 
 
 _said_off = False  # the "interfaces missing" warning goes out once per process

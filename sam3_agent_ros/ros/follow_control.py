@@ -163,9 +163,13 @@ class FollowControl:
         self._reground(query_id, text)
 
     # --- lifecycle -------------------------------------------------------------------------------
-    def destroy(self) -> None:
-        if not self._runner.shutdown(SHUTDOWN_WAIT_S):
+    def destroy(self, wait_s: float = SHUTDOWN_WAIT_S) -> bool:
+        """End following and the follow thread (waited for up to ``wait_s``) and destroy the
+        service and publishers; False when the thread is still busy (e.g. in the segmenter)."""
+        stopped = self._runner.shutdown(wait_s)
+        if not stopped:
             self._node.get_logger().warning("follow: the follow thread did not stop in time")
         if self._service is not None:
             self._node.destroy_service(self._service)
         self._publisher.destroy()
+        return stopped

@@ -61,19 +61,27 @@ from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusE
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.redact import install_log_redaction, redact_text
 from sam3_agent_ros.ros import health, hints, node_cli, params, rclpy_compat, segment_action
+from sam3_agent_ros.ros.concepts_control import SHUTDOWN_WAIT_S as CONCEPTS_SHUTDOWN_WAIT_S
 from sam3_agent_ros.ros.conversions import FrameReader
 from sam3_agent_ros.ros.diagnostics import DiagnosticsPublisher
+from sam3_agent_ros.ros.follow_control import SHUTDOWN_WAIT_S as FOLLOW_SHUTDOWN_WAIT_S
 from sam3_agent_ros.ros.follow_control import FollowControl
 from sam3_agent_ros.ros.outputs import AnswerPublisher, refines_note, result_line
 from sam3_agent_ros.ros.qos import IMAGE_QOS, OUTPUT_QOS, QUERY_QOS
 from sam3_agent_ros.ros.query_message import QueryRejected, StopFollow, parse_query_message
 from sam3_agent_ros.ros.query_runner import LatestFrame, QueryRunner
+from sam3_agent_ros.ros.spinning import spin_until_shutdown
 
 # Appended to every "cannot configure" line about a missing endpoint, key or checkpoint.
 TRY_OFFLINE = ("to try without a model: ros2 launch sam3_agent_ros sam3_agent.launch.py "
                "offline:=true, or " + " ".join(f"-p {o}" for o in offline_overrides()))
 DEACTIVATE_WAIT_S = 5.0  # how long deactivate waits for a cancelled query to publish its result
 CLEANUP_WAIT_S = 30.0  # how long cleanup waits for the worker before freeing the models
+# At process exit (Ctrl-C, SIGTERM) nothing can be published any more (rclpy has shut the context
+# down) and the worker, follow and concepts threads are daemons: each gets this long to see that it
+# was cancelled, then the process exits without it; a SAM 3 or LLM call in flight would otherwise
+# hold the exit for its whole length (bench/node_exit.py: exit within 2 s, even mid-query).
+EXIT_WAIT_S = 0.5
 
 
 class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
@@ -268,10 +276,11 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         self.release()
         return TransitionCallbackReturn.SUCCESS
 
-    def release(self) -> None:
-        """Free everything (shutdown, error, and before the process exits, whatever the state)."""
+    def release(self, wait_s: float = CLEANUP_WAIT_S) -> None:
+        """Free everything (shutdown, error, and before the process exits, whatever the state;
+        main passes EXIT_WAIT_S: at exit nobody can receive a result any more)."""
         self._stop_inputs()
-        self._release()
+        self._release(wait_s)
 
     def _stop_inputs(self) -> None:
         self._health.not_listening()
@@ -282,21 +291,25 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         if depth is not None:
             depth.destroy()
 
-    def _release(self) -> None:
-        """Stop the worker and free the models (cleanup, shutdown, error, process exit)."""
+    def _release(self, wait_s: float = CLEANUP_WAIT_S) -> None:
+        """Stop the worker, follow and concepts threads (each waited for up to ``wait_s``, the
+        follow and concepts threads at most their own shutdown wait) and free the models unless
+        one of them is still busy with the segmenter (cleanup, shutdown, error, process exit)."""
         runner, self._runner = self._runner, None
         worker_done = True
         if runner is not None:
-            worker_done = runner.stop("node shutting down", CLEANUP_WAIT_S)
+            worker_done = runner.stop("node shutting down", wait_s)
         follow, self._follow = self._follow, None
+        follow_done = True
         if follow is not None:
-            follow.destroy()
+            follow_done = follow.destroy(min(wait_s, FOLLOW_SHUTDOWN_WAIT_S))
         concepts, self._concepts = self._concepts, None
+        concepts_done = True
         if concepts is not None:
-            concepts.destroy()
+            concepts_done = concepts.destroy(min(wait_s, CONCEPTS_SHUTDOWN_WAIT_S))
         agent, self._agent = self._agent, None
         close = getattr(getattr(agent, "segmenter", None), "close", None)
-        if callable(close) and worker_done:
+        if callable(close) and worker_done and follow_done and concepts_done:
             try:
                 close()
             except Exception as exc:
@@ -457,9 +470,9 @@ def main(args: list[str] | None = None) -> int:
             executor = SingleThreadedExecutor()
             executor.add_node(node)
             try:
-                executor.spin()
+                spin_until_shutdown(executor)  # not executor.spin(): see ros/spinning.py
             finally:
-                node.release()
+                node.release(EXIT_WAIT_S)
                 executor.shutdown(timeout_sec=1.0)
                 node.destroy_node()
     except (KeyboardInterrupt, ExternalShutdownException):

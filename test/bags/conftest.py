@@ -3,7 +3,6 @@ small generated bag."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -22,22 +21,16 @@ def ros_node():
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
 
+    from test.ros.helpers import Spinner
+
     context = rclpy.Context()
     rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node("bag_test", context=context)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            executor.spin_once(timeout_sec=0.05)
-
-    spinner = threading.Thread(target=spin, daemon=True)
-    spinner.start()
+    spinner = Spinner(executor, "bag_test")  # tests destroy publishers while it spins
     yield node
-    stop.set()
-    spinner.join(timeout=2.0)
+    spinner.stop()
     executor.shutdown(timeout_sec=1.0)
     node.destroy_node()
     rclpy.try_shutdown(context=context)

@@ -1,13 +1,24 @@
 """Test-side ROS harness: the node under test in a subprocess, a test node in this process.
 
 ``NodeProcess`` starts ``sam3_agent_node`` the way a user does (``--ros-args --params-file ...
--r __ns:=...``). ``Harness`` is an rclpy node spinning in a background thread that publishes
-frames (``Camera``) and queries and records everything the node publishes. The caller must have
-put DDS on loopback (``sam3_agent_ros.ros.dds``) before creating either.
+-r __ns:=...``). ``Harness`` is an rclpy node spinning in a background thread (``Spinner``) that
+publishes frames (``Camera``) and queries and records everything the node publishes. The caller
+must have put DDS on loopback (``sam3_agent_ros.ros.dds``) before creating either.
+
+Two DDS facts the harness is built around (each cost a suite run beside other DDS work):
+- A sample published before the writer has matched a reader never reaches that reader (volatile
+  durability), and discovery is asynchronous, slower on a loaded machine: the node may publish
+  the answer to a test's first query before its writers know the test's subscriptions, although
+  the test saw the node's query subscription. ``Harness.send_query`` therefore first makes sure
+  the node's writers reach this harness (``wait_outputs_reach_us``, a probe round trip).
+- rclpy's executors can raise ``InvalidHandle`` out of a wait when another thread destroys a
+  subscription, publisher or action client at that moment; ``executor.spin()`` then ends and no
+  callback runs again. ``Spinner`` keeps spinning through it.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -34,6 +45,8 @@ from rcl_interfaces.srv import (
     SetParameters,
     SetParametersAtomically,
 )
+from rclpy.action import ActionClient
+from rclpy.exceptions import InvalidHandle
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -63,6 +76,54 @@ def deep_merge(base: dict, extra: dict) -> dict:
         out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(
             out.get(key), dict) else value
     return out
+
+
+class Spinner:
+    """Spins ``executor`` in a daemon thread until ``stop()`` (or its context shuts down).
+
+    rclpy 9 builds each wait set from the entities of its nodes; when another thread destroys a
+    subscription, publisher or action client between that listing and the wait, rclpy skips the
+    destroyed handle once but then adds it to the wait set anyway and raises ``InvalidHandle``
+    out of ``spin_once``. ``executor.spin()`` ends there, silently in a background thread, and no
+    callback of that executor runs again: every later wait of the module times out (a test module
+    lost ``camera_info`` for four tests in a row that way, reruns included). Such a wait is
+    simply waited again here; any other exception ends the spinner and is kept in ``error``, so
+    that the waits fail at once saying so (``check``).
+    """
+
+    def __init__(self, executor: Any, name: str = "spinner"):
+        self.executor = executor
+        self.error: BaseException | None = None
+        self.destroy_races = 0  # waits redone after an entity was destroyed meanwhile
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        context = self.executor.context
+        while not self._stop.is_set() and context.ok():
+            try:
+                self.executor.spin_once(timeout_sec=0.1)
+            except InvalidHandle:
+                self.destroy_races += 1
+            except Exception as exc:  # a callback raised: the harness stops, the waits say why
+                if not self._stop.is_set() and context.ok():
+                    self.error = exc
+                return
+
+    def check(self) -> None:
+        """Raise ``SpinnerDied`` if the spinner stopped on an exception."""
+        if self.error is not None:
+            raise SpinnerDied(f"the test executor stopped spinning: "
+                              f"{type(self.error).__name__}: {self.error}") from self.error
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+
+
+class SpinnerDied(AssertionError):
+    """The executor of a test node stopped (a callback raised): nothing more will arrive."""
 
 
 class NodeDied(AssertionError):
@@ -104,6 +165,9 @@ class NodeProcess:
         proc_env["PYTHONPATH"] = os.pathsep.join(
             [str(REPO_ROOT)] + [p for p in proc_env.get("PYTHONPATH", "").split(os.pathsep) if p])
         proc_env["PYTHONUNBUFFERED"] = "1"
+        # A node that does not exit after Ctrl-C gets SIGABRT (stop): Python then writes every
+        # thread's stack into the log, which says where it hangs.
+        proc_env.setdefault("PYTHONFAULTHANDLER", "1")
         proc_env.pop("_ROS_WHEELS_BOOTSTRAP_COMPLETE", None)
         self._log = open(self.log_file, "wb")  # noqa: SIM115 (closed in stop)
         self.process = subprocess.Popen(
@@ -126,15 +190,20 @@ class NodeProcess:
                        f"stopped it; last lines of {self.log_file}:\n{tail}")
 
     def stop(self, timeout: float = 15.0) -> int:
-        """Ctrl-C, like a user; returns the exit status (kills after ``timeout``)."""
+        """Ctrl-C, like a user; returns the exit status. A node still running ``timeout`` s
+        later gets SIGABRT (its threads' stacks go to the log: status -6), then SIGKILL."""
         _RUNNING.discard(self)
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
             try:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
+                self.process.send_signal(signal.SIGABRT)
+                try:
+                    self.process.wait(5)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait(5)
         self._log.close()
         return self.process.returncode
 
@@ -151,7 +220,7 @@ class _Topic:
 
 
 class Harness:
-    """An rclpy node in a background thread, with its own context."""
+    """An rclpy node in a background thread (``Spinner``), with its own context."""
 
     def __init__(self, name: str = "sam3_agent_test"):
         self.context = rclpy.Context()
@@ -162,20 +231,16 @@ class Harness:
         self._changed = threading.Condition()
         self._topics: dict[str, _Topic] = {}
         self._publishers: dict[str, Any] = {}
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self) -> None:
-        try:
-            self.executor.spin()
-        except Exception:  # context shut down
-            pass
+        self._probes = itertools.count(1)
+        self._probe_readers: list[Any] = []  # kept: destroying them would only wake the spinner
+        self._reached: dict[str, tuple] = {}  # namespace -> what the last probe round trip proved
+        self._spinner = Spinner(self.executor, f"harness {name}")
 
     def close(self) -> None:
+        self._spinner.stop()
         self.executor.shutdown(timeout_sec=2.0)
         self.node.destroy_node()
         rclpy.shutdown(context=self.context)
-        self._thread.join(5)
 
     # --- subscriptions ---------------------------------------------------------------------------
     def listen(self, topic: str, msg_type: Any = String, qos: QoSProfile = RELIABLE) -> None:
@@ -202,17 +267,21 @@ class Harness:
                 if value:
                     return value
                 check_nodes_alive()
+                self._spinner.check()
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+                    raise TimeoutError(f"timed out after {timeout} s waiting for {what}"
+                                       + (f" ({self.topics_summary()})" if what else ""))
                 self._changed.wait(min(left, 0.1))
 
     def json_messages(self, topic: str) -> list[dict]:
         return [json.loads(m.data) for m in self.messages(topic)]
 
     def results(self, namespace: str, query_id: str | None = None) -> list[dict]:
+        """The results on ``{namespace}/sam3_agent/result`` (of ``query_id``), probes left out."""
         out = self.json_messages(f"{namespace}/sam3_agent/result")
-        return [r for r in out if query_id is None or r["query_id"] == query_id]
+        return [r for r in out if (r["query_id"] == query_id if query_id is not None
+                                   else not is_probe(r["query_id"]))]
 
     def wait_result(self, namespace: str, query_id: str, timeout: float = 20.0) -> dict:
         found = self.wait_for(lambda: self.results(namespace, query_id), timeout,
@@ -222,6 +291,78 @@ class Harness:
     def statuses(self, namespace: str, query_id: str) -> list[dict]:
         out = self.json_messages(f"{namespace}/sam3_agent/status")
         return [s for s in out if s["query_id"] == query_id]
+
+    # --- the node's writers reach this harness -----------------------------------------------
+    def wait_outputs_reach_us(self, namespace: str, timeout: float = 60.0) -> None:
+        """Return once whatever the node of ``namespace`` publishes reaches the readers this
+        harness has (its subscriptions, and the response readers of its action clients).
+
+        Seeing the node's query subscription says nothing about the other direction: the node's
+        writers match this harness's readers when the node has processed their discovery
+        announcements, and a sample written before that is lost for them (volatile durability;
+        lazy image topics are not even rendered). Proof by round trip: the node's answer to a
+        probe query (an empty query: a ``failed`` result and a ``done`` status, nothing run) must
+        reach this harness's readers of ``~/result`` and ``~/status``, and a fresh reader of
+        ``~/result`` created after every other reader (Fast DDS announces a participant's readers
+        in creation order and the node matches each one on arrival: once the newest is matched,
+        the image readers and action clients created before it are too). Probes are sent again
+        every second (the first may go out before the node is active) and left out of
+        ``results()``. Done again only when this harness has new readers or the node was
+        restarted."""
+        if self._reached.get(namespace) == self._readers_key(namespace):
+            return
+        probe_ids: set[str] = set()
+        sentinel = f"{namespace}/sam3_agent/result (probe reader {len(self._probe_readers)})"
+        record = self._topics[sentinel] = _Topic()
+
+        def on_result(msg: String) -> None:
+            with self._changed:
+                record.items.append(Received(msg, time.monotonic()))
+                self._changed.notify_all()
+
+        self._probe_readers.append(self.node.create_subscription(
+            String, f"{namespace}/sam3_agent/result", on_result, RELIABLE))
+        readers = [sentinel] + [f"{namespace}/sam3_agent/{name}" for name in ("result", "status")
+                                if f"{namespace}/sam3_agent/{name}" in self._topics]
+
+        def answered() -> bool:
+            return all(any(json.loads(m.data).get("query_id") in probe_ids
+                           for m in self.messages(topic)) for topic in readers)
+
+        deadline = time.monotonic() + timeout
+        while True:
+            probe_id = f"{PROBE_PREFIX}{next(self._probes)}"
+            probe_ids.add(probe_id)
+            self.send_query(namespace, {"id": probe_id, "query": ""}, probe=False)
+            try:
+                self.wait_for(answered, min(1.0, max(0.0, deadline - time.monotonic())))
+                break
+            except TimeoutError:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(
+                        f"the node of {namespace} did not answer a probe query within {timeout} s"
+                        f" on every reader ({self.topics_summary()}): is it active?") from None
+        self._reached[namespace] = self._readers_key(namespace)
+
+    def topics_summary(self) -> str:
+        """Per subscribed topic: messages received, writers matched (diagnostics)."""
+        with self._changed:
+            counts = {topic: len(record.items) for topic, record in self._topics.items()}
+        matched: dict[str, list[int]] = {}
+        for subscription in self.node.subscriptions:
+            matched.setdefault(subscription.topic_name, []).append(
+                subscription.get_publisher_count())
+        return "; ".join(f"{topic}: {count} received, writers matched "
+                         f"{matched.get(topic.split(' ', 1)[0], '?')}"
+                         for topic, count in counts.items())
+
+    def _readers_key(self, namespace: str) -> tuple:
+        """What a probe round trip proves: these readers of ours, that node's result writer."""
+        writers = sorted(bytes(info.endpoint_gid) for info in
+                         self.node.get_publishers_info_by_topic(f"{namespace}/sam3_agent/result"))
+        subscriptions = sum(1 for _ in self.node.subscriptions)
+        action_clients = sum(isinstance(w, ActionClient) for w in self.node.waitables)
+        return subscriptions, action_clients, tuple(writers)
 
     def wait_status(self, namespace: str, query_id: str, phase: str, timeout: float = 20.0):
         return self.wait_for(
@@ -242,7 +383,11 @@ class Harness:
             self._publishers[topic] = self.node.create_publisher(msg_type, topic, qos)
         return self._publishers[topic]
 
-    def send_query(self, namespace: str, text: str | dict) -> None:
+    def send_query(self, namespace: str, text: str | dict, probe: bool = True) -> None:
+        """Publish a query to the node of ``namespace``, first making sure its answers reach
+        this harness (``wait_outputs_reach_us``; ``probe=False``: send at once)."""
+        if probe:
+            self.wait_outputs_reach_us(namespace)
         data = text if isinstance(text, str) else json.dumps(text)
         self.publisher(f"{namespace}/query").publish(String(data=data))
 
@@ -273,6 +418,7 @@ class Harness:
                 if done.wait(max(0.1, min(left, RESEND_AFTER_S) if resend else left)):
                     return next(f for f in futures if f.done()).result()
                 check_nodes_alive()
+                self._spinner.check()
                 if not resend or time.monotonic() >= deadline:
                     raise TimeoutError(f"no answer from {name}")
         finally:
@@ -351,6 +497,11 @@ class Harness:
 
 
 NOT_SET = object()  # a parameter sent without a value (set_parameters / _atomically)
+PROBE_PREFIX = "harness-probe-"  # query ids of Harness.wait_outputs_reach_us
+
+
+def is_probe(query_id: str) -> bool:
+    return query_id.startswith(PROBE_PREFIX)
 
 
 def parameter_messages(values: dict[str, Any]) -> list[ParameterMsg]:

@@ -70,6 +70,7 @@ class Goal:
         self.harness = harness
         self.client = _clients(harness, ns)
         assert self.client.wait_for_server(timeout_sec=20), f"no server {action(ns)}"
+        harness.wait_outputs_reach_us(ns)  # the goal response reaches this (maybe new) client
         self.feedback: list = []
         self._changed = harness._changed
         sent = self.client.send_goal_async(Segment.Goal(query=query, query_id=query_id),
@@ -117,6 +118,7 @@ def image_array(msg: Image) -> np.ndarray:
 def test_goal_gets_feedback_and_a_result_matching_the_frame(ros, scene):
     harness, _ = ros
     client = SegmentClient(harness.node, action(A1))
+    harness.wait_outputs_reach_us(A1)
     feedback = []
     with Camera(harness, f"{A1}/image", rgb8_image(scene.rgb),
                 frame_id="camera_color_optical_frame") as camera:
@@ -125,8 +127,10 @@ def test_goal_gets_feedback_and_a_result_matching_the_frame(ros, scene):
     result = outcome.result
     assert outcome.goal_status == "SUCCEEDED"
     assert (result.status, result.error) == ("succeeded", "")
-    assert len(feedback) >= 2
-    assert feedback[0].phase == "queued" and feedback[-1].phase == "done"
+    # The node sends the feedback "done" just before the result, but on another topic: when
+    # the result is taken first, rclpy drops that last feedback (the client knows the result).
+    phases = [f.phase for f in feedback]
+    assert len(phases) >= 2 and phases[0] == "queued" and "done" not in phases[:-1], phases
     assert {"thinking", "segmenting"} <= {f.phase for f in feedback}
 
     stamp = {"sec": result.header.stamp.sec, "nanosec": result.header.stamp.nanosec}
@@ -303,6 +307,7 @@ def test_a_goal_can_ask_to_be_followed(ros, scene):
     status_topic = f"{A1}/sam3_agent/follow/status"
     harness.listen(status_topic, String)
     client = SegmentClient(harness.node, action(A1))
+    harness.wait_outputs_reach_us(A1)
     with Camera(harness, f"{A1}/image", rgb8_image(scene.rgb)):
         result = client.ask(QUERY, timeout_s=GOAL_WAIT_S, query_id="goal-followed", follow=True)
         assert result.status == "succeeded", result.error

@@ -35,6 +35,7 @@ from sam3_agent_ros.ros.conversions import rgb8_image
 from sam3_agent_ros.ros.dds import apply_loopback_env
 from sam3_agent_ros.ros.depth import DepthTargets
 from sam3_agent_ros.ros.outputs import target_messages
+from test.ros.helpers import Spinner
 
 COLOUR_FRAME = "camera_color_optical_frame"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -54,12 +55,14 @@ def ros_context():
     context = rclpy.Context()
     rclpy.init(context=context)
     executor = MultiThreadedExecutor(num_threads=2, context=context)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
+    # Each test's nodes are destroyed while this executor spins: Spinner survives rclpy's
+    # InvalidHandle race there (a bare executor.spin() thread died of it, and every later test
+    # of the module waited in vain for camera_info).
+    spinner = Spinner(executor, "test_depth")
     yield context, executor
+    spinner.stop()
     executor.shutdown()
     rclpy.shutdown(context=context)
-    spinner.join(timeout=5)
 
 
 @pytest.fixture(scope="module")
@@ -198,9 +201,9 @@ def test_16uc1_locate_and_publish(rig, scene):
     names, masks = scene_masks(scene)
     frame = colour_frame(scene)
     assert "no camera_info" in r.targets.locate(frame, masks)[0]["position_error"]
-    r.send_info(scene.intrinsics.K, 640, 480)
-    wait_for(lambda: "no depth frame received on /depth_test"
-             in r.targets.locate(frame, masks)[0]["position_error"], "camera_info")
+    r.send_info(scene.intrinsics.K, 640, 480)  # best effort: sent again until it arrived
+    r.locate_when(frame, masks, lambda extras: "no depth frame received on /depth_test"
+                  in extras[0]["position_error"])
     r.send_depth(scene.depth_mm(), "16UC1")
     extras = r.locate_when(frame, masks, has_position)
     for name, extra in zip(names, extras, strict=True):

@@ -76,6 +76,15 @@ def test_starts_the_lifecycle_node_by_its_executable(tree):
         assert {"namespace", "remappings"} <= set(keywords)
 
 
+def test_ctrl_c_escalates_to_sigterm_then_sigkill_after_seconds(monkeypatch, tmp_path):
+    """launch sends SIGINT, then SIGTERM after ``sigterm_timeout``, SIGKILL ``sigkill_timeout``
+    later (launch_ros Node -> ExecuteProcess arguments). The node exits within 2 s of SIGINT, even
+    mid-query (bench/node_exit.py): SIGTERM must not come sooner, and not much later either."""
+    for offline in ("true", "false"):
+        sigterm_s, sigkill_s = _launched(monkeypatch, tmp_path, {"offline": offline}).stop_timeouts
+        assert 2.0 < sigterm_s <= 5.0 and 0.0 < sigkill_s <= 5.0, (sigterm_s, sigkill_s)
+
+
 def test_parameter_names_it_sets_exist(tree):
     names = [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
              and isinstance(node.value, str) and node.value.startswith(("llm.", "segmenter."))]
@@ -226,6 +235,7 @@ class _Launched:
     parameter_arguments: list[str]  # as launch_ros puts them on the node's command line
     top_level: list  # the description's entities
     others: list  # the other nodes started (rviz2): (package, executable, namespace, arguments)
+    stop_timeouts: tuple[float, float]  # (sigterm_timeout, sigkill_timeout) in seconds
 
 
 def _launched(monkeypatch, tmp_path: Path, arguments: dict[str, str]) -> _Launched:
@@ -271,7 +281,9 @@ def _launched(monkeypatch, tmp_path: Path, arguments: dict[str, str]) -> _Launch
                                      f"{namespace.rstrip('/')}/{name}",
                                      {k: context.resolve(v) for k, v in entry.items()})
             arguments_so_far += ["--params-file", str(context.resolve(entry))]
-        return _Launched(namespace, name, arguments_so_far, list(entities), others)
+        stop_timeouts = (float(node.kwargs["sigterm_timeout"]),
+                         float(node.kwargs["sigkill_timeout"]))
+        return _Launched(namespace, name, arguments_so_far, list(entities), others, stop_timeouts)
 
     visit(entities, [])
     assert len(launched) == 1, "exactly one node runs for any value of the arguments"

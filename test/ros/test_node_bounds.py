@@ -142,6 +142,7 @@ class Goals:
     def __init__(self, harness: Harness):
         self.client = ActionClient(harness.node, Segment, f"{NS}/sam3_agent/segment")
         assert self.client.wait_for_server(timeout_sec=WAIT_S)
+        harness.wait_outputs_reach_us(NS)  # the goal response reaches this new client
 
     @staticmethod
     def wait(future):

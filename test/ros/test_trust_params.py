@@ -156,9 +156,10 @@ def test_a_typo_in_an_override_is_refused_with_the_closest_name(trusted, tmp_pat
                            ros_args=("-p", "llm.backnd:=offline"))
     name = f"{ns}/sam3_agent"
     try:
-        log = wait_log(harness, proc, "unknown parameter 'llm.backnd'")
+        # The node writes these lines one after the other: wait for the last of them.
+        log = wait_log(harness, proc, "llm.backnd (not a parameter: remove or correct it)")
+        assert "unknown parameter 'llm.backnd'" in log
         assert "[ERROR]" in log and "(did you mean 'llm.backend'?)" in log
-        assert "llm.backnd (not a parameter: remove or correct it)" in log
         if how == "-p":
             assert "autostart is false" not in log  # it would say how to configure
             assert not harness.change_state(name, TRANSITION.TRANSITION_CONFIGURE)
