@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Generate this package's ROS 2 interfaces (action/Segment.action, msg/MaskInfo.msg) and install
-# them into a venv that has the ROS 2 wheels from PyPI, so that its python imports
-# `sam3_agent_ros.action.Segment` with no sourcing. Usage: scripts/build_interfaces.sh VENV
+# Generate this package's ROS 2 interfaces (action/Segment.action; msg/MaskInfo.msg,
+# ConceptDetection.msg, ConceptDetections.msg) and install them into a venv that has the ROS 2
+# wheels from PyPI, so that its python imports `sam3_agent_ros.action.Segment` with no sourcing.
+# Usage: scripts/build_interfaces.sh VENV
 #
 # - Works for the ros-kilted-* and ros-jazzy-* wheels (taken from the rclpy wheel installed in
 #   VENV); installs the build-time wheels pinned in requirements/interfaces-<distro>.txt.
@@ -47,7 +48,8 @@ if [[ ! -f "$pins" ]]; then
 fi
 
 imports_ok() {
-    (cd / && "$python" -c 'from sam3_agent_ros.action import Segment; from sam3_agent_ros.msg import MaskInfo' 2>/dev/null)
+    (cd / && "$python" -c 'from sam3_agent_ros.action import Segment
+from sam3_agent_ros.msg import ConceptDetections, MaskInfo' 2>/dev/null)
 }
 wanted_hash=$(
     cd "$repo_root"
@@ -113,5 +115,5 @@ if ! imports_ok; then
     exit 1
 fi
 echo "$wanted_hash" > "$stamp"
-echo "interfaces: sam3_agent_ros/action/Segment and msg/MaskInfo installed in $venv" \
-    "(ROS 2 $distro) in $(($(date +%s) - started)) s"
+echo "interfaces: sam3_agent_ros.action (Segment) and .msg (MaskInfo, ConceptDetection(s))" \
+    "installed in $venv (ROS 2 $distro) in $(($(date +%s) - started)) s"

@@ -94,14 +94,8 @@ class ConceptsRunner:
 
     def wait_idle(self, timeout_s: float) -> bool:
         """Until no pass runs; False on timeout."""
-        deadline = time.monotonic() + timeout_s
         with self._changed:
-            while self._busy:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._changed.wait(min(left, 0.05))
-        return True
+            return self._changed.wait_for(lambda: not self._busy, timeout_s)
 
     def shutdown(self, timeout_s: float = 5.0) -> bool:
         """Stop the thread (a pass waiting for the segmenter gives up); False when it did not

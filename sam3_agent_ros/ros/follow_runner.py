@@ -164,14 +164,8 @@ class FollowRunner:
     def wait_idle(self, timeout_s: float) -> bool:
         """Until no frame is being processed and no ending is pending (e.g. before a query uses
         the segmenter the follow thread may be using); False on timeout."""
-        deadline = time.monotonic() + timeout_s
-        with self._changed:
-            while self._busy or self._endings:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._changed.wait(min(left, 0.05))
-        return True
+        with self._changed:  # the thread notifies when it sets _busy False (endings are done)
+            return self._changed.wait_for(lambda: not (self._busy or self._endings), timeout_s)
 
     def shutdown(self, timeout_s: float = 5.0) -> bool:
         """End the follow (``stopped``) and the thread; False when the thread did not finish."""
