@@ -361,24 +361,25 @@ class TopicQuery:
 
     def wait_for_node(self, deadline: float, want_result: bool = True) -> None:
         """Until the node's query subscription matches our publisher (and, with
-        ``want_result``, its result publisher matches our subscription)."""
-        result_subscription = self._subscriptions[0]
-
-        def result_matched() -> bool:
-            count = getattr(result_subscription, "get_publisher_count", None)
+        ``want_result``, its result and status publishers match our subscriptions: a status
+        subscription matched late would miss the query's first phases)."""
+        def matched(subscription: Any) -> bool:
+            count = getattr(subscription, "get_publisher_count", None)
             if count is not None:
                 return count() > 0
-            return self.node.count_publishers(self.result_topic) > 0  # rclpy without it
+            return self.node.count_publishers(subscription.topic_name) > 0  # rclpy without it
 
         def connected() -> bool:
             if self._publisher.get_subscription_count() == 0:
                 return False
-            return not want_result or result_matched()
+            return not want_result or all(matched(s) for s in self._subscriptions)
 
         if not self._waiter.until(connected, deadline):
+            unmatched = next((s.topic_name for s in self._subscriptions if not matched(s)),
+                             self.result_topic)
             missing = (f"nobody subscribes to {self.query_topic}"
                        if self._publisher.get_subscription_count() == 0
-                       else f"nobody publishes {self.result_topic}")
+                       else f"nobody publishes {unmatched}")
             raise GraphError(f"no node to ask: {missing} ({domain_hint()}); is the node running "
                              "and active? (sam3-agent lifecycle get)")
 

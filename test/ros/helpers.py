@@ -11,9 +11,10 @@ Two DDS facts the harness is built around (each cost a suite run beside other DD
   the answer to a test's first query before its writers know the test's subscriptions, although
   the test saw the node's query subscription. ``Harness.send_query`` therefore first makes sure
   the node's writers reach this harness (``wait_outputs_reach_us``, a probe round trip).
-- rclpy's executors can raise ``InvalidHandle`` out of a wait when another thread destroys a
-  subscription, publisher or action client at that moment; ``executor.spin()`` then ends and no
-  callback runs again. ``Spinner`` keeps spinning through it.
+- rclpy's executors can raise out of a wait when another thread creates or destroys an entity
+  at that moment (``InvalidHandle`` for a destroyed subscription, publisher or action client;
+  ``AttributeError: ... '_lock'`` for an action client listed before its constructor finished);
+  ``executor.spin()`` then ends and no callback runs again. ``Spinner`` keeps spinning through it.
 """
 
 from __future__ import annotations
@@ -81,33 +82,42 @@ def deep_merge(base: dict, extra: dict) -> dict:
 class Spinner:
     """Spins ``executor`` in a daemon thread until ``stop()`` (or its context shuts down).
 
-    rclpy 9 builds each wait set from the entities of its nodes; when another thread destroys a
-    subscription, publisher or action client between that listing and the wait, rclpy skips the
-    destroyed handle once but then adds it to the wait set anyway and raises ``InvalidHandle``
-    out of ``spin_once``. ``executor.spin()`` ends there, silently in a background thread, and no
-    callback of that executor runs again: every later wait of the module times out (a test module
-    lost ``camera_info`` for four tests in a row that way, reruns included). Such a wait is
-    simply waited again here; any other exception ends the spinner and is kept in ``error``, so
+    rclpy builds each wait set from the entities of its nodes while other threads may create or
+    destroy them. A subscription, publisher or action client destroyed between that listing and
+    the wait is skipped once, then added anyway: ``InvalidHandle`` out of ``spin_once`` (rclpy 9).
+    An ``ActionClient`` joins its node's waitables before its constructor sets the lock that
+    ``get_num_entities`` takes: a wait set built in between raises ``AttributeError``. Either way
+    ``executor.spin()`` ends, silently in a background thread, and no callback of that executor
+    runs again: every later wait of the module times out (a module lost ``camera_info`` for four
+    tests in a row that way; another every action goal after a client was made). A wait whose
+    wait-set building raised is simply waited again here (at most ``MAX_WAIT_SET_RACES`` times in
+    a row); any other exception (a callback raised) ends the spinner and is kept in ``error``, so
     that the waits fail at once saying so (``check``).
     """
+
+    MAX_WAIT_SET_RACES = 100  # in a row: then it is no race, and the spinner stops with it
 
     def __init__(self, executor: Any, name: str = "spinner"):
         self.executor = executor
         self.error: BaseException | None = None
-        self.destroy_races = 0  # waits redone after an entity was destroyed meanwhile
+        self.wait_set_races = 0  # waits redone after an entity was created/destroyed meanwhile
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         context = self.executor.context
+        in_a_row = 0
         while not self._stop.is_set() and context.ok():
             try:
                 self.executor.spin_once(timeout_sec=0.1)
-            except InvalidHandle:
-                self.destroy_races += 1
-            except Exception as exc:  # a callback raised: the harness stops, the waits say why
-                if not self._stop.is_set() and context.ok():
+                in_a_row = 0
+            except Exception as exc:
+                if raised_building_the_wait_set(exc) and in_a_row < self.MAX_WAIT_SET_RACES:
+                    self.wait_set_races += 1
+                    in_a_row += 1
+                    continue
+                if not self._stop.is_set() and context.ok():  # the waits say why (check)
                     self.error = exc
                 return
 
@@ -120,6 +130,20 @@ class Spinner:
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
         self._thread.join(timeout)
+
+
+def raised_building_the_wait_set(exc: BaseException) -> bool:
+    """Whether ``exc`` came out of rclpy's wait-set building (an entity created or destroyed by
+    another thread meanwhile), not out of a callback: ``InvalidHandle``, or any exception raised
+    inside the executor's ``_wait_for_ready_callbacks`` (callbacks run after it returned)."""
+    if isinstance(exc, InvalidHandle):
+        return True
+    frame = exc.__traceback__
+    while frame is not None:
+        if frame.tb_frame.f_code.co_name == "_wait_for_ready_callbacks":
+            return True
+        frame = frame.tb_next
+    return False
 
 
 class SpinnerDied(AssertionError):

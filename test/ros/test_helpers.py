@@ -1,13 +1,22 @@
 """test/ros/helpers.py: a node process that dies at start-up fails the waiting test at once, with
-its log, instead of after the test's timeouts (minutes over a module of tests)."""
+its log, instead of after the test's timeouts (minutes over a module of tests); the test
+executor's spinner survives rclpy's wait-set races and stops on a failed callback."""
 
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
-from test.ros.helpers import Harness, NodeDied, NodeProcess, check_nodes_alive
+from test.ros.helpers import (
+    Harness,
+    NodeDied,
+    NodeProcess,
+    Spinner,
+    SpinnerDied,
+    check_nodes_alive,
+)
 
 NS = "/helpers_probe"
 
@@ -51,3 +60,73 @@ def test_a_node_stopped_by_the_test_is_not_reported(tmp_path):
         harness.close()
         assert proc.stop() == 0
     check_nodes_alive()
+
+
+# --- Spinner: rclpy's wait-set races are waited again, a failed callback stops it -------------
+
+def _wait_for_ready_callbacks():  # named like rclpy's wait-set builder, where the races raise
+    raise AttributeError("'ActionClient' object has no attribute '_lock'")
+
+
+class _Running:
+    def ok(self) -> bool:
+        return True
+
+
+class _ScriptedExecutor:
+    """``spin_once`` raises what the script says, from where rclpy would raise it."""
+
+    def __init__(self, script: list[str | None], then: str | None = None):
+        self.context = _Running()
+        self._script, self._then = list(script), then
+        self.spins = 0
+
+    def spin_once(self, timeout_sec: float) -> None:
+        self.spins += 1
+        step = self._script.pop(0) if self._script else self._then
+        if step == "wait_set":
+            _wait_for_ready_callbacks()
+        if step == "callback":
+            raise RuntimeError("a callback failed")
+        time.sleep(0.001)
+
+
+def _wait(predicate, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def test_the_spinner_spins_on_through_wait_set_races():
+    executor = _ScriptedExecutor(["wait_set"] * 3)
+    spinner = Spinner(executor, "races")
+    try:
+        _wait(lambda: executor.spins >= 10)
+        assert spinner.error is None and spinner.wait_set_races == 3
+        spinner.check()
+    finally:
+        spinner.stop()
+
+
+def test_the_spinner_stops_on_a_failed_callback_and_the_waits_say_why():
+    executor = _ScriptedExecutor(["wait_set", "callback"])
+    spinner = Spinner(executor, "callback")
+    try:
+        _wait(lambda: spinner.error is not None)
+        assert isinstance(spinner.error, RuntimeError) and spinner.wait_set_races == 1
+        with pytest.raises(SpinnerDied, match="a callback failed"):
+            spinner.check()
+    finally:
+        spinner.stop()
+
+
+def test_a_race_that_never_ends_is_no_race():
+    executor = _ScriptedExecutor([], then="wait_set")
+    spinner = Spinner(executor, "endless")
+    try:
+        _wait(lambda: spinner.error is not None)
+        assert isinstance(spinner.error, AttributeError)
+        assert spinner.wait_set_races == Spinner.MAX_WAIT_SET_RACES
+    finally:
+        spinner.stop()
