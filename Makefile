@@ -25,9 +25,14 @@ demo: setup
 demo-follow: setup
 	scripts/demo_follow.sh
 
-# The whole suite, including the real SAM 3 model on CPU (slow_sam3, minutes), then the other
-# ROS 2 distros and Pythons (test-distros). `make -k test` (CI) runs them all even if one fails.
-test: test-main test-distros
+# The whole suite, including the real SAM 3 model on CPU (slow_sam3, minutes), and the other
+# ROS 2 distros and Pythons (test-distros). Every venv is set up first, one after the other (each
+# installs this folder in editable mode); then test-main and test-distros run side by side, two
+# jobs, each target's output printed whole when it ends (-O). The suite holds beside another run
+# of itself (own DDS domain per run: CONTRIBUTING.md). `make -k test` (CI) runs every part even
+# if one fails.
+test: setup setup-extra
+	$(MAKE) --no-print-directory -j2 -O test-main test-distros
 
 test-main: setup
 	$(VENV)/bin/pytest --durations=15 $(PYTEST_ARGS)
