@@ -6,7 +6,10 @@ returns the ``Segment.Result`` message (``status``, ``error``, ``header``, ``mas
 ``labels``, ``target_valid``, ``target``, ``result_json``; interface §5a). The caller's node may
 be spun by an executor in another thread (the client then waits on the futures) or not spun at
 all (the client spins it while waiting). Do not call ``ask`` from a callback of the node's own
-single-threaded executor: it would wait for itself.
+single-threaded executor: it would wait for itself. Make the client before another thread spins
+the node (or between spins): rclpy lists an ``ActionClient`` among the node's waitables before its
+constructor has finished, and an executor that builds its wait set at that moment raises
+(``AttributeError: ... '_lock'``) and stops spinning.
 
 Nothing ROS is imported at module import (the core stays ROS-free): rclpy and the generated
 interfaces are imported when a client is made.

@@ -70,7 +70,7 @@ from sam3_agent_ros.ros.outputs import AnswerPublisher, refines_note, result_lin
 from sam3_agent_ros.ros.qos import IMAGE_QOS, OUTPUT_QOS, QUERY_QOS
 from sam3_agent_ros.ros.query_message import QueryRejected, StopFollow, parse_query_message
 from sam3_agent_ros.ros.query_runner import LatestFrame, QueryRunner
-from sam3_agent_ros.ros.spinning import spin_until_shutdown
+from sam3_agent_ros.ros.spinning import sigint_noted, spin_until_shutdown
 
 # Appended to every "cannot configure" line about a missing endpoint, key or checkpoint.
 TRY_OFFLINE = ("to try without a model: ros2 launch sam3_agent_ros sam3_agent.launch.py "
@@ -465,12 +465,14 @@ def main(args: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="[%(levelname)s] [%(name)s]: %(message)s")
     install_log_redaction()  # no URL credentials in any Python log line (httpx, openai, ours)
     try:
-        with rclpy_compat.initialized(args=argv):  # `with rclpy.init()` needs rclpy >= 8
+        # Ctrl-C is noted, never raised mid-callback (ros/spinning.py); rclpy's handler, installed
+        # by init, shuts the context down and passes the signal on to this one.
+        with sigint_noted() as interrupted, rclpy_compat.initialized(args=argv):
             node = Sam3AgentNode()
             executor = SingleThreadedExecutor()
             executor.add_node(node)
-            try:
-                spin_until_shutdown(executor)  # not executor.spin(): see ros/spinning.py
+            try:  # not executor.spin(): see ros/spinning.py
+                spin_until_shutdown(executor, stop=interrupted.is_set)
             finally:
                 node.release(EXIT_WAIT_S)
                 executor.shutdown(timeout_sec=1.0)

@@ -8,18 +8,46 @@ timeout, and an idle node has nothing else that would wake it. In a terminal, Py
 KeyboardInterrupt ends the process anyway; a process started with SIGINT ignored has no such
 handler (a background job of a script, ``cmd &``, CI) and hung after Ctrl-C (the suite saw a node
 still running 15 s after SIGINT, in this very wait).
+
+Ctrl-C must not raise either. rclpy's C handler passes the signal on to Python's, whose
+``KeyboardInterrupt`` then comes out of whatever Python code runs next in the main thread: under
+load, the constructor of an image being taken off the wire, inside rclpy's C++ ``take_message``,
+which turns it into ``RuntimeError: Unable to convert call argument '0' to Python object``. The
+node then died with a traceback and a non-zero status instead of exiting cleanly (seen in
+test_action.py beside another suite). ``sigint_noted`` replaces Python's handler for the node's
+life by one that only notes the signal; rclpy still shuts the context down, and the spin loop
+ends on either.
 """
 
 from __future__ import annotations
 
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 CHECK_S = 0.5  # the longest the executor waits before it looks at the context again
 
 
-def spin_until_shutdown(executor: Any, check_s: float = CHECK_S) -> None:
+def spin_until_shutdown(executor: Any, check_s: float = CHECK_S,
+                        stop: Callable[[], bool] = lambda: False) -> None:
     """``executor.spin()``, but the wait times out every ``check_s`` to see whether the context
-    is still running: returns at most ``check_s`` after it stopped, however it stopped (raises
-    what ``spin_once`` raises, e.g. ``ExternalShutdownException`` or ``KeyboardInterrupt``)."""
-    while executor.context.ok():
+    is still running and ``stop()`` is still false: returns at most ``check_s`` after either
+    changed, however it changed (raises what ``spin_once`` raises, e.g.
+    ``ExternalShutdownException``)."""
+    while executor.context.ok() and not stop():
         executor.spin_once(timeout_sec=check_s)
+
+
+@contextmanager
+def sigint_noted() -> Iterator[threading.Event]:
+    """Within the block, SIGINT sets the yielded event instead of raising ``KeyboardInterrupt``
+    (main thread only, like every signal handler). Enter it before ``rclpy.init``: rclpy's own
+    handler, installed there, shuts its contexts down and then calls this one."""
+    noted = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: noted.set())
+    try:
+        yield noted
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -1,8 +1,13 @@
 """sam3_agent_ros/ros/spinning.py: the executor returns once the context stops, even when nothing
-wakes its wait (what rclpy's signal thread does when it is preempted between its two steps)."""
+wakes its wait (what rclpy's signal thread does when it is preempted between its two steps), or
+once asked to; Ctrl-C is noted, never raised in the middle of Python code."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -50,3 +55,60 @@ def test_returns_after_a_shutdown_that_woke_nobody(idle_executor):
     # (Context.shutdown() from Python would wake the executor through its callbacks).
     idle_executor.context.handle.shutdown()
     assert returned.wait(WAIT_S), "the executor kept waiting after the context stopped"
+
+
+# Ctrl-C while Python code runs in the main thread (e.g. a message constructor inside rclpy's
+# take): noted, never raised; rclpy still shuts the context down.
+SIGINT_CHILD = r'''
+import sys
+import rclpy
+from std_msgs.msg import Header
+from sam3_agent_ros.ros.spinning import sigint_noted
+
+with sigint_noted() as noted:
+    rclpy.init()
+    context = rclpy.get_default_context()
+    print("ready", flush=True)
+    made = 0
+    while not noted.is_set():  # Python code all the time, like messages being converted
+        Header(frame_id="camera")
+        made += 1
+    for _ in range(200):  # rclpy's signal thread shuts the context down soon after
+        if not context.ok():
+            break
+        noted.wait(0.05)
+    print(f"noted after {made} messages; context ok: {context.ok()}", flush=True)
+    rclpy.try_shutdown()
+'''
+
+
+def test_ctrl_c_is_noted_and_shuts_rclpy_down_without_raising():
+    child = subprocess.Popen([sys.executable, "-c", SIGINT_CHILD], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        assert child.stdout.readline().strip() == "ready", child.stderr.read()
+        time.sleep(0.2)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=WAIT_S)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 0, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert "context ok: False" in out, out
+
+
+def test_spinning_stops_when_asked(idle_executor):
+    stop = threading.Event()
+    returned = threading.Event()
+
+    def spin() -> None:
+        spin_until_shutdown(idle_executor, CHECK_S, stop=stop.is_set)
+        returned.set()
+
+    threading.Thread(target=spin, daemon=True).start()
+    time.sleep(3 * CHECK_S)
+    assert not returned.is_set()
+    stop.set()
+    assert returned.wait(WAIT_S), "the executor kept spinning after stop() became true"
+    assert idle_executor.context.ok()
