@@ -16,7 +16,9 @@ which turns it into ``RuntimeError: Unable to convert call argument '0' to Pytho
 node then died with a traceback and a non-zero status instead of exiting cleanly (seen in
 test_action.py beside another suite). ``sigint_noted`` replaces Python's handler for the node's
 life by one that only notes the signal; rclpy still shuts the context down, and the spin loop
-ends on either.
+ends on either. Without a ``KeyboardInterrupt`` the race with rclpy's signal thread shows
+elsewhere: the context may go down between the loop's check and the wait set, and the wait then
+raises ``RCLError``; the loop takes that as the shutdown it is (seen in test_node.py).
 """
 
 from __future__ import annotations
@@ -34,10 +36,18 @@ def spin_until_shutdown(executor: Any, check_s: float = CHECK_S,
                         stop: Callable[[], bool] = lambda: False) -> None:
     """``executor.spin()``, but the wait times out every ``check_s`` to see whether the context
     is still running and ``stop()`` is still false: returns at most ``check_s`` after either
-    changed, however it changed (raises what ``spin_once`` raises, e.g.
-    ``ExternalShutdownException``)."""
+    changed, however it changed. What ``spin_once`` raises once either has changed ends the spin
+    too: rclpy's signal thread may shut the context down between our check and the wait, and
+    building a wait set on a shut-down context raises ``RCLError`` ("the given context is not
+    valid"), as ``ExternalShutdownException`` is raised elsewhere. Raised while both still hold,
+    it propagates (a failed callback)."""
     while executor.context.ok() and not stop():
-        executor.spin_once(timeout_sec=check_s)
+        try:
+            executor.spin_once(timeout_sec=check_s)
+        except Exception:
+            if executor.context.ok() and not stop():
+                raise
+            return
 
 
 @contextmanager

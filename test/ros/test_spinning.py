@@ -112,3 +112,33 @@ def test_spinning_stops_when_asked(idle_executor):
     stop.set()
     assert returned.wait(WAIT_S), "the executor kept spinning after stop() became true"
     assert idle_executor.context.ok()
+
+
+class _Context:
+    def __init__(self):
+        self.running = True
+
+    def ok(self) -> bool:
+        return self.running
+
+
+class _ShutDownWhileWaiting:
+    """The context is shut down between the check and the wait: the wait raises as rclpy's does."""
+
+    def __init__(self, shut_down: bool):
+        self.context, self._shut_down = _Context(), shut_down
+
+    def spin_once(self, timeout_sec: float) -> None:
+        if self._shut_down:
+            self.context.running = False
+            raise RuntimeError("failed to initialize wait set: the given context is not valid")
+        raise RuntimeError("a callback failed")
+
+
+def test_a_wait_that_fails_because_the_context_went_down_ends_the_spin_quietly():
+    spin_until_shutdown(_ShutDownWhileWaiting(shut_down=True), CHECK_S)
+
+
+def test_a_failure_while_the_context_runs_is_raised():
+    with pytest.raises(RuntimeError, match="a callback failed"):
+        spin_until_shutdown(_ShutDownWhileWaiting(shut_down=False), CHECK_S)
