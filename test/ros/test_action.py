@@ -289,7 +289,11 @@ def test_sam3_agent_ask_prints_the_result_json(ros, scene, ros_env):
     assert (result["query_id"], result["status"]) == ("cli-ask-1", "succeeded")
     phases = [json.loads(line)["phase"] for line in completed.stderr.splitlines()
               if line.startswith("{")]
-    assert phases[0] == "queued" and phases[-1] == "done"
+    # Feedback is a topic: the first one of a client process that has just started may go out
+    # before the server's feedback writer has matched its reader (a loaded machine), and rclpy
+    # drops one that arrives after the result. What arrives is the node's phases, in order.
+    assert phases and set(phases) <= {"queued", "thinking", "segmenting", "examining", "done"}
+    assert "queued" not in phases[1:] and "done" not in phases[:-1], phases
 
 
 def test_sam3_agent_ask_exit_codes(ros, ros_env):
