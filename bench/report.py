@@ -502,6 +502,7 @@ def box_fit(data: dict) -> Section:
         on, total = sum(r["on_target"] for r in exact), sum(r["boxes"] for r in exact)
         s.figure("3D boxes on target, depth noise 0-10 mm (exact masks)", f"{on}/{total}",
                  "all", on == total)
+    return s
 
 
 def concepts_batch(data: dict) -> Section:
@@ -543,6 +544,7 @@ def concepts_batch(data: dict) -> Section:
     if colour:
         s.figure("standing concepts, colour 640x480, 4 concepts: one pass vs 4 passes",
                  f"{colour['one_pass_ms']} vs {colour['separate_ms']} ms ({colour['ratio']}x)")
+    return s
 
 
 def node_exit(data: dict) -> Section:
