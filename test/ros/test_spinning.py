@@ -60,7 +60,7 @@ def test_returns_after_a_shutdown_that_woke_nobody(idle_executor):
 # Ctrl-C while Python code runs in the main thread (e.g. a message constructor inside rclpy's
 # take): noted, never raised; rclpy still shuts the context down.
 SIGINT_CHILD = r'''
-import sys
+import time
 import rclpy
 from std_msgs.msg import Header
 from sam3_agent_ros.ros.spinning import sigint_noted
@@ -76,7 +76,7 @@ with sigint_noted() as noted:
     for _ in range(200):  # rclpy's signal thread shuts the context down soon after
         if not context.ok():
             break
-        noted.wait(0.05)
+        time.sleep(0.05)
     print(f"noted after {made} messages; context ok: {context.ok()}", flush=True)
     rclpy.try_shutdown()
 '''
