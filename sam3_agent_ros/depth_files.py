@@ -103,7 +103,14 @@ def parse_intrinsics(text: str) -> Intrinsics:
     return Intrinsics(*values)
 
 
-def read_camera_info(path: str | Path) -> CameraModel:
+def read_camera_info(path: str | Path) -> tuple[Intrinsics, tuple[int, int] | None]:
+    """A camera-info YAML -> (its K, (width, height) of the image it belongs to, or None when
+    the file does not say); ``read_camera_model`` has binning and ROI too."""
+    model = read_camera_model(path)
+    return model.k, model.size
+
+
+def read_camera_model(path: str | Path) -> CameraModel:
     """A camera-info YAML -> its camera model (``size`` None when the file does not say)."""
     import yaml
 

@@ -82,7 +82,7 @@ def read_depth_inputs(args: argparse.Namespace, width: int, height: int, max_pix
     and --intrinsics / --camera-info, or ``(None, None, why the camera model does not fit)``;
     None without --depth; UsageError for a missing or unreadable one."""
     from sam3_agent_ros.camera_model import CameraModel, CameraModelError, image_intrinsics
-    from sam3_agent_ros.depth_files import parse_intrinsics, read_camera_info, read_depth
+    from sam3_agent_ros.depth_files import parse_intrinsics, read_camera_model, read_depth
     from sam3_agent_ros.geometry3d import depth_for_colour
 
     has_intrinsics = args.intrinsics is not None or args.camera_info is not None
@@ -103,7 +103,7 @@ def read_depth_inputs(args: argparse.Namespace, width: int, height: int, max_pix
         if args.intrinsics is not None:
             model = CameraModel(parse_intrinsics(args.intrinsics))
         else:
-            model = read_camera_info(args.camera_info)
+            model = read_camera_model(args.camera_info)
     except ValueError as exc:
         raise UsageError(f"{flag}: {exc}") from None
     try:

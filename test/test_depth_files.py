@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 
 from sam3_agent_ros.camera_model import CameraModel, Intrinsics
-from sam3_agent_ros.depth_files import parse_intrinsics, read_camera_info, read_depth
+from sam3_agent_ros.depth_files import (
+    parse_intrinsics,
+    read_camera_info,
+    read_camera_model,
+    read_depth,
+)
 
 CAP = 1_000_000
 K = [600.0, 0.0, 320.0, 0.0, 610.0, 240.0, 0.0, 0.0, 1.0]
@@ -97,21 +102,20 @@ def test_a_calibration_file_and_a_dumped_camera_info(tmp_path):
         "image_width: 1280\nimage_height: 960\ncamera_name: colour\n"
         f"camera_matrix:\n  rows: 3\n  cols: 3\n  data: {K}\n"
         "distortion_model: plumb_bob\n")
-    assert read_camera_info(calibration) == CameraModel(Intrinsics(600.0, 610.0, 320.0, 240.0),
-                                                        (1280, 960))
+    assert read_camera_info(calibration) == (Intrinsics(600.0, 610.0, 320.0, 240.0),
+                                             (1280, 960))
     dumped = tmp_path / "info.yaml"
     dumped.write_text("header:\n  frame_id: camera_color_optical_frame\nheight: 480\n"
                       "width: 640\ndistortion_model: plumb_bob\nk:\n"
                       + "".join(f"- {v}\n" for v in K))
-    assert read_camera_info(dumped) == CameraModel(Intrinsics(600.0, 610.0, 320.0, 240.0),
-                                                   (640, 480))
+    assert read_camera_info(dumped) == (Intrinsics(600.0, 610.0, 320.0, 240.0), (640, 480))
     sizeless = tmp_path / "sizeless.yaml"
     sizeless.write_text(f"k: {K}\n")
-    assert read_camera_info(sizeless).size is None
+    assert read_camera_info(sizeless)[1] is None
     binned = tmp_path / "binned.yaml"
     binned.write_text(f"width: 1280\nheight: 960\nbinning_x: 2\nbinning_y: 2\nk: {K}\n"
                       "roi: {x_offset: 8, y_offset: 4, width: 1264, height: 952}\n")
-    assert read_camera_info(binned) == CameraModel(Intrinsics(600.0, 610.0, 320.0, 240.0),
+    assert read_camera_model(binned) == CameraModel(Intrinsics(600.0, 610.0, 320.0, 240.0),
                                                    (1280, 960), (2, 2), (8, 4, 1264, 952))
 
 

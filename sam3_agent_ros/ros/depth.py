@@ -43,6 +43,7 @@ TARGETS_TOPIC = "~/targets"
 MARKERS_TOPIC = "~/markers"
 ID_LOG_CHARS = 80  # the most of one frame_id a warning repeats
 WARNING_CHARS = 1000  # the most of one warning
+REASON_CHARS = 300  # the most of a depth frame's problem that a position_error repeats
 
 
 def camera_model_of(msg: CameraInfo) -> CameraModel:
@@ -158,8 +159,8 @@ class DepthTargets:
             depth_m = depth_from_buffer(depth_msg.data, depth_msg.width, depth_msg.height,
                                         depth_msg.step, depth_msg.encoding,
                                         bool(depth_msg.is_bigendian))
-        except ValueError as exc:
-            reason = f"unusable depth frame: {exc}"
+        except ValueError as exc:  # may quote the peer's encoding: clipped, escaped
+            reason = f"unusable depth frame: {for_log(exc, REASON_CHARS)}"
             self._warn_once("depth:unusable", reason)
             return None, None, reason
         if depth_msg.header.frame_id != frame.frame_id:
