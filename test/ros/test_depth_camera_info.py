@@ -18,7 +18,6 @@ from test.ros.test_depth import (
     has_position,
     inputs_arrived,
     scene_masks,
-    wait_for,
 )
 
 # test_depth.py's fixtures: its module-scoped rclpy context, the rig, the rendered scene.
