@@ -20,6 +20,11 @@ from typing import Any
 import cv2
 import numpy as np
 
+from sam3_agent_ros.camera_model import (  # noqa: F401 (re-exported: geometry3d's callers)
+    Intrinsics,
+    as_intrinsics,
+    scale_intrinsics,
+)
 from sam3_agent_ros.masks import PixelBox, pixel_box
 
 STATISTICS = ("median", "trimmed_mean", "min_cluster")
@@ -74,14 +79,6 @@ SIGN_EPSILON = 1e-9
 
 
 @dataclass(frozen=True)
-class Intrinsics:
-    fx: float
-    fy: float
-    cx: float
-    cy: float
-
-
-@dataclass(frozen=True)
 class Located:
     """The outcome of ``locate_mask``: a position in metres, or None with the reason in ``error``.
 
@@ -92,46 +89,6 @@ class Located:
     error: str | None
     valid_pixels: int = 0
     spread_m: float | None = None
-
-
-def as_intrinsics(k: Intrinsics | Sequence[float] | np.ndarray) -> Intrinsics:
-    """``(fx, fy, cx, cy)``, a 3x3 matrix or its 9 row-major values (CameraInfo.k) -> Intrinsics.
-
-    Raises ValueError for anything else or for a non-positive / non-finite focal length.
-    """
-    if isinstance(k, Intrinsics):
-        result = k
-    else:
-        values = np.asarray(k, dtype=np.float64).reshape(-1)
-        if values.size == 4:
-            result = Intrinsics(*(float(v) for v in values))
-        elif values.size == 9:
-            result = Intrinsics(float(values[0]), float(values[4]), float(values[2]),
-                                float(values[5]))
-        else:
-            raise ValueError(
-                f"intrinsics must be (fx, fy, cx, cy) or a 3x3 matrix, got {values.size} values")
-    for name in ("fx", "fy", "cx", "cy"):
-        if not math.isfinite(getattr(result, name)):
-            raise ValueError(f"intrinsics: {name} is not finite")
-    if result.fx <= 0 or result.fy <= 0:
-        raise ValueError(
-            f"intrinsics: focal lengths must be positive (fx={result.fx}, fy={result.fy}); "
-            "is the camera calibrated (CameraInfo.k all zeros)?")
-    return result
-
-
-def scale_intrinsics(k: Intrinsics | Sequence[float] | np.ndarray, from_size: tuple[int, int],
-                     to_size: tuple[int, int]) -> Intrinsics:
-    """Intrinsics of an image of ``from_size`` (width, height) resized to ``to_size``."""
-    intr = as_intrinsics(k)
-    (w0, h0), (w1, h1) = from_size, to_size
-    if min(w0, h0, w1, h1) <= 0:
-        raise ValueError(f"image sizes must be positive, got {from_size} -> {to_size}")
-    sx, sy = w1 / w0, h1 / h0
-    # Pixel centres at integer coordinates: the image edge is at -0.5 in both images.
-    return Intrinsics(intr.fx * sx, intr.fy * sy, (intr.cx + 0.5) * sx - 0.5,
-                      (intr.cy + 0.5) * sy - 0.5)
 
 
 def depth_to_metres(depth: np.ndarray, encoding: str) -> np.ndarray:

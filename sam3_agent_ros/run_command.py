@@ -7,7 +7,10 @@ lacks what it needs: endpoint, API key, SAM 3 checkpoint; checked before anythin
 With ``--depth`` (a depth image registered to the colour image) and ``--intrinsics`` or
 ``--camera-info``, each mask gains ``position`` and ``box`` as on ROS (interface §4, §6): the same
 ``geometry3d.measure_mask`` with the same ``depth.*`` parameters (``-p depth.erode_px:=...``).
-The depth and intrinsics files are read before the agent runs: a bad one is a usage error.
+The depth and intrinsics files are read before the agent runs: an unreadable one is a usage error.
+A camera model that does not fit the colour image (``camera_model.image_intrinsics``: another size
+unless binning/ROI map it, implausible focal lengths, a principal point outside) gives no position
+and no box, the reason in each mask's ``position_error`` / ``box_error``, as on ROS.
 
 ``--out DIR`` also keeps what a refinement needs (``core/answer_folder.py``: the frame, the
 selected masks, the query and its answer); ``run --refines DIR --query TEXT`` answers TEXT on that
@@ -75,9 +78,11 @@ def read_image(path: str, max_pixels: int):
 
 
 def read_depth_inputs(args: argparse.Namespace, width: int, height: int, max_pixels: int):
-    """``(depth in metres at the colour resolution, the colour intrinsics)`` from --depth and
-    --intrinsics / --camera-info, None without --depth; UsageError for a missing or bad one."""
-    from sam3_agent_ros.depth_files import parse_intrinsics, read_camera_info, read_depth
+    """``(depth in metres at the colour resolution, the colour intrinsics, None)`` from --depth
+    and --intrinsics / --camera-info, or ``(None, None, why the camera model does not fit)``;
+    None without --depth; UsageError for a missing or unreadable one."""
+    from sam3_agent_ros.camera_model import CameraModel, CameraModelError, image_intrinsics
+    from sam3_agent_ros.depth_files import parse_intrinsics, read_camera_model, read_depth
     from sam3_agent_ros.geometry3d import depth_for_colour
 
     has_intrinsics = args.intrinsics is not None or args.camera_info is not None
@@ -92,17 +97,21 @@ def read_depth_inputs(args: argparse.Namespace, width: int, height: int, max_pix
         depth_m = read_depth(args.depth, args.depth_scale, max_pixels)
     except ValueError as exc:
         raise UsageError(f"--depth {args.depth}: {exc}") from None
+    flag = (f"--intrinsics {args.intrinsics}" if args.intrinsics is not None
+            else f"--camera-info {args.camera_info}")
     try:
         if args.intrinsics is not None:
-            intrinsics, size = parse_intrinsics(args.intrinsics), None
+            model = CameraModel(parse_intrinsics(args.intrinsics))
         else:
-            intrinsics, size = read_camera_info(args.camera_info)
+            model = read_camera_model(args.camera_info)
     except ValueError as exc:
-        flag = (f"--intrinsics {args.intrinsics}" if args.intrinsics is not None
-                else f"--camera-info {args.camera_info}")
         raise UsageError(f"{flag}: {exc}") from None
     try:
-        return depth_for_colour(depth_m, (width, height), intrinsics, size)
+        intrinsics = image_intrinsics(model, (width, height))
+    except CameraModelError as exc:
+        return None, None, f"unusable camera model ({flag}): {exc}"
+    try:
+        return (*depth_for_colour(depth_m, (width, height), intrinsics), None)
     except ValueError as exc:
         raise UsageError(f"--depth {args.depth}: {exc}") from None
 
@@ -170,9 +179,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if depth is not None and result.status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK):
         from sam3_agent_ros.geometry3d import measure_mask
 
-        depth_m, intrinsics = depth
-        result.mask_extras = [measure_mask(mask.mask, depth_m, intrinsics, config.depth)
-                              for mask in result.masks]
+        depth_m, intrinsics, reason = depth
+        result.mask_extras = [
+            measure_mask(mask.mask, depth_m, intrinsics, config.depth) if reason is None
+            else {"position": None, "position_error": reason, "box": None, "box_error": reason}
+            for mask in result.masks]
     if args.out:
         _write_outputs(Path(args.out), result, refined)
     print(json.dumps(result.to_json()))

@@ -115,12 +115,23 @@ class FollowSeen:
 
 
 @dataclass(frozen=True)
+class CameraModelSeen:
+    """The camera model (camera_info) the newest 3D answer was measured with (depth on)."""
+
+    checked: bool  # a query has used one since depth started
+    problem: str | None = None  # why it did not fit the colour frame; None: it fitted
+    summary: str = ""  # what it was: "640x480, fx=600 fy=600 cx=319.5 cy=239.5"
+    age_s: float = 0.0  # since that check
+
+
+@dataclass(frozen=True)
 class HealthInputs:
     frames: FramesSeen
     llm: LlmSeen
     segmenter: SegmenterSeen
     queue: QueueSeen
     follow: FollowSeen
+    camera_model: CameraModelSeen | None = None  # None: depth is off
 
 
 def snapshot(recorder: HealthRecorder, params: dict[str, Any], segmenter: Any = None,
@@ -143,17 +154,20 @@ def snapshot(recorder: HealthRecorder, params: dict[str, Any], segmenter: Any = 
         queue=QueueSeen(accepting=load is not None, policy=str(params["query_policy"]),
                         queue_size=int(params["queue_size"]),
                         waiting=load[0] if load else 0, running=load[1] if load else None),
-        follow=recorder.follow())
+        follow=recorder.follow(), camera_model=recorder.camera_model())
 
 
 # --- the statuses (pure) ---------------------------------------------------------------------
 
 
 def statuses(inputs: HealthInputs) -> list[Status]:
-    """One status per area, in a fixed order."""
-    return [frames_status(inputs.frames), llm_status(inputs.llm),
-            segmenter_status(inputs.segmenter), queue_status(inputs.queue),
-            follow_status(inputs.follow)]
+    """One status per area, in a fixed order (the camera model only with depth on)."""
+    result = [frames_status(inputs.frames), llm_status(inputs.llm),
+              segmenter_status(inputs.segmenter), queue_status(inputs.queue),
+              follow_status(inputs.follow)]
+    if inputs.camera_model is not None:
+        result.append(camera_model_status(inputs.camera_model))
+    return result
 
 
 def frames_status(seen: FramesSeen) -> Status:
@@ -306,6 +320,19 @@ def follow_status(seen: FollowSeen) -> Status:
                                       f"{ago(seen.age_s)} ago{reason})", values)
 
 
+def camera_model_status(seen: CameraModelSeen) -> Status:
+    """WARN while the newest 3D answer found the camera_info unusable for its colour frame."""
+    values = {"camera_info": seen.summary, "problem": seen.problem or "",
+              "age_s": f"{seen.age_s:.1f}"}
+    if not seen.checked:
+        return Status("camera model", Level.OK, "no 3D answer yet", values)
+    if seen.problem:
+        return Status("camera model", Level.WARN, f"no 3D positions {ago(seen.age_s)} ago: "
+                      f"{for_log(seen.problem, ERROR_CHARS)}", values)
+    return Status("camera model", Level.OK, f"camera_info fits the colour frame "
+                                            f"({for_log(seen.summary, 120)})", values)
+
+
 def ago(seconds: float | None) -> str:
     """``0.4 s``, ``12 s``, ``3 min``, ``2.5 h``: how long ago, for a message."""
     if seconds is None:
@@ -352,6 +379,7 @@ class HealthRecorder:
         self._state = "unconfigured"
         self._configure_error: str | None = None
         self._follow: tuple[dict[str, Any], float] | None = None
+        self._camera_model: tuple[bool, str | None, str, float] | None = None
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -451,6 +479,25 @@ class HealthRecorder:
         return FollowSeen(state=str(status.get("state")), query_id=str(status.get("query_id", "")),
                           objects=len(objects) if isinstance(objects, list) else 0,
                           age_s=now - at, reason=status.get("reason"))
+
+
+    # --- the camera model (depth's worker thread) ---
+    def camera_model_started(self, started: bool = True) -> None:
+        """Depth started (a camera model status appears) or stopped (it goes)."""
+        with self._lock:
+            self._camera_model = (False, None, "", self._clock()) if started else None
+
+    def camera_model_checked(self, problem: str | None, summary: str = "") -> None:
+        with self._lock:
+            self._camera_model = (True, problem, summary, self._clock())
+
+    def camera_model(self) -> CameraModelSeen | None:
+        now = self._clock()
+        with self._lock:
+            if self._camera_model is None:
+                return None
+            checked, problem, summary, at = self._camera_model
+        return CameraModelSeen(checked, problem, summary, now - at)
 
 
 class ObservedLlm:

@@ -236,7 +236,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         if self._config.depth.enabled:
             from sam3_agent_ros.ros.depth import start_depth
 
-            self._depth = start_depth(self, self._config.depth, self._reader.max_pixels)
+            self._depth = start_depth(self, self._config.depth, self._reader.max_pixels,
+                                      self._health)
         self.get_logger().info(
             f"active: listening on {image_sub.topic_name} ({node.image_qos}) and "
             f"{query_sub.topic_name}")

@@ -96,9 +96,10 @@ class Rig:
                  and self.targets._target_pub.get_subscription_count() >= 1
                  and self.targets._targets_pub.get_subscription_count() >= 1, "matching")
 
-    def send_info(self, k, width: int, height: int) -> None:
+    def send_info(self, k, width: int, height: int, stamp=(0, 0)) -> None:
         info = CameraInfo(width=width, height=height)
         info.header.frame_id = COLOUR_FRAME
+        info.header.stamp.sec, info.header.stamp.nanosec = stamp
         info.k = [float(v) for v in np.asarray(k, np.float64).ravel()]
         self._send("info", info)
 
@@ -261,17 +262,21 @@ def test_32fc1_half_resolution_best_effort_with_holes(rig, scene):
         assert error_cm(extra["position"], scene.positions[name]) < 1.0, name
 
 
-def test_camera_info_of_another_resolution_is_scaled(rig, scene):
+def test_camera_info_of_another_resolution_is_refused_not_scaled(rig, scene):
+    """A 1280x720 camera_info for 640x480 frames was scaled unevenly (the box 40 cm off, twice
+    its size): now no position and no box, with the size mismatch named."""
     r = rig()
-    names, masks = scene_masks(scene)
+    _, masks = scene_masks(scene)
     k = scene.intrinsics
-    # The same camera calibrated at 1280x960: K doubles (pixel centres at integer coordinates).
-    r.send_info([[2 * k.fx, 0, 2 * k.cx + 0.5], [0, 2 * k.fy, 2 * k.cy + 0.5], [0, 0, 1]],
-                1280, 960)
+    r.send_info([[2 * k.fx, 0, 2 * k.cx + 0.5], [0, 1.5 * k.fy, 1.5 * k.cy], [0, 0, 1]],
+                1280, 720)
     r.send_depth(scene.depth_mm(), "16UC1")
-    extras = r.locate_when(colour_frame(scene), masks, has_position)
-    for name, extra in zip(names, extras, strict=True):
-        assert error_cm(extra["position"], scene.positions[name]) < 1.0, name
+    extras = r.locate_when(colour_frame(scene), masks, inputs_arrived)
+    for extra in extras:
+        assert extra["position"] is None and extra["box"] is None, extra
+        assert "camera_info is for 1280x720 images but the colour frame is 640x480" in \
+            extra["position_error"]
+        assert extra["box_error"] == extra["position_error"]
 
 
 def test_nearest_stamp_is_used_and_far_stamps_are_refused(rig, scene):

@@ -295,3 +295,26 @@ def test_snapshot_of_a_node_reads_its_parameters_segmenter_and_queue(recorder):
                                            (42.4, "42 s"), (150, "2 min"), (9000, "2.5 h")])
 def test_ago(seconds, text):
     assert health.ago(seconds) == text
+
+
+def test_the_camera_model_status_appears_with_depth_and_warns_while_it_does_not_fit(
+        recorder, clock):
+    params = Config.from_params({}).to_params()
+    assert recorder.camera_model() is None  # depth off: no such area
+    assert "camera model" not in [s.name for s in health.statuses(
+        health.snapshot(recorder, params))]
+    recorder.camera_model_started()
+    assert health.camera_model_status(recorder.camera_model()).message == "no 3D answer yet"
+    recorder.camera_model_checked("unusable camera_info: camera_info is for 1280x720 images "
+                                  "but the colour frame is 640x480\n[ERROR] x", "1280x720")
+    clock.advance(3.0)
+    statuses = health.statuses(health.snapshot(recorder, params))
+    status = statuses[-1]
+    assert status.name == "camera model" and status.level == Level.WARN
+    assert status.message.startswith("no 3D positions 3.0 s ago: unusable camera_info: ")
+    assert "\n" not in status.message
+    recorder.camera_model_checked(None, "640x480, fx=600 fy=600 cx=319.5 cy=239.5")
+    status = health.camera_model_status(recorder.camera_model())
+    assert status.level == Level.OK and "640x480, fx=600" in status.message
+    recorder.camera_model_started(False)
+    assert recorder.camera_model() is None
