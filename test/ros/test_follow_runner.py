@@ -316,10 +316,6 @@ def test_a_bag_replayed_in_a_loop_is_followed_across_the_jump_back(clocked):
     assert session.seen == pytest.approx([6.0, 7.0, 7.1, 8.1, 8.2])  # never backwards
 
 
-def grasp_message(frame, sec: int):
-    return Msg(sec), frame.rgb
-
-
 def test_zero_stamps_a_real_session_goes_lost_when_the_object_is_taken_away():
     """The grasp sequence with every frame stamped 0 (arrival 0.1 s apart): tracking while
     blue_box stands there, then ``lost`` (the lost clock runs on arrival time)."""
