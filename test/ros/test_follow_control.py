@@ -337,3 +337,41 @@ def test_default_follow_and_reground_on_lost(ros, frames):
         wait_state(harness, result["query_id"], "tracking", ns=NS_REGROUND)
     except (AssertionError, TimeoutError) as exc:
         raise AssertionError(f"{exc}\n--- node log ---\n{procs[NS_REGROUND].log()}") from exc
+
+
+class ZeroStampPlayer(Player):
+    """A camera without a clock: every frame (colour, depth, camera_info) stamped 0."""
+
+    def stamp_of(self, serial: int) -> tuple[int, int]:
+        return 0, 0
+
+
+def test_frames_stamped_zero_are_followed_and_go_lost_when_the_object_is_taken(ros,
+                                                                               grasp_frames):
+    """Issue 25: with zero stamps every frame failed the ordering check (no ~/follow/status at
+    all). Frames are followed in arrival order: tracking on every frame, then ``lost`` once
+    blue_box is taken away (the lost clock runs on arrival time)."""
+    harness, procs = ros
+    proc = procs[NS]
+    messages, _ = grasp_frames
+    removed = moving_sample.GRASP.sequence.removed_at
+    player = ZeroStampPlayer(harness, messages)
+    try:
+        player.play(range(0, 3))
+        harness.send_query(NS, {"id": "zero", "query": "the leftmost blue object",
+                                "follow": True})
+        result = harness.wait_result(NS, "zero")
+        assert result["status"] == "succeeded", result
+        assert result["stamp"] == {"sec": 0, "nanosec": 0}
+        player.play(range(3, removed))
+        tracked = harness.wait_for(
+            lambda: [s for s in statuses(harness, "zero") if s["state"] == "tracking"]
+            if len(statuses(harness, "zero")) >= 5 else None, 20.0, "tracking statuses")
+        assert all(s["objects"] for s in tracked), tracked  # blue_box is still there
+        player.play(range(removed, len(messages)))
+        lost = wait_state(harness, "zero", "lost")
+    except (AssertionError, TimeoutError) as exc:
+        raise AssertionError(f"{exc}\n--- node log ---\n{proc.log()}") from exc
+    assert lost["frame"] == {"sec": 0, "nanosec": 0} and lost["objects"] == []
+    states = [s["state"] for s in statuses(harness, "zero")]
+    assert states[-1] == "lost" and set(states) == {"tracking", "lost"}, states
