@@ -23,6 +23,7 @@ from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import LlmError
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.redact import redact_text, redact_url
+from sam3_agent_ros.ros.follow_health import FOLLOW_STARTED, FollowRecord, FollowSeen
 
 # --- what the statuses say, and when ---------------------------------------------------------
 
@@ -103,15 +104,6 @@ class QueueSeen:
     queue_size: int
     waiting: int
     running: str | None  # the running query's id
-
-
-@dataclass(frozen=True)
-class FollowSeen:
-    state: str | None  # the newest ~/follow/status state; None: nothing followed yet
-    query_id: str = ""
-    objects: int = 0
-    age_s: float = 0.0  # since that status
-    reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -306,10 +298,17 @@ def follow_status(seen: FollowSeen) -> Status:
     query = for_log(seen.query_id, 80)
     if seen.state is None:
         return Status("follow", Level.OK, "not following", values)
+    quiet = f"no update for {seen.age_s:.1f} s"
+    why = "(no usable frame, or the follow thread is busy)"
+    if seen.state == FOLLOW_STARTED:  # a session that published nothing yet (follow_health)
+        if seen.age_s > FOLLOW_QUIET_S:
+            return Status("follow", Level.WARN, f"following {query}: {quiet} since it began "
+                                                f"{why}", values)
+        return Status("follow", Level.OK, f"following {query}: waiting for its first update",
+                      values)
     if seen.state == "tracking":
         if seen.age_s > FOLLOW_QUIET_S:
-            return Status("follow", Level.WARN, f"following {query}: no update for "
-                                                f"{seen.age_s:.1f} s (no new frames?)", values)
+            return Status("follow", Level.WARN, f"following {query}: {quiet} {why}", values)
         return Status("follow", Level.OK, f"following {query}: tracking {seen.objects} "
                                           "object(s)", values)
     reason = f": {for_log(seen.reason, ERROR_CHARS)}" if seen.reason else ""
@@ -378,7 +377,7 @@ class HealthRecorder:
         self._llm = _LlmCalls()
         self._state = "unconfigured"
         self._configure_error: str | None = None
-        self._follow: tuple[dict[str, Any], float] | None = None
+        self._follow = FollowRecord(clock)
         self._camera_model: tuple[bool, str | None, str, float] | None = None
 
     @property
@@ -466,19 +465,11 @@ class HealthRecorder:
 
     # --- follow mode (the follow thread) ---
     def follow_update(self, status: dict[str, Any]) -> None:
-        with self._lock:
-            self._follow = (status, self._clock())
+        """A ~/follow/status went out, or ``follow_health.follow_started``'s record."""
+        self._follow.update(status)
 
     def follow(self) -> FollowSeen:
-        now = self._clock()
-        with self._lock:
-            if self._follow is None:
-                return FollowSeen(None)
-            status, at = self._follow
-        objects = status.get("objects")
-        return FollowSeen(state=str(status.get("state")), query_id=str(status.get("query_id", "")),
-                          objects=len(objects) if isinstance(objects, list) else 0,
-                          age_s=now - at, reason=status.get("reason"))
+        return self._follow.seen()
 
 
     # --- the camera model (depth's worker thread) ---

@@ -11,6 +11,7 @@ from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import LlmError
 from sam3_agent_ros.core.types import LlmReply
 from sam3_agent_ros.ros import health
+from sam3_agent_ros.ros.follow_health import follow_started
 from sam3_agent_ros.ros.health import Level
 
 TOPIC = "/robot/camera/image_raw"
@@ -248,7 +249,8 @@ def test_follow_status_tracks_the_newest_follow_update(recorder, clock):
     clock.advance(3.0)
     status = health.follow_status(recorder.follow())
     assert (status.level, status.message) == (
-        Level.WARN, "following q-3: no update for 3.0 s (no new frames?)")
+        Level.WARN, "following q-3: no update for 3.0 s (no usable frame, or the follow thread "
+                    "is busy)")
     recorder.follow_update({"query_id": "q-3", "state": "lost", "objects": [],
                             "reason": "no followed object seen for follow.lost_timeout_s"})
     clock.advance(12.0)
@@ -318,3 +320,32 @@ def test_the_camera_model_status_appears_with_depth_and_warns_while_it_does_not_
     assert status.level == Level.OK and "640x480, fx=600" in status.message
     recorder.camera_model_started(False)
     assert recorder.camera_model() is None
+
+def test_a_follow_that_publishes_nothing_warns_and_is_never_not_following(recorder, clock):
+    """Issue 25: a session exists but no ~/follow/status went out (frames unusable, none
+    arriving): a WARN that says so, never "not following"."""
+    recorder.follow_update({"query_id": "q-6", "state": "tracking", "objects": [{"id": 1}]})
+    recorder.follow_update(follow_started("q-7"))
+    status = health.follow_status(recorder.follow())
+    assert (status.level, status.message) == (
+        Level.OK, "following q-7: waiting for its first update")
+    # the previous follow's final status may come after the new one began
+    recorder.follow_update({"query_id": "q-6", "state": "stopped", "objects": [],
+                            "reason": "replaced by the follow of q-7"})
+    clock.advance(health.FOLLOW_QUIET_S + 1.0)
+    status = health.follow_status(recorder.follow())
+    assert status.level == Level.WARN
+    assert status.message == ("following q-7: no update for 3.0 s since it began (no usable "
+                              "frame, or the follow thread is busy)")
+    assert status.values["state"] == "started" and status.values["query_id"] == "q-7"
+    recorder.follow_update({"query_id": "q-7", "state": "tracking", "objects": [{"id": 1}]})
+    status = health.follow_status(recorder.follow())
+    assert (status.level, status.message) == (Level.OK, "following q-7: tracking 1 object(s)")
+    clock.advance(health.FOLLOW_QUIET_S + 0.5)
+    status = health.follow_status(recorder.follow())
+    assert status.level == Level.WARN and "following q-7: no update for 2.5 s" in status.message
+    recorder.follow_update({"query_id": "q-7", "state": "lost", "objects": [],
+                            "reason": "no update for 1.0 s (follow.lost_timeout_s): no usable "
+                                      "frame arrived"})
+    status = health.follow_status(recorder.follow())
+    assert status.level == Level.WARN and status.message.startswith("lost q-7 ")
