@@ -216,7 +216,8 @@ def format_summary(report: DemoReport) -> list[str]:
         if outcome.problem:
             lines.append(f"problem with {outcome.query!r}: {outcome.problem}")
     if report.output_bag:
-        counts = ", ".join(f"{t.rsplit('/', 1)[-1]}: {n}" for t, n in report.output_counts.items())
+        counts = ", ".join(f"{t.removeprefix('/sam3_agent/')}: {n}"
+                           for t, n in report.output_counts.items())
         lines.append(f"output bag: {report.output_bag} ({counts})")
     if report.error:
         lines.append(f"error: {report.error}")

@@ -67,6 +67,7 @@ from sam3_agent_ros.ros.diagnostics import DiagnosticsPublisher
 from sam3_agent_ros.ros.follow_control import SHUTDOWN_WAIT_S as FOLLOW_SHUTDOWN_WAIT_S
 from sam3_agent_ros.ros.follow_control import FollowControl
 from sam3_agent_ros.ros.outputs import AnswerPublisher, refines_note, result_line
+from sam3_agent_ros.ros.python_logging import configure_node_logging
 from sam3_agent_ros.ros.qos import IMAGE_QOS, OUTPUT_QOS, QUERY_QOS
 from sam3_agent_ros.ros.query_message import QueryRejected, StopFollow, parse_query_message
 from sam3_agent_ros.ros.query_runner import LatestFrame, QueryRunner
@@ -463,7 +464,7 @@ def main(args: list[str] | None = None) -> int:
     early = node_cli.early_exit(argv[1:], sys.stdout, sys.stderr)  # --help, unreadable files
     if early is not None:
         return early
-    logging.basicConfig(level=logging.INFO, format="[%(levelname)s] [%(name)s]: %(message)s")
+    configure_node_logging()  # Python's lines (httpx, openai, ours) in rclpy's format
     install_log_redaction()  # no URL credentials in any Python log line (httpx, openai, ours)
     try:
         # Ctrl-C is noted, never raised mid-callback (ros/spinning.py); rclpy's handler, installed
