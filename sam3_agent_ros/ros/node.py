@@ -31,7 +31,10 @@ the agent runs (``before_answer``) and after the result (``after_result``).
 Parameters (ros/params.py): the ones that choose the endpoint, the key, code or files, and the
 limits that protect the node against a peer, are read-only after start-up (a runtime set answers
 how to change them: a restart); a lifecycle cycle re-reads them, so it re-reads the start-up
-values. Unknown overrides (typos) and bad start-up values keep the node unconfigured with the fix.
+values. Unknown overrides (typos) and bad start-up values make configure fail with the fix.
+A failed autostart (configure or activate) then ends the process with status 1 once the reasons
+are logged, so launch, systemd or a supervisor see it die instead of an idle process that looks
+alive; with ``autostart`` false (a lifecycle manager drives it) the node stays up, unconfigured.
 Accepted runtime changes are logged with their old and new values.
 """
 
@@ -107,9 +110,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         self._inputs: list[Any] = []
         self._depth = None
         self._autostart_timer = None
-        # Set when autostart's configure or activate failed: main then ends the process with
-        # status 1, so launch, systemd or a supervisor see the node die instead of idling.
-        self.start_up_failed = threading.Event()
+        self.start_up_failed = threading.Event()  # autostart failed: main exits with status 1
         self._segment = None  # the action ~/segment, from the first activation on
         self._restart_only = False  # the last configure failed for want of a restart
         self._health = health.HealthRecorder()  # /diagnostics (ros/health.py)
@@ -491,8 +492,6 @@ def main(args: list[str] | None = None) -> int:
     except rclpy_compat.InitFailed as exc:  # e.g. a params file rcl cannot parse
         sys.stderr.write(f"{node_cli.PROGRAM}: cannot start: {exc}\n")
         return 2
-    # A failed autostart ends the process (the reason is logged): launch and systemd see it die
-    # (a lifecycle manager runs the node with autostart false: it stays up, unconfigured).
     return 1 if start_up_failed.is_set() else 0
 
 
