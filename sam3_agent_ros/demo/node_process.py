@@ -75,7 +75,7 @@ class NodeProcess:
         return self.process.returncode
 
     def startup_failure(self) -> str | None:
-        """The node's own line saying its autostart failed (it then stays up, inactive)."""
+        """The node's own line saying its autostart failed (it then exits with status 1)."""
         try:
             text = self.log_path.read_text(errors="replace")
         except OSError:
@@ -87,10 +87,11 @@ class NodeProcess:
 
     def check_starting(self) -> None:
         """``RuntimeError`` when the node exited or said its autostart failed."""
+        failure = self.startup_failure()
         if not self.running():
             raise RuntimeError(f"the node exited during start-up "
-                               f"(status {self.process.returncode})")
-        failure = self.startup_failure()
+                               f"(status {self.process.returncode})"
+                               + (f": {failure}" if failure else ""))
         if failure:
             raise RuntimeError(f"the node did not start: {failure}")
 

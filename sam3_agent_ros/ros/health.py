@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 import enum
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -20,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sam3_agent_ros.core.cancel import CancelToken
-from sam3_agent_ros.core.errors import LlmError
+from sam3_agent_ros.core.errors import LlmError, LlmFailure
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.redact import redact_text, redact_url
+from sam3_agent_ros.ros import llm_failure
 from sam3_agent_ros.ros.follow_health import FOLLOW_STARTED, FollowRecord, FollowSeen
 
 # --- what the statuses say, and when ---------------------------------------------------------
@@ -85,6 +85,7 @@ class LlmSeen:
     last_call_age_s: float | None
     last_ok_age_s: float | None  # of the newest successful call; None: never
     last_error: str | None  # of the newest failed call
+    last_failure: LlmFailure | None = None  # its fields (kind, attempts...), when known
 
 
 @dataclass(frozen=True)
@@ -216,12 +217,10 @@ def llm_status(seen: LlmSeen) -> Status:
                  else "no call has succeeded yet")
         when = ago(seen.last_call_age_s)
         error = _without_hints(seen.last_error or "unknown error")
-        unreachable = _UNREACHABLE.match(error)
-        if unreachable:
-            cause = for_log(unreachable["cause"], ERROR_CHARS)
-            return Status("LLM endpoint", Level.ERROR,
-                          f"{where} unreachable: {cause} ({unreachable['tries']}, {when} ago; "
-                          f"{since})", values)
+        known = llm_failure.failure_message(where, seen.last_failure, when, since, ERROR_CHARS)
+        if known:  # from the error's fields: unreachable (ERROR), no answer in time (WARN)
+            return Status("LLM endpoint", Level.ERROR if known[0] else Level.WARN, known[1],
+                          values)
         return Status("LLM endpoint", Level.ERROR,
                       f"{where}: the last call failed {when} ago: "
                       f"{for_log(error, ERROR_CHARS)} ({since})", values)
@@ -235,11 +234,9 @@ def llm_status(seen: LlmSeen) -> Status:
                   values)
 
 
-# The LLM client's errors (llm/openai_client.py) end in hints for a person at a terminal, and an
-# unreachable endpoint names itself; the status says both once, shorter.
+# The LLM client's errors (llm/openai_client.py) end in hints for a person at a terminal; the
+# status says what failed from the error's fields (LlmFailure), shorter.
 _HINT_TAILS = (": start the server or check llm.base_url", "; to try without a model")
-_UNREACHABLE = re.compile(r"cannot reach the LLM endpoint \S+ after (?P<tries>\d+ attempts?) "
-                          r"\((?P<cause>.*)\)$", re.DOTALL)
 
 
 def _without_hints(error: str) -> str:
@@ -361,6 +358,7 @@ class _LlmCalls:
     last_at: float | None = None
     last_ok_at: float | None = None
     last_error: str | None = None
+    last_failure: LlmFailure | None = None
 
 
 class HealthRecorder:
@@ -418,7 +416,8 @@ class HealthRecorder:
                 problem=self._problem, max_frame_age_s=max_frame_age_s)
 
     # --- LLM calls ---
-    def llm_call(self, ok: bool, latency_s: float, error: str | None = None) -> None:
+    def llm_call(self, ok: bool, latency_s: float, error: str | None = None,
+                 failure: LlmFailure | None = None) -> None:
         now = self._clock()
         with self._lock:
             llm = self._llm
@@ -428,7 +427,7 @@ class HealthRecorder:
             if ok:
                 llm.last_ok_at = now
             else:
-                llm.last_error = error
+                llm.last_error, llm.last_failure = error, failure
 
     def llm(self, backend: str, endpoint: str, model: str, timeout_s: float) -> LlmSeen:
         now = self._clock()
@@ -440,7 +439,7 @@ class HealthRecorder:
                 last_latency_s=llm.last_latency_s,
                 last_call_age_s=now - llm.last_at if llm.last_at is not None else None,
                 last_ok_age_s=now - llm.last_ok_at if llm.last_ok_at is not None else None,
-                last_error=llm.last_error)
+                last_error=llm.last_error, last_failure=llm.last_failure)
 
     # --- lifecycle ---
     def configuring(self) -> None:
@@ -494,7 +493,8 @@ class HealthRecorder:
 class ObservedLlm:
     """An ``LlmClient`` that forwards to ``inner`` and records each call's outcome and latency
     in ``recorder``. A call that ends because its query was cancelled (preemption, deadline,
-    deactivation) is not the endpoint's failure and is not recorded."""
+    deactivation) is not the endpoint's failure and is not recorded, unless it waited out the
+    query's time for an answer (a hung endpoint: kind TIMEOUT)."""
 
     def __init__(self, inner: Any, recorder: HealthRecorder):
         self.inner = inner
@@ -507,9 +507,10 @@ class ObservedLlm:
                      else self.inner.complete(messages, cancel))
         except LlmError as exc:
             remaining = cancel.remaining()
-            if not cancel.cancelled and (remaining is None or remaining > 0):
+            if not cancel.cancelled and (remaining is None or remaining > 0
+                                         or exc.kind == LlmError.TIMEOUT):
                 self._recorder.llm_call(False, self._recorder.clock() - started,
-                                        redact_text(str(exc)))
+                                        redact_text(str(exc)), llm_failure.redacted(exc.failure))
             raise
         self._recorder.llm_call(True, self._recorder.clock() - started)
         return reply

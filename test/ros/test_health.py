@@ -8,7 +8,7 @@ import pytest
 
 from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.cancel import CancelToken
-from sam3_agent_ros.core.errors import LlmError
+from sam3_agent_ros.core.errors import LlmError, LlmFailure
 from sam3_agent_ros.core.types import LlmReply
 from sam3_agent_ros.ros import health
 from sam3_agent_ros.ros.follow_health import follow_started
@@ -133,7 +133,9 @@ def test_the_endpoint_status_is_the_outcome_of_the_newest_call(recorder, clock):
     clock.advance(120.0)
     recorder.llm_call(False, 0.01, "cannot reach the LLM endpoint http://***@gpu:8000/v1 after "
                                    "3 attempts ([Errno 111] Connection refused): start the server "
-                                   "or check llm.base_url; to try without a model: -p ...")
+                                   "or check llm.base_url; to try without a model: -p ...",
+                      LlmFailure(LlmError.UNREACHABLE, "http://***@gpu:8000/v1", attempts=3,
+                                 cause="[Errno 111] Connection refused"))
     status = llm(recorder)
     assert status.level == Level.ERROR
     assert status.message == (
@@ -162,12 +164,14 @@ def test_an_endpoint_that_never_answered_says_so_and_offline_has_none(recorder):
 
 
 class FakeLlm:
-    def __init__(self, error: str | None = None):
+    def __init__(self, error: str | LlmError | None = None):
         self.error = error
         self.calls: list[tuple] = []
 
     def complete(self, messages, cancel, tools=None):
         self.calls.append((messages, tools))
+        if isinstance(self.error, LlmError):
+            raise self.error
         if self.error:
             raise LlmError(self.error)
         return LlmReply("ok")
@@ -200,6 +204,31 @@ def test_observed_llm_records_each_call_but_not_a_cancelled_one(recorder, clock)
         with pytest.raises(LlmError):
             health.ObservedLlm(FakeLlm("cancelled"), recorder).complete([], token)
     assert recorder.llm("openai", "u", "m", 60.0).calls == 3
+
+
+def test_an_endpoint_that_does_not_answer_is_a_warning_naming_it(recorder, clock):
+    """Issue 25: a hung endpoint (connects, never answers) ended queries in "query timed out"
+    while the status said OK: the call that ran out the query's time was not recorded. It is
+    now, from the error's fields (kind, endpoint, attempts, how long it waited)."""
+    hung = LlmError("the LLM endpoint http://***@gpu:8000/v1 did not answer within 60.0 s "
+                    "(the query's deadline, agent.query_timeout_s) after 1 attempt",
+                    kind=LlmError.TIMEOUT, endpoint="http://***@gpu:8000/v1", attempts=1,
+                    waited_s=60.0)
+    expired = CancelToken(deadline=time.monotonic() - 1.0)  # it waited out the query's time
+    with pytest.raises(LlmError):
+        health.ObservedLlm(FakeLlm(hung), recorder).complete([], expired)
+    clock.advance(2.0)
+    status = llm(recorder)
+    assert status.level == Level.WARN
+    assert status.message == ("LLM endpoint http://***@gpu:8000/v1 did not answer within 60.0 s "
+                              "(1 attempt, 2.0 s ago; no call has succeeded yet): is the server "
+                              "stuck or overloaded? (its log; llm.timeout_s)")
+    assert (status.values["calls"], status.values["failures"]) == ("1", "1")
+    # A deadline that had passed before the request was sent is not the endpoint's doing.
+    late = LlmError("query deadline reached before the LLM request", kind=LlmError.DEADLINE)
+    with pytest.raises(LlmError):
+        health.ObservedLlm(FakeLlm(late), recorder).complete([], expired)
+    assert recorder.llm("openai", "u", "m", 60.0).calls == 1
 
 
 # --- segmenter, queries, follow --------------------------------------------------------------
