@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
-from sam3_agent_ros.camera_model import CameraModel, Intrinsics
+from sam3_agent_ros.geometry.camera_model import CameraModel, Intrinsics
 from sam3_agent_ros.depth_files import (
     parse_intrinsics,
     read_camera_info,

@@ -30,7 +30,7 @@ from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.types import Frame, Mask
 from sam3_agent_ros.demo import sample
 from sam3_agent_ros.demo.scene import box_errors, render_scene
-from sam3_agent_ros.geometry3d import quaternion_to_matrix
+from sam3_agent_ros.geometry.rotations import quaternion_to_matrix
 from sam3_agent_ros.ros.conversions import rgb8_image
 from sam3_agent_ros.ros.dds import apply_loopback_env
 from sam3_agent_ros.ros.depth import DepthTargets
