@@ -81,8 +81,8 @@ def read_depth_inputs(args: argparse.Namespace, width: int, height: int, max_pix
     """``(depth in metres at the colour resolution, the colour intrinsics, None)`` from --depth
     and --intrinsics / --camera-info, or ``(None, None, why the camera model does not fit)``;
     None without --depth; UsageError for a missing or unreadable one."""
-    from sam3_agent_ros.geometry.camera_model import CameraModel, CameraModelError, image_intrinsics
     from sam3_agent_ros.depth_files import parse_intrinsics, read_camera_model, read_depth
+    from sam3_agent_ros.geometry.camera_model import CameraModel, CameraModelError, image_intrinsics
     from sam3_agent_ros.geometry.depth_image import depth_for_colour
 
     has_intrinsics = args.intrinsics is not None or args.camera_info is not None

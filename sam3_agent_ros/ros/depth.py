@@ -22,15 +22,15 @@ from geometry_msgs.msg import PointStamped, PoseArray
 from sensor_msgs.msg import CameraInfo, Image
 from visualization_msgs.msg import MarkerArray
 
+from sam3_agent_ros.config import DepthConfig
+from sam3_agent_ros.core.types import stamp_ns
+from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.geometry.camera_model import (
     CalibrationHistory,
     CameraModel,
     CameraModelError,
     image_intrinsics,
 )
-from sam3_agent_ros.config import DepthConfig
-from sam3_agent_ros.core.types import stamp_ns
-from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.geometry.depth_image import depth_for_colour, depth_from_buffer
 from sam3_agent_ros.geometry.measure import measure_mask
 from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS, pixel_cap_problem
