@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sam3_agent_ros.camera_model import CameraModel, Intrinsics
+from sam3_agent_ros.geometry.camera_model import CameraModel, Intrinsics
 from sam3_agent_ros.image_header import (
     ImageHeaderError,
     ImageTooLarge,

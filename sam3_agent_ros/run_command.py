@@ -6,7 +6,7 @@ lacks what it needs: endpoint, API key, SAM 3 checkpoint; checked before anythin
 
 With ``--depth`` (a depth image registered to the colour image) and ``--intrinsics`` or
 ``--camera-info``, each mask gains ``position`` and ``box`` as on ROS (interface §4, §6): the same
-``geometry3d.measure_mask`` with the same ``depth.*`` parameters (``-p depth.erode_px:=...``).
+``geometry.measure.measure_mask`` with the same ``depth.*`` parameters (``-p depth.erode_px:=...``).
 The depth and intrinsics files are read before the agent runs: an unreadable one is a usage error.
 A camera model that does not fit the colour image (``camera_model.image_intrinsics``: another size
 unless binning/ROI map it, implausible focal lengths, a principal point outside) gives no position
@@ -91,9 +91,9 @@ def read_depth_inputs(args: argparse.Namespace, width: int, height: int, max_pix
     """``(depth in metres at the colour resolution, the colour intrinsics, None)`` from --depth
     and --intrinsics / --camera-info, or ``(None, None, why the camera model does not fit)``;
     None without --depth; UsageError for a missing or unreadable one."""
-    from sam3_agent_ros.camera_model import CameraModel, CameraModelError, image_intrinsics
     from sam3_agent_ros.depth_files import parse_intrinsics, read_camera_model, read_depth
-    from sam3_agent_ros.geometry3d import depth_for_colour
+    from sam3_agent_ros.geometry.camera_model import CameraModel, CameraModelError, image_intrinsics
+    from sam3_agent_ros.geometry.depth_image import depth_for_colour
 
     has_intrinsics = args.intrinsics is not None or args.camera_info is not None
     if args.depth is None:
@@ -187,7 +187,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         close_quietly(agent.llm)
         close_quietly(agent.segmenter)
     if depth is not None and result.status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK):
-        from sam3_agent_ros.geometry3d import measure_mask
+        from sam3_agent_ros.geometry.measure import measure_mask
 
         depth_m, intrinsics, reason = depth
         result.mask_extras = [

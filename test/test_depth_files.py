@@ -8,13 +8,13 @@ import cv2
 import numpy as np
 import pytest
 
-from sam3_agent_ros.camera_model import CameraModel, Intrinsics
 from sam3_agent_ros.depth_files import (
     parse_intrinsics,
     read_camera_info,
     read_camera_model,
     read_depth,
 )
+from sam3_agent_ros.geometry.camera_model import CameraModel, Intrinsics
 
 CAP = 1_000_000
 K = [600.0, 0.0, 320.0, 0.0, 610.0, 240.0, 0.0, 0.0, 1.0]

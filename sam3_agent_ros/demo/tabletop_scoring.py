@@ -13,7 +13,7 @@ from sam3_agent_ros.demo import sample
 from sam3_agent_ros.demo.concepts_scoring import format_concepts
 from sam3_agent_ros.demo.report import DemoReport, backends_lines
 from sam3_agent_ros.demo.scene import BoxErrors, box_errors
-from sam3_agent_ros.geometry3d import quaternion_to_matrix
+from sam3_agent_ros.geometry.rotations import quaternion_to_matrix
 
 IOU_THRESHOLD = 0.8
 

@@ -1,4 +1,4 @@
-"""3D targets from aligned depth: the ROS side of ``geometry3d`` (depth + camera_info in,
+"""3D targets from aligned depth: the ROS side of ``geometry/`` (depth + camera_info in,
 ``~/target``, ``~/targets`` and ``~/markers`` out).
 
 Threads: the subscription callbacks only keep message references (a ring buffer of depth frames)
@@ -22,16 +22,17 @@ from geometry_msgs.msg import PointStamped, PoseArray
 from sensor_msgs.msg import CameraInfo, Image
 from visualization_msgs.msg import MarkerArray
 
-from sam3_agent_ros.camera_model import (
+from sam3_agent_ros.config import DepthConfig
+from sam3_agent_ros.core.types import stamp_ns
+from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.geometry.camera_model import (
     CalibrationHistory,
     CameraModel,
     CameraModelError,
     image_intrinsics,
 )
-from sam3_agent_ros.config import DepthConfig
-from sam3_agent_ros.core.types import stamp_ns
-from sam3_agent_ros.core.untrusted_text import for_log
-from sam3_agent_ros.geometry3d import depth_for_colour, depth_from_buffer, measure_mask
+from sam3_agent_ros.geometry.depth_image import depth_for_colour, depth_from_buffer
+from sam3_agent_ros.geometry.measure import measure_mask
 from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS, pixel_cap_problem
 from sam3_agent_ros.ros.conversions import frame_stamp_ns
 from sam3_agent_ros.ros.qos import DEPTH_QOS, OUTPUT_QOS
@@ -94,7 +95,7 @@ class DepthTargets:
     def locate(self, frame: Any, masks: list[Any]) -> list[dict[str, Any]]:
         """Per mask ``{"position": {"x", "y", "z"} | None, "position_error": None | reason,
         "box": {"center", "size", "orientation"} | None, "box_error": None | reason}``
-        (``"position_spread_m"`` with a position): ``geometry3d.measure_mask``. Never raises."""
+        (``"position_spread_m"`` with a position): ``measure_mask`` (geometry). Never raises."""
         if not masks:
             return []
         try:
@@ -170,7 +171,7 @@ class DepthTargets:
                 f"from the colour frame_id '{for_log(frame.frame_id, ID_LOG_CHARS)}': depth must "
                 "be registered (aligned) to the colour camera, e.g. RealSense "
                 "align_depth.enable:=true (see docs/depth.md; said once)")
-        try:  # depth at the colour resolution (geometry3d)
+        try:  # depth at the colour resolution (geometry.depth_image)
             depth_m, intrinsics = depth_for_colour(depth_m, (frame.width, frame.height),
                                                    intrinsics)
         except ValueError as exc:

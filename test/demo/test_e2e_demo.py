@@ -24,7 +24,7 @@ from rosbags.typesys import Stores, get_typestore
 from sam3_agent_ros.bags.message_types import register_message_type
 from sam3_agent_ros.demo import sample
 from sam3_agent_ros.demo.scene import box_errors
-from sam3_agent_ros.geometry3d import quaternion_to_matrix
+from sam3_agent_ros.geometry.rotations import quaternion_to_matrix
 from sam3_agent_ros.ros.dds import loopback_env
 
 pytestmark = pytest.mark.ros

@@ -3,38 +3,17 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
 from sam3_agent_ros.core.types import Frame
 from sam3_agent_ros.follow import FollowedObject, FollowUpdate
-from sam3_agent_ros.ros.conversions import FrameUnusable
 from sam3_agent_ros.ros.follow_runner import FollowRunner, status_json
+from test.ros.runner_support import Collected, Msg, frame_converter, running
+from test.waiting import TIMEOUT_S, wait_until
 
-TIMEOUT = 10.0
-
-
-def wait_until(predicate, what: str) -> None:
-    done = threading.Event()
-    for _ in range(int(TIMEOUT / 0.01)):
-        if predicate():
-            return
-        done.wait(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-@dataclass
-class Msg:
-    sec: int
-    bad: bool = False
-
-
-def to_frame(msg: Msg) -> Frame:
-    if msg.bad:
-        raise FrameUnusable("bad encoding")
-    return Frame(np.zeros((4, 6, 3), np.uint8), msg.sec, 0, "cam")
+to_frame = frame_converter(np.zeros((4, 6, 3), np.uint8))
 
 
 def visible(index: int = 0) -> FollowedObject:
@@ -61,7 +40,7 @@ class FakeSession:
         assert not self.stopped, "update after stop()"
         self.entered.set()
         if self.gate is not None:
-            assert self.gate.wait(TIMEOUT), "the test never released the update"
+            assert self.gate.wait(TIMEOUT_S), "the test never released the update"
         self.seen.append(now_s)
         state = self.states.get(int(now_s), "tracking")
         objects = [visible(1)] if state == "tracking" else []
@@ -73,20 +52,19 @@ class FakeSession:
         return FollowUpdate(state="stopped", source="flow")
 
 
-class Recorder:
-    def __init__(self):
-        self.calls: list[tuple] = []
-        self.changed = threading.Condition()
+class Recorder(Collected):
+    """The follow publisher: ``calls`` = (frame, masks, status) per update."""
 
     def __call__(self, frame, masks, status):
-        with self.changed:
-            self.calls.append((frame, masks, status))
-            self.changed.notify_all()
+        self.add((frame, masks, status))
+
+    @property
+    def calls(self) -> list[tuple]:
+        return self.items
 
     def wait(self, predicate, what):
-        with self.changed:
-            assert self.changed.wait_for(lambda: predicate(self.statuses()), TIMEOUT), (
-                f"timed out waiting for {what}; got {self.statuses()}")
+        """Until ``predicate(the statuses published)`` holds."""
+        self.wait_for(lambda _: predicate(self.statuses()), what, self.statuses)
 
     def statuses(self):
         return [c[2] for c in self.calls]
@@ -96,12 +74,11 @@ class Recorder:
 def runner():
     published = Recorder()
     regrounds: list[tuple] = []
-    made = FollowRunner(to_frame=to_frame, publish=published,
-                        on_reground=lambda qid, text: regrounds.append((qid, text)))
-    made.start()
-    made.published, made.regrounds = published, regrounds
-    yield made
-    assert made.shutdown(TIMEOUT)
+    with running(FollowRunner(to_frame=to_frame, publish=published,
+                              on_reground=lambda qid, text: regrounds.append((qid, text)))
+                 ) as made:
+        made.published, made.regrounds = published, regrounds
+        yield made
 
 
 def test_frames_are_followed_after_the_answer_frame_with_labels_kept(runner):
@@ -122,7 +99,7 @@ def test_a_busy_tracker_sees_only_the_newest_frame(runner):
     session = FakeSession(gate=gate)
     runner.follow("q-1", session, 1, None)
     runner.offer(Msg(1))
-    assert session.entered.wait(TIMEOUT)
+    assert session.entered.wait(TIMEOUT_S)
     for sec in range(2, 7):  # arrive while frame 1 is processed
         runner.offer(Msg(sec))
     gate.set()
@@ -138,7 +115,7 @@ def test_end_publishes_one_stopped_and_ignores_later_frames(runner):
     assert runner.end("again") is None
     runner.offer(Msg(3))
     runner.published.wait(lambda s: len(s) == 1, "the stopped status")
-    assert runner.wait_idle(TIMEOUT)
+    assert runner.wait_idle(TIMEOUT_S)
     status = runner.published.statuses()[0]
     assert status["state"] == "stopped" and status["reason"] == "stop_follow"
     assert session.stopped and session.seen == [] and runner.following is None
@@ -149,10 +126,10 @@ def test_an_end_during_a_frame_drops_that_frames_update(runner):
     session = FakeSession(gate=gate)
     runner.follow("q-1", session, 1, None)
     runner.offer(Msg(1))
-    assert session.entered.wait(TIMEOUT)
+    assert session.entered.wait(TIMEOUT_S)
     runner.end("new query q-2")
     gate.set()
-    assert runner.wait_idle(TIMEOUT)
+    assert runner.wait_idle(TIMEOUT_S)
     runner.published.wait(lambda s: [x["state"] for x in s] == ["stopped"], "only stopped")
 
 
@@ -167,7 +144,7 @@ def test_lost_is_final_and_asks_for_a_reground(runner):
     assert runner.regrounds == [("q-1", "the blue box")]
     assert runner.following is None
     runner.offer(Msg(3))
-    assert runner.end("late") is None and runner.wait_idle(TIMEOUT)
+    assert runner.end("late") is None and runner.wait_idle(TIMEOUT_S)
     assert len(runner.published.calls) == 2  # nothing after lost
 
 
@@ -202,8 +179,7 @@ def test_a_decompression_bomb_on_the_image_topic_is_skipped_undecoded_while_foll
 
     published = Recorder()
     runner = FollowRunner(to_frame=FrameReader(40_000_000).frame, publish=published)
-    runner.start()
-    try:
+    with running(runner):
         session = FakeSession()
         runner.follow("q-1", session, 1, None)
         runner.offer(compressed(png_bomb(20_000, 20_000), 5))
@@ -213,8 +189,6 @@ def test_a_decompression_bomb_on_the_image_topic_is_skipped_undecoded_while_foll
                                 .tobytes(), 6))
         published.wait(lambda s: len(s) == 1, "the next frame followed")
         assert session.seen == [6.0]
-    finally:
-        assert runner.shutdown(TIMEOUT)
 
 
 def test_shutdown_stops_the_follow_and_a_publisher_failure_does_not_kill_the_thread():
@@ -231,7 +205,7 @@ def test_shutdown_stops_the_follow_and_a_publisher_failure_does_not_kill_the_thr
     wait_until(lambda: calls == ["tracking"], "the first update")
     runner.offer(Msg(2))
     wait_until(lambda: len(calls) == 2, "the second update: the thread survived")
-    assert runner.shutdown(TIMEOUT)
+    assert runner.shutdown(TIMEOUT_S)
     assert calls == ["tracking", "tracking", "stopped"]
 
 
@@ -274,11 +248,9 @@ def offer_each(runner, clock: StepClock, secs, step_s: float = 0.1) -> None:
 def clocked():
     clock = StepClock()
     published = Recorder()
-    made = FollowRunner(to_frame=to_frame, publish=published, clock=clock)
-    made.start()
-    made.published, made.clock = published, clock
-    yield made
-    assert made.shutdown(TIMEOUT)
+    with running(FollowRunner(to_frame=to_frame, publish=published, clock=clock)) as made:
+        made.published, made.clock = published, clock
+        yield made
 
 
 def test_zero_stamps_are_followed_in_arrival_order(clocked):
@@ -333,8 +305,7 @@ def test_zero_stamps_a_real_session_goes_lost_when_the_object_is_taken_away():
 
     clock, published = StepClock(), Recorder()
     runner = FollowRunner(to_frame=frame_of, publish=published, clock=clock)
-    runner.start()
-    try:
+    with running(runner):
         config = Config().follow
         session = FollowSession(config, ColorSegmenter(), frames[0].rgb,
                                 [frames[0].masks[GRASPED_OBJECT]], "blue", now_s=0.0)
@@ -348,8 +319,6 @@ def test_zero_stamps_a_real_session_goes_lost_when_the_object_is_taken_away():
             runner.offer(Msg(0))
             published.wait(lambda s, n=count: len(s) == n + 1, f"the update of frame {index}")
         states = [s["state"] for s in published.statuses()]
-    finally:
-        assert runner.shutdown(TIMEOUT)
     assert states[:sequence.removed_at - 1] == ["tracking"] * (sequence.removed_at - 1), states
     assert states[-1] == "lost", states
     lost_at = len(states)  # the frame index of the lost update
@@ -362,8 +331,7 @@ def test_zero_stamps_a_real_session_goes_lost_when_the_object_is_taken_away():
 def test_a_follow_without_any_usable_frame_goes_lost_after_lost_timeout():
     published = Recorder()
     runner = FollowRunner(to_frame=to_frame, publish=published, lost_timeout_s=0.2)
-    runner.start()
-    try:
+    with running(runner):
         session = FakeSession()
         runner.follow("q-1", session, 2, answer_frame(10))
         runner.offer(Msg(11, bad=True))  # only unusable frames: no update
@@ -375,25 +343,20 @@ def test_a_follow_without_any_usable_frame_goes_lost_after_lost_timeout():
         assert published.calls[0][1] == [None, None]
         assert runner.following is None and session.seen == []
         runner.offer(Msg(12))
-        assert runner.wait_idle(TIMEOUT)
+        assert runner.wait_idle(TIMEOUT_S)
         assert len(published.calls) == 1  # lost is final
-    finally:
-        assert runner.shutdown(TIMEOUT)
     assert len(published.calls) == 1  # no stopped after lost
 
 
 def test_the_watchdog_counts_from_the_last_update():
     published = Recorder()
     runner = FollowRunner(to_frame=to_frame, publish=published, lost_timeout_s=0.3)
-    runner.start()
-    try:
+    with running(runner):
         runner.follow("q-1", FakeSession(), 1, None)
         runner.offer(Msg(1))
         published.wait(lambda s: [x["state"] for x in s] == ["tracking"], "the update")
         published.wait(lambda s: [x["state"] for x in s] == ["tracking", "lost"],
                        "the watchdog's lost after the update")
-    finally:
-        assert runner.shutdown(TIMEOUT)
 
 
 def test_the_first_step_from_the_answer_counts_the_query_time(clocked):

@@ -14,7 +14,6 @@ import os
 import subprocess
 import time
 
-import cv2
 import numpy as np
 import pytest
 from sensor_msgs.msg import CompressedImage, Image
@@ -22,7 +21,7 @@ from std_msgs.msg import String
 
 from sam3_agent_ros.demo.scene import render_scene
 from sam3_agent_ros.ros.conversions import rgb8_image
-from test.ros.helpers import TRANSITION, Camera, Harness, NodeProcess
+from test.ros.helpers import TRANSITION, Camera, Harness, NodeProcess, png_message
 
 R1, R2, R3 = "/robot1", "/robot2", "/robot3"
 SLOW = {"segmenter": {"backend": "test.ros.slow_segmenter:factory"}}
@@ -62,12 +61,6 @@ def ros(ros_env, tmp_path_factory):
         for proc in procs.values():
             proc.stop()
         harness.close()
-
-
-def png_message(rgb: np.ndarray) -> CompressedImage:
-    msg = CompressedImage(format="png")
-    msg.data = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))[1].tobytes()
-    return msg
 
 
 def image_array(msg: Image) -> np.ndarray:

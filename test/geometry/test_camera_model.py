@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
-from sam3_agent_ros.camera_model import (
+from sam3_agent_ros.geometry.camera_model import (
     CalibrationHistory,
     CameraModel,
     CameraModelError,
     Intrinsics,
+    as_intrinsics,
     image_intrinsics,
+    scale_intrinsics,
 )
+from test.geometry.scenes import CENTRED
 
 K = (600.0, 600.0, 319.5, 239.5)
 VGA = (640, 480)
@@ -126,3 +130,17 @@ def test_nan_models_are_one_calibration():
     for stamp in range(5):
         history.add(stamp, model((math.nan, 600.0, 319.5, 239.5)))
     assert len(history) == 1
+
+
+@pytest.mark.parametrize("bad", [(0, 600, 320, 240), (600, 600, 320), [[0.0] * 3] * 3,
+                                 (600, np.nan, 320, 240)])
+def test_bad_intrinsics_raise(bad):
+    with pytest.raises(ValueError, match="intrinsics"):
+        as_intrinsics(bad)
+
+
+def test_scale_intrinsics_keeps_pixel_centres():
+    half = scale_intrinsics((600, 600, 319.5, 239.5), (640, 480), (320, 240))
+    assert half == Intrinsics(300.0, 300.0, 159.5, 119.5)
+    with pytest.raises(ValueError):
+        scale_intrinsics(CENTRED, (0, 480), (320, 240))
