@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -136,3 +138,13 @@ def test_the_setup_hashes_cover_the_copies():
     for script in ("build_interfaces.sh", "setup_venv.sh"):
         text = (REPO_ROOT / "scripts" / script).read_text()
         assert "interfaces/*/msg/*.msg" in text and "interfaces/*/CMakeLists.txt" in text
+
+
+@pytest.mark.skipif(shutil.which("colcon", path=str(Path(sys.executable).parent)) is None,
+                    reason="no colcon in this venv")
+def test_colcon_sees_only_this_package(tmp_path):
+    colcon = shutil.which("colcon", path=str(Path(sys.executable).parent))
+    completed = subprocess.run([colcon, "list", "--base-paths", str(REPO_ROOT), "--names-only"],
+                               cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == ["sam3_agent_ros"]
