@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 
 from sam3_agent_ros.frames import Transform
-from sam3_agent_ros.target_points import evenly, ply_bytes, target_points, write_ply
+from sam3_agent_ros.target_points import (
+    evenly,
+    grid_step,
+    ply_bytes,
+    target_points,
+    write_ply,
+)
 
 K = (100.0, 200.0, 4.0, 3.0)  # fx, fy, cx, cy
 
@@ -51,18 +57,55 @@ def test_without_colour_the_points_are_grey_and_empty_masks_give_nothing():
     assert len(target_points([], depth, K)) == 0
 
 
-def test_at_most_max_points_taken_evenly_and_deterministically():
+def test_at_most_max_points_on_a_regular_grid_deterministically():
     depth = np.full((100, 100), 1.0, np.float32)
     mask = np.ones((100, 100), bool)
     cloud = target_points([mask], depth, K, max_points=1000)
-    assert len(cloud) == 1000 and cloud.valid == 10000
+    assert cloud.valid == 10000
+    # 10 points per kept point: step ceil(sqrt(10)) = 4, a 25 x 25 grid on multiples of 4.
+    assert len(cloud) == 625 == len(np.unique(cloud.points, axis=0))
+    u = np.round(cloud.points[:, 0] * K[0] + K[2]).astype(int)
+    v = np.round(cloud.points[:, 1] * K[1] + K[3]).astype(int)
+    assert set(u.tolist()) == set(v.tolist()) == set(range(0, 100, 4))
     again = target_points([mask], depth, K, max_points=1000)
     np.testing.assert_array_equal(cloud.points, again.points)
-    # Every 10th pixel in row order: rows 0..99 each give 10 points (even in both directions).
-    rows = np.round(cloud.points[:, 1] * K[1] / 1.0 + K[3]).astype(int)
-    assert np.bincount(rows, minlength=100).tolist() == [10] * 100
+
+
+def test_the_grid_is_the_images_so_two_masks_share_it_and_the_limit_holds():
+    depth = np.full((60, 90), 1.0, np.float32)
+    left, right = np.zeros((60, 90), bool), np.zeros((60, 90), bool)
+    left[3:50, 1:40] = True
+    right[7:59, 45:88] = True
+    cloud = target_points([left, right], depth, K, max_points=300)
+    u = np.round(cloud.points[:, 0] * K[0] + K[2]).astype(int)
+    v = np.round(cloud.points[:, 1] * K[1] + K[3]).astype(int)
+    step = 4  # ceil(sqrt((47 * 39 + 52 * 43) / 300))
+    assert np.all(u % step == 0) and np.all(v % step == 0)
+    assert 0 < len(cloud) <= 300
+    capped = target_points([left, right], depth, K, max_points=7)
+    assert 0 < len(capped) <= 7
+
+
+def test_evenly_and_grid_step():
     np.testing.assert_array_equal(evenly(10, 4), [0, 2, 5, 7])
     assert evenly(3, 4) is None
+    assert (grid_step(100, 100), grid_step(101, 100), grid_step(400, 100),
+            grid_step(401, 100)) == (1, 2, 2, 3)
+
+
+def test_boxes_given_by_the_caller_give_the_same_cloud():
+    a, b, depth, rgb = scene()
+    given = target_points([a, b], depth, K, rgb, boxes=[(1, 1, 4, 2), (6, 4, 7, 5)])
+    np.testing.assert_array_equal(given.points, target_points([a, b], depth, K, rgb).points)
+
+
+def test_overlapping_masks_in_different_boxes_count_each_pixel_once():
+    depth = np.full((10, 10), 1.0, np.float32)
+    a, b = np.zeros((10, 10), bool), np.zeros((10, 10), bool)
+    a[0:5, 0:5] = True
+    b[3:8, 3:8] = True  # 4 pixels shared
+    cloud = target_points([a, b], depth, K)
+    assert cloud.valid == len(cloud) == 25 + 25 - 4
 
 
 def test_a_transform_moves_the_points():
