@@ -38,6 +38,7 @@ run reply_shapes $PY bench/reply_shapes.py
 run eval_jobs $PY bench/eval_jobs.py
 run follow_node $PY bench/follow_node.py
 run box_fit $PY bench/box_fit.py
+run tf_cloud $PY bench/tf_cloud.py
 run node_exit $PY bench/node_exit.py --runs 3
 sam3_note=""
 if [[ $skip_sam3 -eq 1 ]]; then

@@ -2,6 +2,9 @@
 # Generate this package's ROS 2 interfaces (action/Segment.action; msg/MaskInfo.msg,
 # ConceptDetection.msg, ConceptDetections.msg) and install them into a venv that has the ROS 2
 # wheels from PyPI, so that its python imports `sam3_agent_ros.action.Segment` with no sourcing.
+# First, where the venv lacks them (no PyPI wheel), the standard message packages the node uses:
+# interfaces/vision_msgs and interfaces/tf2_msgs (wire-identical copies, see interfaces/README.md),
+# built only where `import <pkg>.msg` fails or where the installed one is our own copy.
 # Usage: scripts/build_interfaces.sh VENV
 #
 # - Works for the ros-kilted-* and ros-jazzy-* wheels (taken from the rclpy wheel installed in
@@ -22,7 +25,10 @@ repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=$(cd "$1" && pwd)
 python="$venv/bin/python"
 stamp="$venv/.interfaces.sha256"
-build_dir="$venv/.build/sam3_agent_ros_interfaces"
+# One build folder per checkout: a CMake cache is tied to its source folder, and two checkouts
+# (a worktree, a moved clone) may build into the same venv.
+checkout=$(printf '%s' "$repo_root" | sha256sum | cut -c1-8)
+build_dir="$venv/.build/sam3_agent_ros_interfaces-$checkout"
 started=$(date +%s)
 
 if [[ ! -x "$python" ]]; then
@@ -47,14 +53,25 @@ if [[ ! -f "$pins" ]]; then
     exit 1
 fi
 
+standard_packages=(vision_msgs tf2_msgs)
 imports_ok() {
     (cd / && "$python" -c 'from sam3_agent_ros.action import Segment
-from sam3_agent_ros.msg import ConceptDetections, MaskInfo' 2>/dev/null)
+from sam3_agent_ros.msg import ConceptDetections, MaskInfo
+from vision_msgs.msg import Detection2DArray, Detection3DArray
+from tf2_msgs.msg import TFMessage' 2>/dev/null)
+}
+# True where the venv needs our copy of a standard package: it does not import, or the one that
+# imports is our own copy (marker file installed by interfaces/<pkg>/CMakeLists.txt).
+needs_copy() {
+    [[ -f "$venv/share/$1/sam3_agent_ros_copy.md" ]] \
+        || ! (cd / && "$python" -c "import $1.msg" 2>/dev/null)
 }
 wanted_hash=$(
     cd "$repo_root"
     {
         cat action/*.action msg/*.msg CMakeLists.txt package.xml "$pins" "${BASH_SOURCE[0]}"
+        cat interfaces/README.md interfaces/*/CMakeLists.txt interfaces/*/package.xml \
+            interfaces/*/msg/*.msg
         "$python" --version
     } | sha256sum | cut -d' ' -f1
 )
@@ -90,18 +107,34 @@ for path in glob.glob(f"{venv}/share/*/cmake/*__rosidl_generator_pyExport.cmake"
         open(path, "w").write(fixed)
 PY
 
-# 3. Generate, compile and install into the venv prefix.
-mkdir -p "$build_dir"
 export CMAKE_PREFIX_PATH="$venv" AMENT_PREFIX_PATH="$venv"
-cmake -S "$repo_root" -B "$build_dir" -DSAM3_AGENT_INTERFACES_ONLY=ON -DBUILD_TESTING=OFF \
-    -DCMAKE_INSTALL_PREFIX="$venv" -DPython3_EXECUTABLE="$python" \
-    -DCMAKE_BUILD_TYPE=Release --log-level=WARNING >"$build_dir.log" 2>&1 \
-    || { tail -30 "$build_dir.log" >&2; exit 1; }
-cmake --build "$build_dir" -j "$(nproc)" >>"$build_dir.log" 2>&1 \
-    || { tail -30 "$build_dir.log" >&2; exit 1; }
-cmake --install "$build_dir" >>"$build_dir.log" 2>&1 || { tail -30 "$build_dir.log" >&2; exit 1; }
+# One interface package: configure, build, install into the venv prefix (log in LOG).
+build_package() {
+    local source=$1 build=$2
+    shift 2
+    mkdir -p "$build"
+    cmake -S "$source" -B "$build" "$@" -DBUILD_TESTING=OFF \
+        -DCMAKE_INSTALL_PREFIX="$venv" -DPython3_EXECUTABLE="$python" \
+        -DCMAKE_BUILD_TYPE=Release --log-level=WARNING >"$build.log" 2>&1 \
+        || { tail -30 "$build.log" >&2; exit 1; }
+    cmake --build "$build" -j "$(nproc)" >>"$build.log" 2>&1 \
+        || { tail -30 "$build.log" >&2; exit 1; }
+    cmake --install "$build" >>"$build.log" 2>&1 || { tail -30 "$build.log" >&2; exit 1; }
+}
 
-# 4. The generated modules sit in site-packages/sam3_agent_ros/{action,msg}; rosidl also writes an
+# 3. The standard message packages the venv lacks (before ours, which may depend on them).
+copies=()
+for package in "${standard_packages[@]}"; do
+    if needs_copy "$package"; then
+        build_package "$repo_root/interfaces/$package" "$venv/.build/$package-$checkout"
+        copies+=("$package")
+    fi
+done
+
+# 4. This package's interfaces: generate, compile and install into the venv prefix.
+build_package "$repo_root" "$build_dir" -DSAM3_AGENT_INTERFACES_ONLY=ON
+
+# 5. The generated modules sit in site-packages/sam3_agent_ros/{action,msg}; rosidl also writes an
 #    __init__.py there, which would hide the editable source package: remove it (the source
 #    package's __init__ merges the two folders with pkgutil.extend_path).
 site=$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
@@ -109,11 +142,13 @@ rm -f "$site/sam3_agent_ros/__init__.py"
 rm -rf "$site/sam3_agent_ros/__pycache__"
 
 if ! imports_ok; then
-    echo "interfaces: built, but '$python -c \"from sam3_agent_ros.action import Segment\"' fails" \
-        "(log: $build_dir.log)" >&2
-    (cd / && "$python" -c 'from sam3_agent_ros.action import Segment') || true
+    echo "interfaces: built, but the imports fail (logs: $venv/.build/*.log)" >&2
+    (cd / && "$python" -c 'from sam3_agent_ros.action import Segment
+from vision_msgs.msg import Detection2DArray
+from tf2_msgs.msg import TFMessage') || true
     exit 1
 fi
 echo "$wanted_hash" > "$stamp"
 echo "interfaces: sam3_agent_ros.action (Segment) and .msg (MaskInfo, ConceptDetection(s))" \
-    "installed in $venv (ROS 2 $distro) in $(($(date +%s) - started)) s"
+    "${copies[*]:+and our copies of ${copies[*]} }installed in $venv (ROS 2 $distro)" \
+    "in $(($(date +%s) - started)) s"

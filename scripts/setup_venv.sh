@@ -37,7 +37,9 @@ fi
 wanted_hash=$(
     cd "$repo_root"
     {
-        cat requirements/*.txt setup.py CMakeLists.txt package.xml action/* msg/*
+        cat requirements/*.txt setup.py CMakeLists.txt package.xml action/* msg/* \
+            interfaces/README.md interfaces/*/CMakeLists.txt interfaces/*/package.xml \
+            interfaces/*/msg/*.msg
         echo "cuda=$cuda torch_index=$torch_index"
     } | sha256sum | cut -d' ' -f1
 )

@@ -13,7 +13,7 @@ A top face may also be tilted (``SceneObject.tilt_deg``: an object leaning on so
 outline is projected vertex by vertex (exact: a pinhole maps lines to lines) and its depth is
 ray-cast onto its plane, pixel by pixel. ``SceneFrame.true_box(name)`` is the face's true
 oriented box: its centre, the two sides of its minimum-area rectangle and its axes, in the camera
-frame (what ``geometry3d.fit_box`` estimates from the depth).
+frame (what ``geometry.box.fit_box`` estimates from the depth).
 
 Everything is deterministic given the seed; one 640x480 frame renders in a few milliseconds.
 """

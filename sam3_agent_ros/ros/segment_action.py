@@ -136,7 +136,7 @@ def result_message(action_type: Any, mask_info_type: Any, result: Result,
 
 def mask_info(mask_info_type: Any, mask_id: int, mask: Any, extra: dict[str, Any]) -> Any:
     """One ``MaskInfo``: the mask's 2D fields, and its position and box from the result JSON's
-    3D fields (``extra``: ``geometry3d.measure_mask``) when it has them."""
+    3D fields (``extra``: ``geometry.measure.measure_mask``) when it has them."""
     info = mask_info_type(id=mask_id, score=float(mask.score),
                           bbox=[float(v) for v in mask.bbox], area=int(mask.area),
                           centroid=[float(v) for v in mask.centroid])
