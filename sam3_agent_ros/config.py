@@ -260,7 +260,8 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("refine.keep_answers", 8,
               "Most recent answers kept for refinement (a query with 'refines': <query_id>), "
               "each with its frame and selected masks (at 1080p about 6 MB), within "
-              "refine.max_kept_mib; older ones expire. 0: refinement off.", min=0, max=1000, read_only=True),
+              "refine.max_kept_mib; older ones expire. 0: refinement off.", min=0, max=1000,
+              read_only=True),
     Parameter("refine.max_kept_mib", 256,
               "Most memory (MiB) the answers kept for refinement hold together: their frames "
               "(3 bytes a pixel: 6.2 MB at 1080p, 120 MB at the max_image_pixels cap) and "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.answers import (
     MAX_EARLIER,
     MAX_REMEMBERED_IDS,
@@ -13,7 +14,6 @@ from sam3_agent_ros.core.answers import (
     KeptAnswer,
     RefineUnavailable,
 )
-from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
 
 MIB = 2**20
