@@ -490,13 +490,15 @@ def answer_memory(data: dict) -> Section:
           f"selected masks (bit-packed). `bounded`: the defaults (refine.max_kept_mib "
           f"{data['max_kept_mib']}); `unbounded`: refine.max_kept_mib at its maximum (only the "
           "count bounds the store, as before the byte bound). RSS of the node process, MiB; "
-          "the baseline is read after a 640x480 warm-up query. Then refinements of the newest "
-          "and of the eighth newest answer show what is still kept.", "",
+          "the baseline is read after a 640x480 warm-up query. Beyond the kept answers the node "
+          "holds the colour segmenter's analysis of the latest frame (about 2 frame sizes). "
+          "Then refinements of the eighth newest and of the newest answer show what is still "
+          "kept.", "",
           "| config | baseline | peak | at the last result | after idle | after - baseline | "
-          "refine newest | refine eighth newest |", "|---|---|---|---|---|---|---|---|")
+          "refine eighth newest | refine newest |", "|---|---|---|---|---|---|---|---|")
     for name, run in runs.items():
         base, last, after = run["baseline_mib"], run["at_last_result_mib"], run["after_mib"]
-        refined = list(run["refinements"].values())
+        refined = [run["refinements"][f"n{answers - back}"] for back in (8, 1)]
         s.add(f"| {name} | {base['rss']} | {run['peak_rss_mib']} | {last['rss']} | "
               f"{after['rss']} ({run['idle_s']:g} s later) | {after['rss'] - base['rss']:+d} | "
               + " | ".join(r["status"] + (f": {r['error']}" if r["error"] else "")
