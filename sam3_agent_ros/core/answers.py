@@ -12,8 +12,8 @@ eighth of the frame's pixel count in bytes each). The store holds at most ``keep
 most ``max_bytes`` of frames and masks together (``refine.max_kept_mib``): the oldest expire
 first, and an answer larger than the whole budget is not kept (its id says so). Answers on one
 camera frame (a chain of refinements; queries that each decoded the same frame message) share one
-kept copy of it, counted once. A chain of refinements keeps only the
-pixel-free records of the answers it corrected (at most ``MAX_EARLIER``). Thread-safe.
+kept copy of it, counted once. A chain of refinements keeps only the pixel-free records of the
+answers it corrected (at most ``MAX_EARLIER``). Thread-safe.
 """
 
 from __future__ import annotations
