@@ -1,4 +1,4 @@
-"""The oriented 3D box (geometry3d.fit_box): accuracy against depth noise, and its cost beside the
+"""The oriented 3D box (geometry.box.fit_box): accuracy against depth noise, and its cost beside the
 position's (locate_mask), at 640x480 and 1920x1080.
 
 Scenes: the sample bag's tabletop and the rotated scene (turned and leaning top faces) of
@@ -49,12 +49,10 @@ from sam3_agent_ros.demo.scene import (  # noqa: E402
     render_scene,
     rotated_scene,
 )
-from sam3_agent_ros.geometry3d import (  # noqa: E402
-    depth_to_metres,
-    fit_box,
-    locate_mask,
-    measure_mask,
-)
+from sam3_agent_ros.geometry.box import fit_box  # noqa: E402
+from sam3_agent_ros.geometry.depth_image import depth_to_metres  # noqa: E402
+from sam3_agent_ros.geometry.locate import locate_mask  # noqa: E402
+from sam3_agent_ros.geometry.measure import measure_mask  # noqa: E402
 
 NOISE_MM = (0.0, 2.0, 5.0, 10.0)
 SEEDS = (0, 1, 2)

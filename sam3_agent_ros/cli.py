@@ -17,6 +17,7 @@ import logging
 import sys
 
 from sam3_agent_ros.redact import install_log_redaction
+from sam3_agent_ros.ros.python_logging import quiet_request_lines
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,8 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="[%(levelname)s] %(name)s: %(message)s")
     install_log_redaction()  # no URL credentials in any log line (httpx, openai, ours)
-    for name in ("httpx", "httpx2"):  # one INFO line per request otherwise
-        logging.getLogger(name).setLevel(logging.WARNING)
+    quiet_request_lines()  # httpx: one INFO line per request otherwise (as on the node)
     return args.handler(args)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import threading
 import time
@@ -29,10 +30,22 @@ from typing import Any
 DEFAULT_ACTION = "/sam3_agent/segment"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 CANCEL_WAIT_S = 5.0  # after a timeout: how long to wait for the cancelled goal's result
+INTERRUPT_WAIT_S = 0.8  # after Ctrl-C: the same, short (the user wants the prompt back)
+WAIT_SLICE_S = 0.1  # how often a wait that ``stop`` may end looks at it
+EXIT_INTERRUPTED = 128 + 2  # Ctrl-C, as a shell reports a process ended by SIGINT
 
 
 class SegmentError(RuntimeError):
     """The goal got no result: no server, goal rejected, or timed out (then it was cancelled)."""
+
+
+class SegmentInterrupted(SegmentError):
+    """``stop`` was set (Ctrl-C): the goal was cancelled. ``result``: the cancelled goal's
+    ``Segment.Result`` when it came back in time, else None."""
+
+    def __init__(self, result: Any) -> None:
+        super().__init__("interrupted (the goal was cancelled)")
+        self.result = result
 
 
 @dataclass(frozen=True)
@@ -55,25 +68,30 @@ class SegmentClient:
 
     def ask(self, query: str, timeout_s: float = 60.0, query_id: str = "",
             on_feedback: Callable[[Any], None] | None = None,
-            server_timeout_s: float = 10.0, follow: bool = False, refines: str = "") -> Any:
+            server_timeout_s: float = 10.0, follow: bool = False, refines: str = "",
+            stop: threading.Event | None = None) -> Any:
         """Send one goal and return its ``Segment.Result``; raises ``SegmentError`` when there is
         no server within ``server_timeout_s``, the goal is rejected, or no result came within
         ``timeout_s`` (the goal is cancelled first). ``follow``: keep the answer current on new
         frames afterwards (``~/follow/*``). ``refines``: the query_id of an earlier answer this
-        query corrects (answered on that answer's frame)."""
+        query corrects (answered on that answer's frame). ``stop``: see ``send``."""
         return self.send(query, timeout_s, query_id, on_feedback, server_timeout_s,
-                         follow, refines).result
+                         follow, refines, stop).result
 
     def send(self, query: str, timeout_s: float = 60.0, query_id: str = "",
              on_feedback: Callable[[Any], None] | None = None,
              server_timeout_s: float = 10.0, follow: bool = False,
-             refines: str = "") -> GoalOutcome:
-        """``ask``, also returning the goal's final status (``GoalOutcome``)."""
+             refines: str = "", stop: threading.Event | None = None) -> GoalOutcome:
+        """``ask``, also returning the goal's final status (``GoalOutcome``). ``stop`` (set by
+        a Ctrl-C handler, say): the goal is cancelled at once and ``SegmentInterrupted`` raised,
+        carrying the cancelled goal's result when it came within ``INTERRUPT_WAIT_S``."""
         from action_msgs.msg import GoalStatus
 
         deadline = time.monotonic() + timeout_s
         server_timeout_s = min(server_timeout_s, timeout_s)
-        if not self._wait_for_server(server_timeout_s):
+        if not self._wait_for_server(server_timeout_s, stop):
+            if stop is not None and stop.is_set():
+                raise SegmentInterrupted(None)
             raise SegmentError(f"no action server {self.action_name} after {server_timeout_s:g} s")
         goal = self._segment.Goal(query=query, query_id=query_id, follow=bool(follow),
                                   refines=refines)
@@ -82,22 +100,38 @@ class SegmentClient:
             if on_feedback is not None:
                 on_feedback(message.feedback)
 
+        names = {GoalStatus.STATUS_SUCCEEDED: "SUCCEEDED", GoalStatus.STATUS_ABORTED:
+                 "ABORTED", GoalStatus.STATUS_CANCELED: "CANCELED"}
         sent = self._client.send_goal_async(goal, feedback_callback=feedback)
-        if not self._wait(sent, deadline):
+        if not self._wait(sent, deadline, stop):
+            if stop is not None and stop.is_set():
+                # The goal may be accepted meanwhile: it must not keep running on the node.
+                self._wait(sent, time.monotonic() + INTERRUPT_WAIT_S)
+                if sent.done() and sent.result().accepted:
+                    self._cancel(sent.result(), sent.result().get_result_async())
+                raise SegmentInterrupted(None)
             raise SegmentError(f"no answer to the goal within {timeout_s:g} s")
         goal_handle = sent.result()
         if not goal_handle.accepted:
             raise SegmentError("goal rejected by the node (not active, or its queue is full; "
                                "see the node's log)")
         result = goal_handle.get_result_async()
-        if self._wait(result, deadline):
+        if self._wait(result, deadline, stop):
             response = result.result()
-            names = {GoalStatus.STATUS_SUCCEEDED: "SUCCEEDED", GoalStatus.STATUS_ABORTED:
-                     "ABORTED", GoalStatus.STATUS_CANCELED: "CANCELED"}
             return GoalOutcome(names.get(response.status, str(response.status)), response.result)
+        if stop is not None and stop.is_set():
+            raise SegmentInterrupted(self._cancel(goal_handle, result))
         goal_handle.cancel_goal_async()
         self._wait(result, time.monotonic() + CANCEL_WAIT_S)
         raise SegmentError(f"no result within {timeout_s:g} s (goal cancelled)")
+
+    def _cancel(self, goal_handle: Any, result: Any) -> Any:
+        """Cancel the goal; its ``Segment.Result`` if it comes within ``INTERRUPT_WAIT_S``."""
+        cancelling = goal_handle.cancel_goal_async()
+        self._wait(result, time.monotonic() + INTERRUPT_WAIT_S)
+        if not cancelling.done():  # the cancel request itself must leave before we exit
+            self._wait(cancelling, time.monotonic() + 0.2)
+        return result.result().result if result.done() else None
 
     def destroy(self) -> None:
         self._client.destroy()
@@ -106,26 +140,41 @@ class SegmentClient:
             self._own_executor.shutdown(timeout_sec=1.0)
             self._own_executor = None
 
-    def _wait_for_server(self, timeout_s: float) -> bool:
-        return self._client.wait_for_server(timeout_sec=timeout_s)  # discovery needs no spinning
+    def _wait_for_server(self, timeout_s: float, stop: threading.Event | None = None) -> bool:
+        """Discovery needs no spinning; waited for in slices when ``stop`` may end it."""
+        if stop is None:
+            return self._client.wait_for_server(timeout_sec=timeout_s)
+        deadline = time.monotonic() + timeout_s
+        while not stop.is_set():
+            left = deadline - time.monotonic()
+            if self._client.wait_for_server(timeout_sec=max(0.0, min(left, WAIT_SLICE_S))):
+                return True
+            if left <= WAIT_SLICE_S:
+                return False
+        return False
 
-    def _wait(self, future: Any, deadline: float) -> bool:
-        """Wait for an rclpy future until ``deadline`` (monotonic); True when done. Spins the
-        node on a private executor when no other executor does."""
-        left = deadline - time.monotonic()
-        if future.done() or left <= 0:
-            return future.done()
+    def _wait(self, future: Any, deadline: float, stop: threading.Event | None = None) -> bool:
+        """Wait for an rclpy future until ``deadline`` (monotonic) or until ``stop`` is set
+        (looked at every ``WAIT_SLICE_S``); True when done. Spins the node on a private
+        executor when no other executor does."""
         if self._node.executor is None:
             from rclpy.executors import SingleThreadedExecutor
 
             self._own_executor = SingleThreadedExecutor(context=self._node.context)
             self._own_executor.add_node(self._node)
-        if self._node.executor is self._own_executor:
-            self._own_executor.spin_until_future_complete(future, timeout_sec=left)
-        else:
-            done = threading.Event()
+        done = threading.Event()
+        if self._node.executor is not self._own_executor:
             future.add_done_callback(lambda _: done.set())
-            done.wait(left)
+        while not future.done() and not (stop is not None and stop.is_set()):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            if stop is not None:
+                left = min(left, WAIT_SLICE_S)
+            if self._node.executor is self._own_executor:
+                self._own_executor.spin_until_future_complete(future, timeout_sec=left)
+            else:
+                done.wait(left)
         return future.done()
 
 
@@ -140,7 +189,7 @@ def register(subparsers: Any) -> None:
                     "on ~/result): by default as a goal of its action ~/segment; with --topic "
                     "as a message on its query topic, answered on ~/result. --stop-follow ends "
                     "follow mode instead. Exit status: 0 succeeded/no_mask, 1 failed/cancelled/"
-                    "no answer, 2 bad usage.")
+                    "no answer, 2 bad usage, 130 interrupted (Ctrl-C cancels the goal).")
     ask.add_argument("query", nargs="?", default="", help='e.g. "the leftmost blue object"')
     ask.add_argument("--ros", action="store_true", required=True,
                      help="ask the node over ROS (the only way for now; required)")
@@ -219,25 +268,40 @@ def cmd_ask(args: argparse.Namespace) -> int:
                   "refines")
         print(json.dumps({name: getattr(feedback, name) for name in fields}), file=sys.stderr)
 
+    from rclpy.signals import SignalHandlerOptions
+
+    # Ctrl-C / SIGTERM only set ``stop`` (rclpy's own handler would shut the context down under
+    # the wait); the client then cancels the goal and returns within a second.
+    stop = threading.Event()
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     context = rclpy.Context()
-    rclpy.init(context=context)
+    rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node("sam3_agent_ask", context=context)
     client = None
     try:
+        for sig in previous:
+            signal.signal(sig, lambda *_: stop.set())
         client = SegmentClient(node, action)
         try:
             result = client.ask(args.query, timeout_s=args.timeout, query_id=args.query_id,
                                 on_feedback=print_feedback if args.feedback else None,
-                                follow=args.follow, refines=args.refines)
+                                follow=args.follow, refines=args.refines, stop=stop)
+        except SegmentInterrupted as exc:
+            if exc.result is not None and exc.result.result_json:
+                print(exc.result.result_json)
+            print("sam3-agent ask: interrupted (goal cancelled)", file=sys.stderr)
+            return EXIT_INTERRUPTED
         except SegmentError as exc:
             print(f"sam3-agent ask: {exc}", file=sys.stderr)
             return EXIT_FAILED
-        except KeyboardInterrupt:
-            print("sam3-agent ask: interrupted", file=sys.stderr)
-            return EXIT_FAILED
         print(result.result_json)
         return EXIT_OK if result.status in ("succeeded", "no_mask") else EXIT_FAILED
+    except KeyboardInterrupt:  # before the handlers were in place
+        print("sam3-agent ask: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         if client is not None:
             client.destroy()
         node.destroy_node()

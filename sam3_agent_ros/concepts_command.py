@@ -11,7 +11,8 @@ ROS (docs/concepts.md).
 
 ``--concepts`` (comma-separated) replaces ``concepts.prompts`` of ``--params-file`` / ``-p``; the
 list is bounded by ``concepts.max_prompts`` and ``concepts.max_prompt_chars`` as on the node.
-Only the segmenter is built (no LLM). Exit status: 0 ran, 1 the segmenter failed, 2 bad usage.
+Only the segmenter is built (no LLM). Exit status: 0 ran, 1 the segmenter failed or --out could
+not be written (the JSON is printed all the same), 2 bad usage (--out is checked before the pass).
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ import sys
 import time
 from pathlib import Path
 
-from sam3_agent_ros.inputs import add_config_arguments, load_config, read_rgb
+from sam3_agent_ros.inputs import (
+    add_config_arguments,
+    load_config,
+    prepare_out_dir,
+    read_rgb,
+    write_png,
+)
 from sam3_agent_ros.redact import redact_text
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -76,7 +83,11 @@ def cmd_concepts(args: argparse.Namespace) -> int:
                 image = read_rgb(args.image, config.node.max_image_pixels)
             except ValueError as exc:
                 raise UsageError(f"--image {args.image}: {exc}") from None
-    except (ConfigError, UsageError) as exc:
+            if args.out:  # before the segmenter runs: the answer must not be lost to a bad path
+                prepare_out_dir(args.out)
+        elif args.out:
+            raise UsageError("--out goes with --image (a bag prints JSON lines only)")
+    except (ConfigError, UsageError, ValueError) as exc:
         print(f"sam3-agent concepts: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     if not _segmenter_ready(config):
@@ -130,10 +141,16 @@ def _on_image(concepts, segmenter, image, out: str | None) -> int:
     from sam3_agent_ros.core.types import Frame
 
     result = concepts.process(segmenter, Frame(image, frame_id="image"))
+    status = EXIT_OK
     if out:
-        _write_images(Path(out), result)
+        try:
+            _write_images(Path(out), result)
+        except (OSError, ValueError) as exc:  # checked before the run; a disk can still fail
+            print(f"sam3-agent concepts: could not write --out {out}: {exc} (the detections "
+                  "are on stdout)", file=sys.stderr)
+            status = EXIT_FAILED
     print(json.dumps(result.to_json()))
-    return EXIT_OK
+    return status
 
 
 def _write_images(out: Path, result) -> None:
@@ -143,9 +160,9 @@ def _write_images(out: Path, result) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     image = result.frame.image
-    cv2.imwrite(str(out / "overlay.png"),
-                cv2.cvtColor(images.overlay(image, result.detections), cv2.COLOR_RGB2BGR))
-    cv2.imwrite(str(out / "labels.png"), images.label_image(result.detections, image.shape[:2]))
+    write_png(out / "overlay.png",
+              cv2.cvtColor(images.overlay(image, result.detections), cv2.COLOR_RGB2BGR))
+    write_png(out / "labels.png", images.label_image(result.detections, image.shape[:2]))
 
 
 def _on_bag(concepts, segmenter, args: argparse.Namespace, max_pixels: int) -> int:

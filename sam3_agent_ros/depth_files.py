@@ -9,20 +9,23 @@
 - Intrinsics: ``fx,fy,cx,cy`` on the command line, or a camera-info YAML: the ROS calibration
   format of camera_calibration / camera_info_manager (``camera_matrix: {data: [9 values]}``,
   ``image_width``, ``image_height``) or a dumped ``sensor_msgs/CameraInfo`` (``k: [9 values]``,
-  ``width``, ``height``; what ``ros2 topic echo --once`` prints). The size, when given, lets
-  intrinsics of another resolution be scaled to the colour image's.
+  ``width``, ``height``, ``binning_x``, ``binning_y``, ``roi``; what ``ros2 topic echo --once``
+  prints). Read as a ``camera_model.CameraModel``, not yet checked: whether it fits the colour
+  image (its size, binning/ROI, plausible focal lengths, principal point inside) is
+  ``camera_model.image_intrinsics``' to say, as on ROS.
 
-Every problem raises ``ValueError`` saying what is wrong; nothing here imports ROS.
+Every problem reading a file raises ``ValueError`` saying what is wrong; nothing here imports ROS.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
 import numpy as np
 
-from sam3_agent_ros.geometry3d import Intrinsics, as_intrinsics
+from sam3_agent_ros.geometry.camera_model import CameraModel, Intrinsics
 from sam3_agent_ros.image_header import (
     ImageHeaderError,
     ImageTooLarge,
@@ -88,7 +91,8 @@ def _read_npy(path: Path, max_pixels: int) -> np.ndarray:
 
 
 def parse_intrinsics(text: str) -> Intrinsics:
-    """``"fx,fy,cx,cy"`` (pixels) -> Intrinsics."""
+    """``"fx,fy,cx,cy"`` (pixels) -> Intrinsics (four numbers; their values are checked against
+    the image by ``camera_model.image_intrinsics``)."""
     parts = [part.strip() for part in text.split(",")]
     try:
         values = [float(part) for part in parts]
@@ -96,12 +100,18 @@ def parse_intrinsics(text: str) -> Intrinsics:
         values = []
     if len(values) != 4:
         raise ValueError(f"expected four numbers fx,fy,cx,cy, got {text!r}")
-    return as_intrinsics(values)
+    return Intrinsics(*values)
 
 
 def read_camera_info(path: str | Path) -> tuple[Intrinsics, tuple[int, int] | None]:
-    """A camera-info YAML -> (intrinsics, (width, height) of the image they belong to, or None
-    when the file does not say)."""
+    """A camera-info YAML -> (its K, (width, height) of the image it belongs to, or None when
+    the file does not say); ``read_camera_model`` has binning and ROI too."""
+    model = read_camera_model(path)
+    return model.k, model.size
+
+
+def read_camera_model(path: str | Path) -> CameraModel:
+    """A camera-info YAML -> its camera model (``size`` None when the file does not say)."""
     import yaml
 
     path = Path(path)
@@ -126,10 +136,22 @@ def read_camera_info(path: str | Path) -> tuple[Intrinsics, tuple[int, int] | No
     if not isinstance(matrix, list) or len(matrix) != 9:
         raise ValueError("the camera matrix must be a list of 9 numbers (row-major 3x3)")
     try:
-        intrinsics = as_intrinsics([float(v) for v in matrix])
+        values = [float(v) for v in matrix]
     except (TypeError, ValueError) as exc:
         raise ValueError(f"camera matrix: {exc}") from None
     width, height = data.get(size[0]), data.get(size[1])
-    if isinstance(width, int) and isinstance(height, int) and width > 0 and height > 0:
-        return intrinsics, (width, height)
-    return intrinsics, None
+    known = isinstance(width, int) and isinstance(height, int) and width > 0 and height > 0
+    roi = data.get("roi") if isinstance(data.get("roi"), dict) else {}
+    model = CameraModel.from_values(
+        values, width if known else 0, height if known else 0, _count(data, "binning_x"),
+        _count(data, "binning_y"),
+        tuple(_count(roi, key) for key in ("x_offset", "y_offset", "width", "height")))
+    return model if known else dataclasses.replace(model, size=None)
+
+
+def _count(data: dict, key: str) -> int:
+    """A non-negative integer field (binning, ROI) of a dumped CameraInfo; 0 when absent."""
+    value = data.get(key, 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{key} must be a non-negative integer, got {value!r}")
+    return value

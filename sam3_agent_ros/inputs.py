@@ -1,5 +1,6 @@
 """What the commands share about their inputs: the parameter flags and the Config they make, the
-check of the chosen backends before anything loads, and image files read with a pixel cap.
+check of the chosen backends before anything loads, image files read with a pixel cap, and output
+folders checked before any work (``prepare_out_dir``).
 
 ``sam3-agent run`` (``run_command.py``) and ``sam3-agent eval`` (``eval/``) both use it; it
 imports nothing from either (nor from ``cli.py``).
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import tempfile
 from pathlib import Path
 
 log = logging.getLogger("sam3_agent_ros.cli")
@@ -89,6 +91,8 @@ def read_rgb(path: str | Path, max_pixels: int | None = None):
         decode_bounded,
     )
 
+    if Path(path).is_dir():
+        raise ValueError("is a directory, not an image file (give a PNG or JPEG file)")
     if not Path(path).is_file():
         raise ValueError("no such file")
     try:
@@ -101,3 +105,33 @@ def read_rgb(path: str | Path, max_pixels: int | None = None):
     except ValueError as exc:
         raise ValueError(f"not a readable image (PNG, JPEG): {exc}") from None
     return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+
+
+def prepare_out_dir(path: str | Path, flag: str = "--out") -> Path:
+    """Create the output folder ``path`` (and its parents) and check that a file can be written
+    in it, before any work is done: ``ValueError`` naming the flag, the path and the OS error
+    otherwise. Returns ``Path(path)``."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{flag} {path}: not a directory (a file of that name exists); "
+                         "choose another path")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):  # writable? (permissions, read-only disk)
+            pass
+    except OSError as exc:
+        raise ValueError(f"{flag} {path}: cannot create or write there: "
+                         f"{exc.strerror or exc}") from None
+    return out
+
+
+def write_png(path: str | Path, image) -> None:
+    """``cv2.imwrite`` that says when it failed (``OSError``): cv2 only returns False."""
+    import cv2
+
+    try:
+        written = cv2.imwrite(str(path), image)
+    except cv2.error as exc:
+        raise OSError(f"cannot write {path}: {exc}") from None
+    if not written:
+        raise OSError(f"cannot write {path}")

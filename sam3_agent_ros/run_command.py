@@ -6,12 +6,18 @@ lacks what it needs: endpoint, API key, SAM 3 checkpoint; checked before anythin
 
 With ``--depth`` (a depth image registered to the colour image) and ``--intrinsics`` or
 ``--camera-info``, each mask gains ``position`` and ``box`` as on ROS (interface §4, §6): the same
-``geometry3d.measure_mask`` with the same ``depth.*`` parameters (``-p depth.erode_px:=...``).
-The depth and intrinsics files are read before the agent runs: a bad one is a usage error.
+``geometry.measure.measure_mask`` with the same ``depth.*`` parameters (``-p depth.erode_px:=...``).
+The depth and intrinsics files are read before the agent runs: an unreadable one is a usage error.
+A camera model that does not fit the colour image (``camera_model.image_intrinsics``: another size
+unless binning/ROI map it, implausible focal lengths, a principal point outside) gives no position
+and no box, the reason in each mask's ``position_error`` / ``box_error``, as on ROS.
 
 ``--out DIR`` also keeps what a refinement needs (``core/answer_folder.py``: the frame, the
-selected masks, the query and its answer); ``run --refines DIR --query TEXT`` answers TEXT on that
-frame, shown that answer (interface §8c), and may write its own ``--out`` (the same DIR too).
+selected masks, the query and its answer). DIR is created and checked writable before the query
+runs (a usage error otherwise); should writing fail later all the same, the result JSON is still
+printed, stderr says what could not be written, and the exit status is 1.
+``run --refines DIR --query TEXT`` answers TEXT on that frame, shown that answer (interface
+§8c), and may write its own ``--out`` (the same DIR too).
 """
 
 from __future__ import annotations
@@ -25,7 +31,14 @@ import sys
 import threading
 from pathlib import Path
 
-from sam3_agent_ros.inputs import add_config_arguments, check_backends, load_config, read_rgb
+from sam3_agent_ros.inputs import (
+    add_config_arguments,
+    check_backends,
+    load_config,
+    prepare_out_dir,
+    read_rgb,
+    write_png,
+)
 from sam3_agent_ros.redact import redact_text
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -75,10 +88,12 @@ def read_image(path: str, max_pixels: int):
 
 
 def read_depth_inputs(args: argparse.Namespace, width: int, height: int, max_pixels: int):
-    """``(depth in metres at the colour resolution, the colour intrinsics)`` from --depth and
-    --intrinsics / --camera-info, None without --depth; UsageError for a missing or bad one."""
-    from sam3_agent_ros.depth_files import parse_intrinsics, read_camera_info, read_depth
-    from sam3_agent_ros.geometry3d import depth_for_colour
+    """``(depth in metres at the colour resolution, the colour intrinsics, None)`` from --depth
+    and --intrinsics / --camera-info, or ``(None, None, why the camera model does not fit)``;
+    None without --depth; UsageError for a missing or unreadable one."""
+    from sam3_agent_ros.depth_files import parse_intrinsics, read_camera_model, read_depth
+    from sam3_agent_ros.geometry.camera_model import CameraModel, CameraModelError, image_intrinsics
+    from sam3_agent_ros.geometry.depth_image import depth_for_colour
 
     has_intrinsics = args.intrinsics is not None or args.camera_info is not None
     if args.depth is None:
@@ -92,17 +107,21 @@ def read_depth_inputs(args: argparse.Namespace, width: int, height: int, max_pix
         depth_m = read_depth(args.depth, args.depth_scale, max_pixels)
     except ValueError as exc:
         raise UsageError(f"--depth {args.depth}: {exc}") from None
+    flag = (f"--intrinsics {args.intrinsics}" if args.intrinsics is not None
+            else f"--camera-info {args.camera_info}")
     try:
         if args.intrinsics is not None:
-            intrinsics, size = parse_intrinsics(args.intrinsics), None
+            model = CameraModel(parse_intrinsics(args.intrinsics))
         else:
-            intrinsics, size = read_camera_info(args.camera_info)
+            model = read_camera_model(args.camera_info)
     except ValueError as exc:
-        flag = (f"--intrinsics {args.intrinsics}" if args.intrinsics is not None
-                else f"--camera-info {args.camera_info}")
         raise UsageError(f"{flag}: {exc}") from None
     try:
-        return depth_for_colour(depth_m, (width, height), intrinsics, size)
+        intrinsics = image_intrinsics(model, (width, height))
+    except CameraModelError as exc:
+        return None, None, f"unusable camera model ({flag}): {exc}"
+    try:
+        return (*depth_for_colour(depth_m, (width, height), intrinsics), None)
     except ValueError as exc:
         raise UsageError(f"--depth {args.depth}: {exc}") from None
 
@@ -138,7 +157,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         # With --refines, --depth is the depth of the refined answer's frame.
         depth = read_depth_inputs(args, image.shape[1], image.shape[0],
                                   config.node.max_image_pixels)
-    except (ConfigError, UsageError) as exc:
+        if args.out:  # before the query runs: an answer must not be lost to a bad path
+            prepare_out_dir(args.out)
+    except (ConfigError, UsageError, ValueError) as exc:
         print(f"sam3-agent run: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     if not check_backends(config, "run"):
@@ -156,9 +177,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except Exception as exc:  # backend construction: a system error with a clear reason
         result = Result(query.id, query.text, QueryStatus.FAILED, error=str(exc), frame=frame,
                         refines=query.refines, backends=config.backends)
-        if args.out:
-            _write_outputs(Path(args.out), result, refined)
-        print(json.dumps(result.to_json()))
+        _write_then_print(args.out, result, refined)
         return EXIT_FAILED
     try:
         result = _run_interruptible(agent, frame, query)
@@ -168,14 +187,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         close_quietly(agent.llm)
         close_quietly(agent.segmenter)
     if depth is not None and result.status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK):
-        from sam3_agent_ros.geometry3d import measure_mask
+        from sam3_agent_ros.geometry.measure import measure_mask
 
-        depth_m, intrinsics = depth
-        result.mask_extras = [measure_mask(mask.mask, depth_m, intrinsics, config.depth)
-                              for mask in result.masks]
-    if args.out:
-        _write_outputs(Path(args.out), result, refined)
-    print(json.dumps(result.to_json()))
+        depth_m, intrinsics, reason = depth
+        result.mask_extras = [
+            measure_mask(mask.mask, depth_m, intrinsics, config.depth) if reason is None
+            else {"position": None, "position_error": reason, "box": None, "box_error": reason}
+            for mask in result.masks]
+    if not _write_then_print(args.out, result, refined):
+        return EXIT_FAILED
     return EXIT_OK if result.status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK) \
         else EXIT_FAILED
 
@@ -208,6 +228,21 @@ def _run_interruptible(agent, frame, query):
                      on_status=lambda event: log.info("status %s", json.dumps(event.to_json())))
 
 
+def _write_then_print(out: str | None, result, refined) -> bool:
+    """Write ``--out`` (when given), then print the result JSON whatever happened to the files;
+    False (said on stderr) when they could not be written."""
+    written = True
+    if out:
+        try:
+            _write_outputs(Path(out), result, refined)
+        except (OSError, ValueError) as exc:  # checked before the run; a disk can still fail
+            print(f"sam3-agent run: could not write --out {out}: {exc} (the result is on "
+                  "stdout)", file=sys.stderr)
+            written = False
+    print(json.dumps(result.to_json()))
+    return written
+
+
 def _write_outputs(out: Path, result, refined) -> None:
     """overlay.png and mask.png, and the answer folder a later ``--refines`` reads."""
     import cv2
@@ -222,5 +257,5 @@ def _write_outputs(out: Path, result, refined) -> None:
         return
     masks = [m.mask for m in result.masks]
     overlay = render.overlay_masks(frame.image, masks) if masks else frame.image
-    cv2.imwrite(str(out / "overlay.png"), cv2.cvtColor(overlay, cv2.COLOR_RGB2BGR))
-    cv2.imwrite(str(out / "mask.png"), render.union_mask(masks, frame.image.shape[:2]))
+    write_png(out / "overlay.png", cv2.cvtColor(overlay, cv2.COLOR_RGB2BGR))
+    write_png(out / "mask.png", render.union_mask(masks, frame.image.shape[:2]))

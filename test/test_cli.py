@@ -150,7 +150,7 @@ def test_run_with_depth_gives_each_mask_a_position_and_a_box(tmp_path):
     """3D without ROS, both ways: a full-size 16-bit PNG with --intrinsics, and a half-size
     float .npy with the colour camera's calibration file (its size says how to scale)."""
     from sam3_agent_ros.demo.scene import box_errors, render_scene
-    from sam3_agent_ros.geometry3d import quaternion_to_matrix
+    from sam3_agent_ros.geometry.rotations import quaternion_to_matrix
 
     png, npy = _example_depth_files(tmp_path)
     calibration = tmp_path / "colour.yaml"

@@ -8,8 +8,13 @@ import cv2
 import numpy as np
 import pytest
 
-from sam3_agent_ros.depth_files import parse_intrinsics, read_camera_info, read_depth
-from sam3_agent_ros.geometry3d import Intrinsics
+from sam3_agent_ros.depth_files import (
+    parse_intrinsics,
+    read_camera_info,
+    read_camera_model,
+    read_depth,
+)
+from sam3_agent_ros.geometry.camera_model import CameraModel, Intrinsics
 
 CAP = 1_000_000
 K = [600.0, 0.0, 320.0, 0.0, 610.0, 240.0, 0.0, 0.0, 1.0]
@@ -87,8 +92,8 @@ def test_parse_intrinsics():
     for bad in ("600,610,320", "a,b,c,d", ""):
         with pytest.raises(ValueError, match="fx,fy,cx,cy"):
             parse_intrinsics(bad)
-    with pytest.raises(ValueError, match="focal lengths must be positive"):
-        parse_intrinsics("0,0,320,240")
+    # Read, not judged: the values are checked against the image (camera_model).
+    assert parse_intrinsics("0,0,320,240") == Intrinsics(0.0, 0.0, 320.0, 240.0)
 
 
 def test_a_calibration_file_and_a_dumped_camera_info(tmp_path):
@@ -107,13 +112,18 @@ def test_a_calibration_file_and_a_dumped_camera_info(tmp_path):
     sizeless = tmp_path / "sizeless.yaml"
     sizeless.write_text(f"k: {K}\n")
     assert read_camera_info(sizeless)[1] is None
+    binned = tmp_path / "binned.yaml"
+    binned.write_text(f"width: 1280\nheight: 960\nbinning_x: 2\nbinning_y: 2\nk: {K}\n"
+                      "roi: {x_offset: 8, y_offset: 4, width: 1264, height: 952}\n")
+    assert read_camera_model(binned) == CameraModel(Intrinsics(600.0, 610.0, 320.0, 240.0),
+                                                   (1280, 960), (2, 2), (8, 4, 1264, 952))
 
 
 @pytest.mark.parametrize(("text", "fragment"), [
     ("- just a list\n", "expected a mapping"),
     ("camera_name: x\n", "no camera_matrix"),
     ("k: [1, 2, 3]\n", "9 numbers"),
-    ("camera_matrix: {data: [0, 0, 0, 0, 0, 0, 0, 0, 1]}\n", "focal lengths"),
+    ("binning_x: -2\nk: [1, 0, 0, 0, 1, 0, 0, 0, 1]\n", "binning_x must be a non-negative"),
     ("k: [a, b, c, d, e, f, g, h, i]\n", "camera matrix"),
     ("k: [1, 2\n", "not YAML"),
 ])

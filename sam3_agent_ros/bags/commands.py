@@ -41,12 +41,18 @@ def register(subparsers) -> None:
     record = subparsers.add_parser(
         "record", help="record topics (default: the node's outputs) into a new rosbag2 bag",
         description="Record topics into a new rosbag2 bag (raw CDR, mcap by default) until "
-                    "Ctrl-C / SIGTERM or --duration. Exit status 1 when nothing was recorded "
-                    "(the reason per topic is printed), 2 for bad usage.")
+                    "Ctrl-C / SIGTERM or --duration, every message type included (this "
+                    "package's own too). Exit status 1 when a topic could not be recorded or "
+                    "nothing was (the reason per topic is printed), 2 for bad usage (an output "
+                    "that exists or cannot be created: checked before recording).")
     record.add_argument("out", help="new bag directory (must not exist)")
     record.add_argument("--topics", nargs="+", metavar="TOPIC",
-                        help="topics to record (default: /sam3_agent/{result,status,mask,"
-                             "labels,overlay,target,targets})")
+                        help="topics to record (default: every output of --node: ~/result, "
+                             "~/status, ~/mask, ..., ~/follow/*, ~/concepts/*, /diagnostics; "
+                             "the table is sam3_agent_ros/ros/output_topics.py)")
+    record.add_argument("--node", default="/sam3_agent",
+                        help="the node whose outputs are recorded by default (default "
+                             "/sam3_agent)")
     record.add_argument("--duration", type=float, metavar="SECONDS",
                         help="stop after this many seconds")
     record.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap")
@@ -118,7 +124,11 @@ def cmd_replay(args) -> int:
 
 
 def cmd_record(args) -> int:
-    from sam3_agent_ros.bags.record import NODE_OUTPUT_TOPICS, BagRecorder, RecordError
+    from sam3_agent_ros.bags.record import BagRecorder, RecordError
+    from sam3_agent_ros.core.untrusted_text import for_log
+    from sam3_agent_ros.inputs import prepare_out_dir
+    from sam3_agent_ros.ros.graph_client import qualified_node_name
+    from sam3_agent_ros.ros.output_topics import node_output_topics
 
     if Path(args.out).exists():
         _error(f"output bag {args.out} exists already; choose a new path")
@@ -126,8 +136,21 @@ def cmd_record(args) -> int:
     if args.duration is not None and not args.duration > 0:
         _error("--duration must be > 0")
         return EXIT_USAGE
+    try:
+        topics = args.topics or node_output_topics(qualified_node_name(args.node))
+    except ValueError as exc:
+        _error(f"--node: {exc}")
+        return EXIT_USAGE
+    try:  # before anything is recorded: the bag's folder must be creatable there.
+        prepare_out_dir(Path(args.out).absolute().parent, flag=f"record {args.out}: the folder")
+    except ValueError as exc:
+        _error(str(exc))
+        return EXIT_USAGE
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
+
+    def say_problem(topic: str, reason: str) -> None:  # at once; the exit status says it too
+        print(f"[record] cannot record {topic}: {for_log(reason)}", file=sys.stderr)
 
     context = _init_ros(args.loopback)
     stop = threading.Event()
@@ -138,8 +161,8 @@ def cmd_record(args) -> int:
     recorder = None
     status = EXIT_OK
     try:
-        recorder = BagRecorder(node, args.out, args.topics or NODE_OUTPUT_TOPICS,
-                               storage=args.storage)
+        recorder = BagRecorder(node, args.out, topics, storage=args.storage,
+                               on_problem=say_problem)
         print(f"[record] recording {', '.join(recorder.topics)} into {args.out} "
               "(Ctrl-C to stop)", file=sys.stderr)
         spinner = threading.Thread(target=_spin_until, args=(executor, stop), daemon=True)
@@ -150,6 +173,9 @@ def cmd_record(args) -> int:
     except RecordError as exc:
         _error(str(exc))
         return EXIT_USAGE
+    except OSError as exc:  # the bag could not be opened there after all
+        _error(f"cannot create the bag {args.out}: {exc}")
+        return EXIT_FAILED
     except KeyboardInterrupt:
         stop.set()
     finally:
@@ -162,17 +188,21 @@ def cmd_record(args) -> int:
 
 
 def _finish_recording(recorder, out: str) -> int:
-    """Close the bag and say what it holds: 1 when it holds nothing or a write failed."""
+    """Close the bag and say what it holds: 1 when a topic could not be recorded, a write
+    failed, or it holds nothing."""
+    from sam3_agent_ros.core.untrusted_text import for_log
+
     recorder.close()
     counts = ", ".join(f"{t}: {n}" for t, n in recorder.counts.items())
     print(f"[record] wrote {out} ({counts})", file=sys.stderr)
-    for topic, reason in recorder.skipped.items():
-        print(f"[record] skipped {topic}: {reason}", file=sys.stderr)
+    problems = [f"cannot record {topic}: {for_log(reason)}"
+                for topic, reason in recorder.skipped.items()]
     problem = recorder.write_error or recorder.nothing_recorded()
     if problem:
-        _error(problem)
-        return EXIT_FAILED
-    return EXIT_OK
+        problems.append(for_log(problem, 2000))
+    for line in problems:
+        _error(line)
+    return EXIT_FAILED if problems else EXIT_OK
 
 
 def _spin_until(executor, stop: threading.Event) -> None:

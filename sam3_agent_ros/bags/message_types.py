@@ -9,6 +9,11 @@ be a ROS interface package registered in the ament resource index
 prefix, and ``scripts/build_interfaces.sh`` installs ours there), and its index entry must list
 ``msg/<Name>.msg`` or ``msg/<Name>.idl``. Reading the index is reading text files; it imports
 nothing.
+
+A bag's connection needs the message definition too (mcap stores it; rosbags serialises with it):
+``register_message_type`` adds a type the rosbags store does not know (the package's own
+``sam3_agent_ros/msg/ConceptDetections``, any other interface package's), and the types it uses,
+from the ``.msg`` files the same index prefix installs under ``share/<pkg>/msg/``.
 """
 
 from __future__ import annotations
@@ -73,3 +78,53 @@ def message_class(msgtype: str):
     if cls is None:
         raise UnknownMessageType(f"{package}.msg has no class {name}")
     return cls
+
+
+MAX_DESCRIBED_TYPES = 64  # a message and what it uses; more is not a real interface
+
+
+def message_definition(msgtype: str) -> str:
+    """The text of ``share/<pkg>/msg/<Name>.msg`` of a checked message type; UnknownMessageType
+    when no prefix has it (a message defined only in ``.idl`` cannot be described in a bag)."""
+    package, name = check_message_type(msgtype)
+    for prefix in index_prefixes():
+        path = prefix / "share" / package / "msg" / f"{name}.msg"
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+    raise UnknownMessageType(f"no readable share/{package}/msg/{name}.msg in "
+                             f"{os.pathsep.join(str(p) for p in index_prefixes())}")
+
+
+def register_message_type(typestore, msgtype: str) -> None:
+    """Make the rosbags ``typestore`` know ``msgtype`` and every message type it uses, reading
+    the ones it does not know from their ``.msg`` files (``message_definition``).
+    UnknownMessageType (or rosbags' parse error) says which one could not be described."""
+    from rosbags.typesys import get_types_from_msg
+
+    pending, described = [msgtype], 0
+    while pending:
+        current = pending.pop()
+        if current in typestore.fielddefs:
+            continue
+        described += 1
+        if described > MAX_DESCRIBED_TYPES:
+            raise UnknownMessageType(f"{msgtype} uses more than {MAX_DESCRIBED_TYPES} types")
+        types = get_types_from_msg(message_definition(current), current)
+        typestore.register(types)
+        for _constants, fields in types.values():
+            for _name, field in fields:
+                pending.extend(_named_types(field))
+
+
+def _named_types(field) -> list[str]:
+    """The message type names in one rosbags field description (arrays and sequences too)."""
+    from rosbags.interfaces import Nodetype
+
+    kind, argument = field
+    if kind == Nodetype.NAME:
+        return [argument]
+    if kind in (Nodetype.ARRAY, Nodetype.SEQUENCE):
+        return _named_types(argument[0])
+    return []

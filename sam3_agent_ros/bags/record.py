@@ -2,7 +2,11 @@
 
 Subscriptions are raw (``raw=True``): the CDR bytes a publisher sent go into the bag unchanged,
 with the receive time as the bag timestamp (as ``ros2 bag record`` does). A topic's type is taken
-from the graph, so a topic that has no publisher yet is subscribed as soon as one appears. The
+from the graph, so a topic that has no publisher yet is subscribed as soon as one appears. A type
+rosbags does not know (this package's ``ConceptDetections``, another interface package's) is
+described from its ``.msg`` files (``message_types.register_message_type``). A topic that cannot
+be recorded (its type unusable, several types on it) is in ``skipped`` and passed to
+``on_problem`` at once; ``sam3-agent record`` then ends with status 1. The
 bag is a regular rosbag2 directory (``metadata.yaml`` + ``.mcap``, or ``.db3`` with
 ``storage="sqlite3"``) that rosbags, ``ros2 bag`` and Foxglove open.
 
@@ -21,9 +25,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-NODE_OUTPUT_TOPICS = ("/sam3_agent/result", "/sam3_agent/status", "/sam3_agent/mask",
-                      "/sam3_agent/labels", "/sam3_agent/overlay", "/sam3_agent/target",
-                      "/sam3_agent/targets", "/sam3_agent/markers")
+from sam3_agent_ros.ros.output_topics import node_output_topics
+
+NODE_OUTPUT_TOPICS = node_output_topics()  # every output of /sam3_agent (ros/output_topics.py)
 RECORD_QOS_DEPTH = 100
 DISCOVERY_PERIOD_S = 0.2
 
@@ -86,7 +90,8 @@ class BagRecorder:
     """
 
     def __init__(self, node, out_dir: str | Path, topics: Iterable[str], *,
-                 storage: str = "mcap", qos_depth: int = RECORD_QOS_DEPTH) -> None:
+                 storage: str = "mcap", qos_depth: int = RECORD_QOS_DEPTH,
+                 on_problem: Callable[[str, str], None] | None = None) -> None:
         from rosbags.rosbag2 import StoragePlugin, Writer
         from rosbags.typesys import Stores, get_typestore
 
@@ -117,6 +122,7 @@ class BagRecorder:
         self._connections: dict[str, object] = {}
         self.counts: dict[str, int] = {t: 0 for t in self.topics}
         self.skipped: dict[str, str] = {}  # topic -> why it cannot be recorded
+        self._on_problem = on_problem
         self._timer = node.create_timer(DISCOVERY_PERIOD_S, self.discover)
         self.discover()
 
@@ -130,11 +136,16 @@ class BagRecorder:
             return
         known = dict(self.node.get_topic_names_and_types())
         for topic in self.topics:
-            if topic in self._subscriptions or topic in self.skipped or topic not in known:
+            if topic in self.skipped or topic not in known:
                 continue
             types = known[topic]
+            if topic in self._subscriptions:
+                if len(types) != 1:  # a publisher of another type appeared later
+                    self._skip(topic, f"published with several types: {', '.join(types)} "
+                                      "(only the first one's messages are in the bag)")
+                continue
             if len(types) != 1:
-                self.skipped[topic] = f"published with several types: {', '.join(types)}"
+                self._skip(topic, f"published with several types: {', '.join(types)}")
                 continue
             self._subscribe(topic, types[0])
 
@@ -144,22 +155,34 @@ class BagRecorder:
         try:  # a peer names the type: only ROS interface packages are imported
             cls = message_class(msgtype)
         except ImportError as exc:
-            self.skipped[topic] = f"message type not usable: {exc}"
+            self._skip(topic, f"message type not usable: {exc}")
             return
         with self._lock:
             if self._closed:
                 return
             try:
                 self._connections[topic] = self._writer_thread.call(
-                    self._writer.add_connection, topic, msgtype, typestore=self._typestore)
-            except Exception as exc:  # the typestore does not know a custom type
-                self.skipped[topic] = f"cannot describe {msgtype} in the bag: {exc}"
+                    self._add_connection, topic, msgtype)
+            except Exception as exc:  # no .msg file for it, a definition rosbags cannot parse
+                self._skip(topic, f"cannot describe {msgtype} in the bag: {exc}")
                 return
         qos = subscription_qos(
             [info.qos_profile for info in self.node.get_publishers_info_by_topic(topic)],
             self._qos_depth)
         self._subscriptions[topic] = self.node.create_subscription(
             cls, topic, lambda data, t=topic: self._on_message(t, data), qos, raw=True)
+
+    def _add_connection(self, topic: str, msgtype: str):
+        """On the writer thread (the typestore is changed there only)."""
+        from sam3_agent_ros.bags.message_types import register_message_type
+
+        register_message_type(self._typestore, msgtype)
+        return self._writer.add_connection(topic, msgtype, typestore=self._typestore)
+
+    def _skip(self, topic: str, reason: str) -> None:
+        self.skipped[topic] = reason
+        if self._on_problem is not None:
+            self._on_problem(topic, reason)
 
     def _on_message(self, topic: str, data: bytes) -> None:
         stamp = self.node.get_clock().now().nanoseconds

@@ -136,12 +136,17 @@ class _QueryRun:
             # (frame, views, masks) would wait for the next full garbage collection.
             self.tools = None
 
-    def _check_limits(self) -> None:
+    def _check_limits(self, llm_error: LlmError | None = None) -> None:
+        """``llm_error``: the LLM call that just failed; when the query's time ran out while
+        waiting for it, the reason says so and what it waited for (a hung endpoint is named)."""
         if self.cancel.cancelled:
             raise QueryEnded(QueryStatus.CANCELLED, self.cancel.reason or "cancelled")
         if self.cancel.remaining() <= 0:
-            raise QueryEnded(QueryStatus.FAILED,
-                             f"query timed out after {self.cfg.query_timeout_s:g} s")
+            reason = f"query timed out after {self.cfg.query_timeout_s:g} s"
+            if llm_error is not None and llm_error.kind not in (LlmError.DEADLINE,
+                                                                LlmError.CANCELLED):
+                reason += f" waiting for the LLM: {llm_error}"
+            raise QueryEnded(QueryStatus.FAILED, reason)
         if self.rounds >= self.cfg.max_rounds:
             raise QueryEnded(QueryStatus.FAILED,
                              f"no answer after agent.max_rounds={self.cfg.max_rounds} rounds")
@@ -179,7 +184,7 @@ class _QueryRun:
             else:
                 reply = self.agent.llm.complete(messages, self.cancel)
         except LlmError as exc:
-            self._check_limits()  # a cancel or the deadline explains the error best
+            self._check_limits(exc)  # a cancel or the deadline explains the error best
             raise QueryEnded(QueryStatus.FAILED, f"LLM request failed: {exc}") from None
         finally:
             self.timings.llm_s += time.monotonic() - started
@@ -234,7 +239,7 @@ class _QueryRun:
             try:
                 return verifier.examine(state, self.cancel, self.examine_rounds, self._add_usage)
             except LlmError as exc:
-                self._check_limits()
+                self._check_limits(exc)
                 raise QueryEnded(QueryStatus.FAILED, f"verifier request failed: {exc}") from None
             finally:
                 self.timings.llm_s += time.monotonic() - started

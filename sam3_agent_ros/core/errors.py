@@ -7,7 +7,9 @@
 - ``QueryEnded``: the query is over (system error, limit, cancel). Carries the terminal status and
   a human-readable reason; the loop turns it into the one ``Result``.
 - ``LlmError`` / ``SegmenterError``: failures of the systems we call; they end the query as
-  ``failed`` with their message.
+  ``failed`` with their message. An ``LlmError`` also carries what failed as fields
+  (``LlmFailure``: kind, endpoint, status code, attempts...), so that the agent and the node's
+  health read them instead of parsing the text.
 """
 
 from __future__ import annotations
@@ -31,8 +33,45 @@ class QueryEnded(Exception):
         self.reason = reason
 
 
+@dataclass(frozen=True)
+class LlmFailure:
+    """What an ``LlmError`` says, as fields; None where unknown (e.g. an LLM port that only
+    gives a message). ``endpoint`` is the redacted ``llm.base_url``; ``cause`` the connection
+    error's text (unreachable); ``waited_s`` how long the last attempt waited (timeout)."""
+
+    kind: str | None = None  # one of LlmError's kinds
+    endpoint: str | None = None
+    status_code: int | None = None
+    attempts: int | None = None
+    cause: str | None = None
+    waited_s: float | None = None
+
+
 class LlmError(Exception):
-    """The LLM endpoint failed (HTTP error after retries, timeout, malformed response)."""
+    """The LLM endpoint failed (HTTP error after retries, timeout, malformed response).
+    ``str`` is the message for a person; ``failure`` (and the same attributes on the error)
+    says what failed."""
+
+    TIMEOUT = "timeout"  # connected, but no answer within llm.timeout_s or the query's time
+    UNREACHABLE = "unreachable"  # no connection could be made
+    HTTP_STATUS = "http-status"  # an error status (after retries for the retriable ones)
+    BAD_REPLY = "bad-reply"  # an answer that cannot be used (not JSON, no choices...)
+    DEADLINE = "deadline"  # the query's time was up before a request was sent
+    CANCELLED = "cancelled"  # the query was cancelled while waiting
+
+    def __init__(self, message: str, *, kind: str | None = None, endpoint: str | None = None,
+                 status_code: int | None = None, attempts: int | None = None,
+                 cause: str | None = None, waited_s: float | None = None):
+        super().__init__(message)
+        self.failure = LlmFailure(kind, endpoint, status_code, attempts, cause, waited_s)
+
+    @property
+    def kind(self) -> str | None:
+        return self.failure.kind
+
+    @property
+    def endpoint(self) -> str | None:
+        return self.failure.endpoint
 
 
 class SegmenterError(Exception):

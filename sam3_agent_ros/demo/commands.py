@@ -1,7 +1,8 @@
 """``sam3-agent demo | demo-follow``: argparse registration and handlers.
 
 Nothing ROS is imported at module import: the demos import rclpy when they start their listener.
-Handlers return the exit status: 0 when every query of the bag is answered correctly, else 1.
+Handlers return the exit status: 0 when every query of the bag is answered correctly, 130 when
+interrupted (Ctrl-C, SIGTERM: one line, the node stopped), else 1.
 """
 
 from __future__ import annotations
@@ -59,11 +60,24 @@ def _options(args: argparse.Namespace, **timeouts: float):
 def cmd_demo(args: argparse.Namespace) -> int:
     from sam3_agent_ros.demo.tabletop_demo import run_demo
 
-    return run_demo(_options(args, startup_timeout_s=args.startup_timeout,
-                             result_timeout_s=args.result_timeout))
+    try:
+        return run_demo(_options(args, startup_timeout_s=args.startup_timeout,
+                                 result_timeout_s=args.result_timeout))
+    except KeyboardInterrupt:  # outside the node's session (its start, the summary)
+        return _interrupted("demo")
 
 
 def cmd_demo_follow(args: argparse.Namespace) -> int:
     from sam3_agent_ros.demo.follow_demo import RESULT_TIMEOUT_S, run_follow_demo
 
-    return run_follow_demo(_options(args, result_timeout_s=RESULT_TIMEOUT_S))
+    try:
+        return run_follow_demo(_options(args, result_timeout_s=RESULT_TIMEOUT_S))
+    except KeyboardInterrupt:
+        return _interrupted("demo-follow")
+
+
+def _interrupted(tag: str) -> int:
+    from sam3_agent_ros.demo.harness import EXIT_INTERRUPTED
+
+    print(f"[{tag}] interrupted", flush=True)
+    return EXIT_INTERRUPTED

@@ -78,7 +78,8 @@ def load_bags(options: DemoOptions) -> list[Bag]:
 
 
 def run_follow_demo(options: DemoOptions, out=None) -> int:
-    """Run the demo; returns 0 when every followed query meets its targets."""
+    """Run the demo; returns 0 when every followed query meets its targets, 130 when
+    interrupted (one line, no summary)."""
     out = out or sys.stdout
     started = time.monotonic()
     report = DemoReport()
@@ -95,6 +96,9 @@ def run_follow_demo(options: DemoOptions, out=None) -> int:
                 report.write(options.out_dir)
         except harness.OutputBusy as exc:
             report.error = str(exc)
+    interrupted = harness.interrupted_exit(report, TAG, options.out_dir, out)
+    if interrupted is not None:
+        return interrupted
     for line in format_summary(report, options.out_dir):
         print(line, file=out)
     out.flush()

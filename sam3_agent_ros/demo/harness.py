@@ -5,6 +5,8 @@ folder, the node's parameters file, DDS on loopback, the node subprocess, and th
 ``ROS_DOMAIN_ID``, else a random one, printed), starts ``sam3_agent_node`` (``node_process.py``)
 with the sample's camera and query topics remapped onto its inputs, runs the demo's session
 with SIGTERM raising ``KeyboardInterrupt`` (Ctrl-C already does), and always stops the node.
+The node has a session of its own: a terminal's Ctrl-C reaches the demo only, which stops the
+node itself (an interrupted demo ends in one line and status 130, ``interrupted_exit``).
 Whatever goes wrong ends up in the ``DemoReport`` as its error, with the node log's tail printed.
 """
 
@@ -21,6 +23,8 @@ from sam3_agent_ros.demo import sample
 from sam3_agent_ros.demo.node_process import NodeProcess, node_arguments, node_command, node_env
 from sam3_agent_ros.demo.report import DemoReport
 
+INTERRUPTED = "interrupted"  # report.error of a demo stopped by Ctrl-C / SIGTERM
+EXIT_INTERRUPTED = 128 + 2  # as a shell reports a process ended by SIGINT
 LOCK_FILE = ".demo.lock"
 PARAMS_FILE = "demo_params.yaml"
 NODE_LOG = "node.log"
@@ -80,17 +84,28 @@ def run_node(tag: str, options: DemoOptions, parameters: dict, sample_dir: Path,
         signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
         session(process)
     except KeyboardInterrupt:
-        report.error = "interrupted"
+        report.error = INTERRUPTED
     except (RuntimeError, OSError, ValueError) as exc:
         report.error = str(exc)
     finally:
         signal.signal(signal.SIGTERM, previous_sigterm)
         code = process.stop()
-    if report.error and report.error != "interrupted":
+    if report.error and report.error != INTERRUPTED:
         print(f"[{tag}] node log ({process.log_path}), last lines:\n{process.log_tail()}",
               file=out)
     elif code not in (0, None, -signal.SIGINT):
         print(f"[{tag}] the node exited with status {code} (see {process.log_path})", file=out)
+
+
+def interrupted_exit(report: DemoReport, tag: str, out_dir: Path, out) -> int | None:
+    """``EXIT_INTERRUPTED`` after one short line when Ctrl-C / SIGTERM stopped the demo (its node
+    is stopped by then); None otherwise."""
+    if report.error != INTERRUPTED:
+        return None
+    print(f"[{tag}] interrupted; the node is stopped (what was done so far is in {out_dir})",
+          file=out)
+    out.flush()
+    return EXIT_INTERRUPTED
 
 
 def _raise_keyboard_interrupt(*_args) -> None:

@@ -1,7 +1,8 @@
 """The node under a demo: ``sam3_agent_node`` in a subprocess, its command line and environment.
 
 ``NodeProcess.stop()`` always ends it (SIGINT, then SIGTERM, then SIGKILL), and the child gets
-SIGTERM if the demo itself dies.
+SIGTERM if the demo itself dies. It runs in a session of its own (a terminal's Ctrl-C reaches
+only the demo, which then stops it).
 """
 
 from __future__ import annotations
@@ -51,9 +52,11 @@ class NodeProcess:
     def __init__(self, command: list[str], log_path: Path, env: dict[str, str]) -> None:
         self.log_path = log_path
         self._log = open(log_path, "wb")  # noqa: SIM115 (closed in stop)
+        # A session of its own: a terminal's Ctrl-C goes to the demo only, which stops the node
+        # (stop()); else the node could exit first and the demo report "the node exited".
         self.process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, env=env,
-                                        preexec_fn=_die_with_parent)
+                                        preexec_fn=_die_with_parent, start_new_session=True)
 
     def running(self) -> bool:
         return self.process.poll() is None
@@ -72,7 +75,7 @@ class NodeProcess:
         return self.process.returncode
 
     def startup_failure(self) -> str | None:
-        """The node's own line saying its autostart failed (it then stays up, inactive)."""
+        """The node's own line saying its autostart failed (it then exits with status 1)."""
         try:
             text = self.log_path.read_text(errors="replace")
         except OSError:
@@ -84,10 +87,11 @@ class NodeProcess:
 
     def check_starting(self) -> None:
         """``RuntimeError`` when the node exited or said its autostart failed."""
+        failure = self.startup_failure()
         if not self.running():
             raise RuntimeError(f"the node exited during start-up "
-                               f"(status {self.process.returncode})")
-        failure = self.startup_failure()
+                               f"(status {self.process.returncode})"
+                               + (f": {failure}" if failure else ""))
         if failure:
             raise RuntimeError(f"the node did not start: {failure}")
 

@@ -39,9 +39,13 @@ OUTPUT_BAG = "output_bag"
 
 
 def run_demo(options: DemoOptions, out=None) -> int:
-    """Run the demo; prints as it goes; returns 0 when every query is answered correctly."""
+    """Run the demo; prints as it goes; returns 0 when every query is answered correctly, 130
+    when interrupted (one line, no summary)."""
     out = out or sys.stdout
     report = _run(options, out)
+    interrupted = harness.interrupted_exit(report, TAG, options.out_dir, out)
+    if interrupted is not None:
+        return interrupted
     for line in format_summary(report):
         print(line, file=out)
     out.flush()

@@ -13,7 +13,7 @@ from sam3_agent_ros.demo import sample
 from sam3_agent_ros.demo.concepts_scoring import format_concepts
 from sam3_agent_ros.demo.report import DemoReport, backends_lines
 from sam3_agent_ros.demo.scene import BoxErrors, box_errors
-from sam3_agent_ros.geometry3d import quaternion_to_matrix
+from sam3_agent_ros.geometry.rotations import quaternion_to_matrix
 
 IOU_THRESHOLD = 0.8
 
@@ -216,7 +216,8 @@ def format_summary(report: DemoReport) -> list[str]:
         if outcome.problem:
             lines.append(f"problem with {outcome.query!r}: {outcome.problem}")
     if report.output_bag:
-        counts = ", ".join(f"{t.rsplit('/', 1)[-1]}: {n}" for t, n in report.output_counts.items())
+        counts = ", ".join(f"{t.removeprefix('/sam3_agent/')}: {n}"
+                           for t, n in report.output_counts.items())
         lines.append(f"output bag: {report.output_bag} ({counts})")
     if report.error:
         lines.append(f"error: {report.error}")

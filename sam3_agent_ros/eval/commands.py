@@ -180,7 +180,9 @@ def _warn_if_config_changed(out: Path, config) -> None:
         previous = json.loads((out / SUMMARY).read_text(encoding="utf-8")).get("config", {})
     except (OSError, ValueError, AttributeError):
         return
-    now = public_config(config.to_params())
+    # Compared as stored: summary.json holds JSON, where the config's tuples are lists (every
+    # resume warned that concepts.prompts, an empty tuple, had changed).
+    now = json.loads(json.dumps(public_config(config.to_params())))
     changed = sorted(k for k in set(previous) | set(now) if previous.get(k) != now.get(k))
     if changed:
         _error(f"warning: resuming with different parameters than the first part of the run: "

@@ -68,7 +68,8 @@ class Session(Protocol):
         ...
 
     def update(self, frame_rgb: np.ndarray, now_s: float) -> FollowUpdate:
-        """Follow the objects onto the next frame, taken at ``now_s`` seconds."""
+        """Follow the objects onto the next frame, taken at ``now_s`` seconds (never less than
+        the previous call's)."""
         ...
 
     def stop(self) -> FollowUpdate:

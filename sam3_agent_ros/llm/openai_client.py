@@ -20,7 +20,10 @@ Policy, in one place:
   is scrubbed from every error message; so are credentials and key-like query parameters of URLs
   (``redact.py``): the endpoint is always shown redacted.
 - An endpoint that cannot be reached after every attempt ends in one line naming the endpoint
-  and the fix (start the server, check ``llm.base_url``, or try without a model).
+  and the fix (start the server, check ``llm.base_url``, or try without a model); one that
+  accepts the connection and never answers (hung) is named with the bound that expired
+  (``llm.timeout_s``, or the query's time). Each ``LlmError`` carries what failed as fields
+  (``core/errors.py``); the failures of one attempt and the final error are ``llm/attempts.py``.
 - Images are encoded once per query: the encoder cache is keyed by the query's ``CancelToken``.
 """
 
@@ -40,6 +43,13 @@ import openai
 from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import LlmError
 from sam3_agent_ros.core.types import LlmReply, Message, NativeToolCall
+from sam3_agent_ros.llm.attempts import (
+    Retriable,
+    Unsupported,
+    gave_up,
+    no_answer,
+    unsupported_parameter,
+)
 from sam3_agent_ros.llm.encoding import ImageEncoder, to_openai_messages
 from sam3_agent_ros.redact import redact_text, redact_url, url_secrets
 
@@ -50,38 +60,6 @@ RETRIABLE_STATUS = frozenset({408, 409, 429})
 _POLL_S = 0.05  # how often a waiting call looks at the cancel token
 _GRACE_S = 0.5  # hard bound on one attempt beyond its timeout (httpx timeouts are per phase)
 _MAX_SERVER_TEXT = 300
-OFFLINE_HINT = "-p llm.backend:=offline -p segmenter.backend:=color"
-
-
-class _Retriable(Exception):
-    """One attempt failed in a way worth retrying; ``str`` is the reason, ``retry_after`` a hint.
-    ``cause`` is set when no connection could be made at all (the endpoint is unreachable)."""
-
-    def __init__(self, reason: str, retry_after: float | None = None,
-                 cause: str | None = None):
-        super().__init__(reason + (f" ({cause})" if cause else ""))
-        self.reason, self.retry_after, self.cause = reason, retry_after, cause
-
-
-class _Unsupported(Exception):
-    """A 400 saying a request parameter is not supported by this model (adapted, then resent)."""
-
-    def __init__(self, parameter: str, reason: str):
-        super().__init__(reason)
-        self.parameter = parameter
-
-
-def _unsupported_parameter(status: int, text: str) -> str | None:
-    """``max_tokens`` or ``temperature`` when a 400 says the model does not support it."""
-    lowered = text.lower()
-    if status != 400 or not any(word in lowered for word in ("unsupported", "not supported",
-                                                              "does not support")):
-        return None
-    if "max_tokens" in lowered and "max_completion_tokens" in lowered:
-        return "max_tokens"
-    if "temperature" in lowered:
-        return "temperature"
-    return None
 
 
 class OpenAiClient:
@@ -137,46 +115,41 @@ class OpenAiClient:
     def complete(self, messages: list[Message], cancel: CancelToken,
                  tools: list[dict] | None = None) -> LlmReply:
         if self._closed:
-            raise LlmError("the LLM client is closed")
+            raise LlmError("the LLM client is closed", endpoint=self._endpoint)
         try:
             payload = to_openai_messages(messages, self.encoder_for(cancel))
         except Exception as exc:  # noqa: BLE001 (bad image or role: input, not the endpoint)
             raise LlmError(f"cannot build the LLM request: {type(exc).__name__}: {exc}") from None
         attempts = self._config.max_retries + 1
-        last: _Retriable | None = None
+        last: Retriable | None = None
         for attempt in range(attempts):
             if cancel.cancelled:
-                raise LlmError("cancelled")
+                raise self._cancelled()
             timeout = self._attempt_timeout(cancel)
             try:
                 return self._attempt(payload, tools, timeout, cancel)
-            except _Unsupported as exc:  # each parameter adapts once, so this recursion ends
+            except Unsupported as exc:  # each parameter adapts once, so this recursion ends
                 if not self._adapt(exc.parameter):
-                    raise LlmError(str(exc)) from None
+                    raise LlmError(str(exc), kind=LlmError.HTTP_STATUS, endpoint=self._endpoint,
+                                   status_code=400) from None
                 return self.complete(messages, cancel, tools)
-            except _Retriable as exc:
+            except Retriable as exc:
                 last = exc
             if attempt + 1 == attempts:
                 break
             delay = self._backoff(attempt, last.retry_after)
             remaining = cancel.remaining()
             if remaining is not None and delay >= remaining:
-                raise LlmError(self._gave_up(last, attempt + 1,
-                                             "no time left in the query for a retry"))
+                raise gave_up(last, attempt + 1, self._endpoint,
+                              "no time left in the query for a retry")
             log.warning("LLM request failed (%s); retry %d/%d in %.2f s", last,
                         attempt + 1, attempts - 1, delay)
             if cancel.wait(delay):
-                raise LlmError("cancelled")
-        raise LlmError(self._gave_up(last, attempts))
+                raise self._cancelled()
+        raise gave_up(last, attempts, self._endpoint)
 
-    def _gave_up(self, last: _Retriable, attempts: int, why: str = "") -> str:
-        """The one line that ends the request (the agent prefixes "LLM request failed: ")."""
-        tried = f"{attempts} attempt{'s' if attempts > 1 else ''}"
-        if last.cause is not None:
-            because = f"{last.cause}; {why}" if why else last.cause
-            return (f"{last.reason} after {tried} ({because}): start the server or check "
-                    f"llm.base_url; to try without a model: {OFFLINE_HINT}")
-        return f"{last} ({tried}{', ' + why if why else ''})"
+    def _cancelled(self) -> LlmError:
+        return LlmError("cancelled", kind=LlmError.CANCELLED, endpoint=self._endpoint)
 
     def close(self) -> None:
         """Close the HTTP connection pool; later ``complete`` calls fail with ``LlmError``."""
@@ -193,7 +166,8 @@ class OpenAiClient:
         remaining = cancel.remaining()
         if remaining is not None:
             if remaining <= 0:
-                raise LlmError("query deadline reached before the LLM request")
+                raise LlmError("query deadline reached before the LLM request",
+                               kind=LlmError.DEADLINE, endpoint=self._endpoint)
             timeout = min(timeout, remaining)
         return timeout
 
@@ -216,12 +190,12 @@ class OpenAiClient:
             if done:
                 break
             if cancel.cancelled:
-                raise LlmError("cancelled")
+                raise self._cancelled()
             if time.monotonic() >= hard_deadline:
-                raise _Retriable(f"no reply from {self._endpoint} within {timeout:.1f} s")
+                raise no_answer(self._endpoint, timeout, self._config.timeout_s)
         try:
             completion = future.result()
-        except (_Retriable, _Unsupported, LlmError):
+        except (Retriable, Unsupported, LlmError):
             raise
         except Exception as exc:  # noqa: BLE001 (every SDK failure becomes LlmError)
             raise self._classify(exc, timeout) from None
@@ -240,28 +214,31 @@ class OpenAiClient:
             model=self._config.model, messages=payload, timeout=timeout, **options)
 
     def _classify(self, exc: Exception, timeout: float) -> Exception:
-        """An SDK exception -> ``_Retriable`` or a final ``LlmError`` with a hint."""
+        """An SDK exception -> ``Retriable`` or a final ``LlmError`` with a hint."""
         base_url = self._endpoint
         if isinstance(exc, openai.APITimeoutError):
-            return _Retriable(f"no reply from {base_url} within {timeout:.1f} s")
+            return no_answer(base_url, timeout, self._config.timeout_s)
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
             detail = self._scrub(str(cause)) if cause and str(cause) else "no connection"
-            return _Retriable(f"cannot reach the LLM endpoint {base_url}", cause=detail)
+            return Retriable(f"cannot reach the LLM endpoint {base_url}", cause=detail)
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             text = self._server_text(exc)
             if status >= 500 or status in RETRIABLE_STATUS:
-                return _Retriable(f"HTTP {status}: {text}", _retry_after(exc))
-            unsupported = _unsupported_parameter(status, text)
+                return Retriable(f"HTTP {status}: {text}", _retry_after(exc),
+                                 kind=LlmError.HTTP_STATUS, status_code=status)
+            unsupported = unsupported_parameter(status, text)
             if unsupported:
-                return _Unsupported(unsupported, f"HTTP {status} from {base_url}: {text}")
-            return LlmError(f"HTTP {status} from {base_url}: {self._hint(status, text)}")
+                return Unsupported(unsupported, f"HTTP {status} from {base_url}: {text}")
+            return LlmError(f"HTTP {status} from {base_url}: {self._hint(status, text)}",
+                            kind=LlmError.HTTP_STATUS, endpoint=base_url, status_code=status)
         if isinstance(exc, json.JSONDecodeError):
             return LlmError(f"malformed LLM response: the body is not JSON ({exc.msg} at "
-                            f"char {exc.pos})")
+                            f"char {exc.pos})", kind=LlmError.BAD_REPLY, endpoint=base_url)
         if isinstance(exc, openai.APIResponseValidationError):
-            return LlmError(f"malformed LLM response: {self._scrub(str(exc))}")
+            return LlmError(f"malformed LLM response: {self._scrub(str(exc))}",
+                            kind=LlmError.BAD_REPLY, endpoint=base_url)
         return LlmError(f"unexpected error from the openai client: {type(exc).__name__}: "
                         f"{self._scrub(str(exc))}")
 
@@ -318,11 +295,12 @@ class OpenAiClient:
         try:
             choices = getattr(completion, "choices", None)
             if not choices:
-                raise LlmError("malformed LLM response: no choices")
+                raise LlmError("malformed LLM response: no choices", kind=LlmError.BAD_REPLY)
             choice = choices[0]
             message = getattr(choice, "message", None)
             if message is None:
-                raise LlmError("malformed LLM response: the choice has no message")
+                raise LlmError("malformed LLM response: the choice has no message",
+                               kind=LlmError.BAD_REPLY)
             usage = getattr(completion, "usage", None)
             return LlmReply(
                 text=_content_text(getattr(message, "content", None)),
@@ -336,7 +314,7 @@ class OpenAiClient:
             raise
         except Exception as exc:  # noqa: BLE001 (any odd shape is a malformed response)
             raise LlmError(f"malformed LLM response: {type(exc).__name__}: "
-                           f"{self._scrub(str(exc))}") from None
+                           f"{self._scrub(str(exc))}", kind=LlmError.BAD_REPLY) from None
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None and 0 <= retry_after <= self._backoff_max_s:
@@ -360,7 +338,7 @@ def _content_text(content: object) -> str:
                 texts.append(text)
         return "".join(texts)
     raise LlmError(f"malformed LLM response: content is a {type(content).__name__}, not a "
-                   "string or a list of parts")
+                   "string or a list of parts", kind=LlmError.BAD_REPLY)
 
 
 def _reasoning_text(message: object) -> str:

@@ -1,10 +1,15 @@
-"""3D targets from aligned depth: the ROS side of ``geometry3d`` (depth + camera_info in,
+"""3D targets from aligned depth: the ROS side of ``geometry/`` (depth + camera_info in,
 ``~/target``, ``~/targets`` and ``~/markers`` out).
 
-Threads: the subscription callbacks only keep message references (a ring buffer of depth frames,
-the latest camera_info); ``locate`` runs on the node's worker thread, picks the depth frame nearest
-in stamp to the colour frame, converts only that one and measures every mask. Nothing here raises
-into the node: any problem becomes a ``position_error`` reason (and a warning, once per kind).
+Threads: the subscription callbacks only keep message references (a ring buffer of depth frames)
+and the calibrations by stamp (``camera_model.CalibrationHistory``); ``locate`` runs on the node's
+worker thread, picks the depth frame nearest in stamp to the colour frame and the camera_info in
+force at its stamp, checks that camera model against the frame (``camera_model.image_intrinsics``:
+size, binning/ROI, focal lengths, principal point), converts only that depth frame and measures
+every mask. Nothing here raises into the node: any problem becomes a ``position_error`` reason
+(and a warning, once per kind: the kinds are fixed names, never outside text, and every outside
+text in a log line is escaped with ``for_log``); the camera model's verdict goes to
+``/diagnostics`` (``health.camera_model_checked``).
 """
 
 from __future__ import annotations
@@ -19,12 +24,15 @@ from visualization_msgs.msg import MarkerArray
 
 from sam3_agent_ros.config import DepthConfig
 from sam3_agent_ros.core.types import stamp_ns
-from sam3_agent_ros.geometry3d import (
-    as_intrinsics,
-    depth_for_colour,
-    depth_from_buffer,
-    measure_mask,
+from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.geometry.camera_model import (
+    CalibrationHistory,
+    CameraModel,
+    CameraModelError,
+    image_intrinsics,
 )
+from sam3_agent_ros.geometry.depth_image import depth_for_colour, depth_from_buffer
+from sam3_agent_ros.geometry.measure import measure_mask
 from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS, pixel_cap_problem
 from sam3_agent_ros.ros.conversions import frame_stamp_ns
 from sam3_agent_ros.ros.qos import DEPTH_QOS, OUTPUT_QOS
@@ -34,6 +42,16 @@ CAMERA_INFO_TOPIC = "camera_info"
 TARGET_TOPIC = "~/target"
 TARGETS_TOPIC = "~/targets"
 MARKERS_TOPIC = "~/markers"
+ID_LOG_CHARS = 80  # the most of one frame_id a warning repeats
+WARNING_CHARS = 1000  # the most of one warning
+REASON_CHARS = 300  # the most of a depth frame's problem that a position_error repeats
+
+
+def camera_model_of(msg: CameraInfo) -> CameraModel:
+    """A sensor_msgs/CameraInfo's pinhole model (K, size, binning, ROI)."""
+    roi = msg.roi
+    return CameraModel.from_values(msg.k, msg.width, msg.height, msg.binning_x, msg.binning_y,
+                                   (roi.x_offset, roi.y_offset, roi.width, roi.height))
 
 
 class DepthTargets:
@@ -41,15 +59,16 @@ class DepthTargets:
     ``~/markers``."""
 
     def __init__(self, node: Any, cfg: DepthConfig, callback_group: Any = None,
-                 max_pixels: int = DEFAULT_MAX_PIXELS):
+                 max_pixels: int = DEFAULT_MAX_PIXELS, health: Any = None):
         self._node = node
         self._cfg = cfg
         self._max_pixels = max_pixels  # max_image_pixels: larger depth frames are not converted
         self._logger = node.get_logger()
         self._lock = threading.Lock()
         self._depth_frames: collections.deque = collections.deque(maxlen=cfg.buffer_size)
-        self._camera_info: CameraInfo | None = None
-        self._warned: set[str] = set()
+        self._calibrations = CalibrationHistory()  # camera_info by stamp
+        self._health = health  # a HealthRecorder (/diagnostics) or None
+        self._warned: set[str] = set()  # fixed kinds, never outside text: bounded
         self._depth_sub = node.create_subscription(
             Image, DEPTH_TOPIC, self._on_depth, DEPTH_QOS, callback_group=callback_group)
         self._info_sub = node.create_subscription(
@@ -67,14 +86,16 @@ class DepthTargets:
             self._depth_frames.append(msg)
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
+        model = camera_model_of(msg)
+        stamp = stamp_ns(msg.header.stamp.sec, msg.header.stamp.nanosec)
         with self._lock:
-            self._camera_info = msg
+            self._calibrations.add(stamp, model)
 
     # --- queries (worker thread) ----------------------------------------------------------------
     def locate(self, frame: Any, masks: list[Any]) -> list[dict[str, Any]]:
         """Per mask ``{"position": {"x", "y", "z"} | None, "position_error": None | reason,
         "box": {"center", "size", "orientation"} | None, "box_error": None | reason}``
-        (``"position_spread_m"`` with a position): ``geometry3d.measure_mask``. Never raises."""
+        (``"position_spread_m"`` with a position): ``measure_mask`` (geometry). Never raises."""
         if not masks:
             return []
         try:
@@ -87,9 +108,9 @@ class DepthTargets:
     def _locate(self, frame: Any, masks: list[Any]) -> list[dict[str, Any]]:
         with self._lock:
             depth_frames = list(self._depth_frames)
-            info = self._camera_info
+            have_info = len(self._calibrations) > 0
         reason = None
-        if info is None:
+        if not have_info:
             reason = f"no camera_info received on {self._info_topic}"
         elif not depth_frames:
             reason = f"no depth frame received on {self._depth_topic}"
@@ -97,6 +118,11 @@ class DepthTargets:
             return [_no_position(reason) for _ in masks]
 
         target_ns = frame_stamp_ns(frame)
+        with self._lock:
+            model, missing = self._calibrations.at(target_ns)
+        if model is None:
+            reason = f"no camera_info for the colour frame's stamp on {self._info_topic}: {missing}"
+            return [_no_position(reason) for _ in masks]
 
         def distance_ns(message: Image) -> int:
             return abs(stamp_ns(message.header.stamp.sec, message.header.stamp.nanosec)
@@ -110,13 +136,21 @@ class DepthTargets:
                       f" s of the colour frame (nearest is {diff_s:.3f} s away)")
             return [_no_position(reason) for _ in masks]
 
-        depth_m, intrinsics, reason = self._prepare(frame, depth_msg, info)
+        depth_m, intrinsics, reason = self._prepare(frame, depth_msg, model)
         if reason:
             return [_no_position(reason) for _ in masks]
         return [self._measure(mask, frame, depth_m, intrinsics) for mask in masks]
 
-    def _prepare(self, frame: Any, depth_msg: Image, info: CameraInfo):
+    def _prepare(self, frame: Any, depth_msg: Image, model: CameraModel):
         """(depth in metres at the colour resolution, colour intrinsics, None) or a reason."""
+        try:  # the camera model must fit the colour frame: else no 3D (camera_model.py)
+            intrinsics = image_intrinsics(model, (frame.width, frame.height))
+        except CameraModelError as exc:
+            reason = f"unusable camera_info: {exc}"
+            self._camera_model_checked(reason, model)
+            self._warn_once("camera_info", reason)
+            return None, None, reason
+        self._camera_model_checked(None, model, intrinsics)
         too_large = pixel_cap_problem(depth_msg.width, depth_msg.height, self._max_pixels)
         if too_large:  # from the header: nothing converted
             reason = f"unusable depth frame: {too_large}"
@@ -126,29 +160,23 @@ class DepthTargets:
             depth_m = depth_from_buffer(depth_msg.data, depth_msg.width, depth_msg.height,
                                         depth_msg.step, depth_msg.encoding,
                                         bool(depth_msg.is_bigendian))
-        except ValueError as exc:
-            reason = f"unusable depth frame: {exc}"
-            self._warn_once(f"depth:{depth_msg.encoding}:{type(exc).__name__}", reason)
+        except ValueError as exc:  # may quote the peer's encoding: clipped, escaped
+            reason = f"unusable depth frame: {for_log(exc, REASON_CHARS)}"
+            self._warn_once("depth:unusable", reason)
             return None, None, reason
         if depth_msg.header.frame_id != frame.frame_id:
             self._warn_once(
-                f"frame_id:{depth_msg.header.frame_id}",
-                f"depth frame_id '{depth_msg.header.frame_id}' differs from the colour frame_id "
-                f"'{frame.frame_id}': depth must be registered (aligned) to the colour camera, "
-                "e.g. RealSense align_depth.enable:=true (see docs/depth.md)")
-        try:
-            intrinsics = as_intrinsics(info.k)
-        except ValueError as exc:
-            reason = f"unusable camera_info: {exc}"
-            self._warn_once("camera_info", reason)
-            return None, None, reason
-        try:  # the colour resolution, the colour image's intrinsics (geometry3d)
-            depth_m, intrinsics = depth_for_colour(
-                depth_m, (frame.width, frame.height), intrinsics,
-                (info.width, info.height) if info.width and info.height else None)
+                "frame_id",
+                f"depth frame_id '{for_log(depth_msg.header.frame_id, ID_LOG_CHARS)}' differs "
+                f"from the colour frame_id '{for_log(frame.frame_id, ID_LOG_CHARS)}': depth must "
+                "be registered (aligned) to the colour camera, e.g. RealSense "
+                "align_depth.enable:=true (see docs/depth.md; said once)")
+        try:  # depth at the colour resolution (geometry.depth_image)
+            depth_m, intrinsics = depth_for_colour(depth_m, (frame.width, frame.height),
+                                                   intrinsics)
         except ValueError as exc:
             reason = str(exc)
-            self._warn_once(f"aspect:{depth_msg.width}x{depth_msg.height}", reason)
+            self._warn_once("depth:aspect", reason)
             return None, None, reason
         return depth_m, intrinsics, None
 
@@ -202,22 +230,40 @@ class DepthTargets:
         self._target_pub = self._targets_pub = self._markers_pub = None
         with self._lock:
             self._depth_frames.clear()
-            self._camera_info = None
+            self._calibrations.clear()
+        if self._health is not None:
+            self._health.camera_model_started(False)
 
-    def _warn_once(self, key: str, message: str) -> None:
+    def _camera_model_checked(self, problem: str | None, model: CameraModel,
+                              intrinsics: Any = None) -> None:
+        if self._health is None:
+            return
+        summary = model.describe()
+        if intrinsics is not None:
+            summary += (f", fx={intrinsics.fx:g} fy={intrinsics.fy:g} cx={intrinsics.cx:g} "
+                        f"cy={intrinsics.cy:g}")
+        self._health.camera_model_checked(problem, summary)
+
+    def _warn_once(self, kind: str, message: str) -> None:
+        """Log ``message`` (escaped: it may quote outside text) the first time of ``kind``, a
+        fixed name: the memory holds at most one entry per kind whatever the peers send."""
         with self._lock:
-            if key in self._warned:
+            if kind in self._warned:
                 return
-            self._warned.add(key)
-        self._logger.warning(message)
+            self._warned.add(kind)
+        self._logger.warning(for_log(message, WARNING_CHARS))
 
 
-def start_depth(node: Any, cfg: DepthConfig, max_pixels: int) -> DepthTargets | None:
+def start_depth(node: Any, cfg: DepthConfig, max_pixels: int,
+                health: Any = None) -> DepthTargets | None:
     """``DepthTargets`` on the node's default callback group (activation, ``depth.enabled``);
     None, said in the log, when they cannot be created: the node then answers without 3D."""
     try:
-        return DepthTargets(node, cfg, callback_group=node.default_callback_group,
-                            max_pixels=max_pixels)
+        targets = DepthTargets(node, cfg, callback_group=node.default_callback_group,
+                               max_pixels=max_pixels, health=health)
+        if health is not None:
+            health.camera_model_started()
+        return targets
     except Exception as exc:  # noqa: BLE001
         node.get_logger().error(f"depth disabled: {type(exc).__name__}: {exc}")
         return None

@@ -12,7 +12,8 @@ The node calls, in order of a query's life:
   query that asked to be followed starts a ``FollowSession`` on the answer's frame and masks;
 - ``offer(message)`` from the image callback (O(1)); ``stop(reason)`` for stop_follow and
   deactivation.
-The follow thread (``FollowRunner``) publishes through ``outputs.FollowPublisher``.
+The follow thread (``FollowRunner``) publishes through ``outputs.FollowPublisher``; ``on_status``
+(the node's health) sees every status, and ``follow_health.follow_started`` when a session begins.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from sam3_agent_ros.core.types import Frame, QueryStatus, Result
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.follow.types import STOPPED, starting_source
 from sam3_agent_ros.ros.conversions import frame_stamp_ns
+from sam3_agent_ros.ros.follow_health import follow_started
 from sam3_agent_ros.ros.follow_runner import FollowRunner, status_json
 from sam3_agent_ros.ros.outputs import FollowPublisher
 from sam3_agent_ros.ros.qos import OUTPUT_QOS
@@ -52,7 +54,8 @@ class FollowControl:
         self._publisher = FollowPublisher(
             node, OUTPUT_QOS, config.overlay if config.node.publish_overlay else None)
         self._runner = FollowRunner(to_frame=to_frame, publish=self._publish,
-                                    on_reground=self._on_reground)
+                                    on_reground=self._on_reground,
+                                    lost_timeout_s=self._config.lost_timeout_s)
         self._reground = reground
         self._runner.start()
         self._service = None
@@ -137,7 +140,10 @@ class FollowControl:
             return
         with self._lock:
             self._labels = {result.query_id: result.query}  # ~/markers labels, this follow's
-        self._runner.follow(result.query_id, session, len(result.masks), frame, text)
+        if self._on_status is not None:  # the health knows a session exists before its update
+            self._on_status(follow_started(result.query_id))
+        self._runner.follow(result.query_id, session, len(result.masks), frame, text,
+                            answer_age_s=result.timings.total_s)
         self._node.get_logger().info(
             f"following {for_log(result.query_id)} ({len(result.masks)} object(s), "
             f"follow.mode={self._config.mode})")

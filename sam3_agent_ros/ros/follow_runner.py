@@ -11,13 +11,20 @@ Threads:
 - the follow thread converts the newest frame, runs ``FollowSession.update`` on it and publishes.
 
 Every followed answer ends in exactly one final status: ``lost`` (the session lost the objects
-for ``follow.lost_timeout_s``) or ``stopped`` (``end``, a new follow, bad input, shutdown).
-Session time is the frames' own stamps, so a replayed bag behaves as it did live.
+for ``follow.lost_timeout_s``, or no update went out for ``lost_timeout_s``: no usable frame) or
+``stopped`` (``end``, a new follow, bad input, shutdown).
+
+Frames are followed in ARRIVAL order: every frame offered after ``follow`` is processed, whatever
+its stamp (zero, equal, older, in the future). Session time (``SessionClock``) advances by the
+stamp difference while stamps go forward, so a replayed bag behaves as it did live, and by the
+arrival difference where they do not (zero or equal stamps, a bag replayed in a loop, a frame
+stamped in the future and the frames after it): the lost clock always runs.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -27,10 +34,41 @@ from typing import Any
 import numpy as np
 
 from sam3_agent_ros.core.types import Frame
+from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.follow.types import LOST, STOPPED, FollowedObject, Session, starting_source
 from sam3_agent_ros.ros.conversions import FrameUnusable, frame_stamp_ns
 
 log = logging.getLogger(__name__)
+
+# A forward stamp step longer than STAMP_RATE_MAX x the arrival step + STAMP_SLACK_S is a clock
+# jump (a frame stamped in the future): its arrival step counts instead. Bags replayed up to 2x
+# faster, and camera gaps (both steps long), keep their stamp steps.
+STAMP_RATE_MAX = 2.0
+STAMP_SLACK_S = 1.0
+
+
+class SessionClock:
+    """The time handed to ``Session.update``: never backwards, running on every frame.
+
+    Starts at the answer's frame (its stamp; it arrived at ``received``); each frame then
+    advances it by its stamp step when the stamp went forward and the step is no clock jump,
+    else by its arrival step. Without an answer's frame it starts at the first frame's stamp."""
+
+    def __init__(self, stamp_ns: int | None, received: float):
+        self.now_s: float | None = None if stamp_ns is None else stamp_ns / 1e9
+        self._stamp_ns = stamp_ns
+        self._received = received
+
+    def advance(self, stamp_ns: int, received: float) -> float:
+        arrival_step = max(0.0, received - self._received)
+        if self.now_s is None or self._stamp_ns is None:
+            self.now_s = stamp_ns / 1e9
+        else:
+            stamp_step = (stamp_ns - self._stamp_ns) / 1e9
+            forward = 0 < stamp_step <= STAMP_RATE_MAX * arrival_step + STAMP_SLACK_S
+            self.now_s += stamp_step if forward else arrival_step
+        self._stamp_ns, self._received = stamp_ns, received
+        return self.now_s
 
 # publish(frame or None, masks by object index (None: not visible), status JSON)
 Publish = Callable[[Frame | None, list[np.ndarray | None], dict[str, Any]], None]
@@ -59,7 +97,8 @@ class _Followed:
     query_id: str
     session: Session
     count: int  # objects in the answer
-    after_ns: int  # frames stamped at or before the answer's frame are not followed
+    clock: SessionClock
+    updated: float  # clock() of the last update published (at first: of ``follow``)
     text: str = ""  # the query, for a re-grounding
     last_frame: Frame | None = None
     last_source: str = ""
@@ -82,7 +121,7 @@ class FollowStats:
     frames: int = 0  # frames followed (updates published)
     dropped: int = 0  # frames replaced in the slot before the thread took them
     unusable: int = 0  # frames that could not be converted
-    skipped: int = 0  # frames stamped at or before the answer's frame
+    quiet: int = 0  # follows ended lost by the watchdog (no update for lost_timeout_s)
     updates_ms: list[float] = field(default_factory=list)  # latency of the last updates
 
 
@@ -91,16 +130,20 @@ class FollowRunner:
 
     - ``to_frame(message) -> Frame`` converts a frame message, raising ``FrameUnusable``;
     - ``publish(frame, masks, status)`` sends the follow outputs (called on the follow thread);
-    - ``on_reground(query_id, text)`` re-runs a lost query (``follow.reground_on_lost``).
+    - ``on_reground(query_id, text)`` re-runs a lost query (``follow.reground_on_lost``);
+    - ``lost_timeout_s`` (``follow.lost_timeout_s``; None: no watchdog): a follow that publishes
+      no update for this long (by ``clock``: no frame, only unusable ones) ends ``lost``.
     """
 
     def __init__(self, *, to_frame: Callable[[Any], Frame], publish: Publish,
                  on_reground: Callable[[str, str], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 lost_timeout_s: float | None = None):
         self._to_frame = to_frame
         self._publish = publish
         self._on_reground = on_reground
         self._clock = clock
+        self._lost_timeout_s = lost_timeout_s
         self._changed = threading.Condition()
         self._followed: _Followed | None = None
         self._slot: _Slot | None = None
@@ -122,10 +165,13 @@ class FollowRunner:
         return followed.query_id if followed is not None else None
 
     def follow(self, query_id: str, session: Session, count: int, after: Frame | None,
-               text: str = "") -> None:
-        """Start following (the previous follow, if any, ends ``stopped``)."""
-        after_ns = frame_stamp_ns(after) if after is not None else -1
-        followed = _Followed(query_id, session, count, after_ns, text, last_frame=after,
+               text: str = "", answer_age_s: float = 0.0) -> None:
+        """Start following (the previous follow, if any, ends ``stopped``) from ``after``, the
+        answer's frame, which arrived about ``answer_age_s`` ago (the query's duration)."""
+        now = self._clock()
+        age = answer_age_s if math.isfinite(answer_age_s) and answer_age_s > 0 else 0.0
+        clock = SessionClock(frame_stamp_ns(after) if after is not None else None, now - age)
+        followed = _Followed(query_id, session, count, clock, now, text, last_frame=after,
                              last_source=starting_source(session.mode))
         with self._changed:
             if self._shutdown:
@@ -181,21 +227,37 @@ class FollowRunner:
         return not thread.is_alive()
 
     # --- the follow thread -----------------------------------------------------------------------
+    def _quiet_for(self) -> float | None:
+        """Seconds until the followed session has gone ``lost_timeout_s`` without an update
+        (<= 0: it has); None: no watchdog or nothing followed. Under ``_changed``."""
+        if self._lost_timeout_s is None or self._followed is None:
+            return None
+        return self._followed.updated + self._lost_timeout_s - self._clock()
+
     def _run(self) -> None:
         while True:
             with self._changed:
                 while not (self._shutdown or self._endings
                            or (self._followed is not None and self._slot is not None)):
-                    self._changed.wait()
-                job = None
-                if self._followed is not None and self._slot is not None and not self._endings:
-                    job, self._slot = (self._followed, self._slot), None
+                    left = self._quiet_for()
+                    if left is not None and left <= 0:
+                        break
+                    self._changed.wait(left)
+                job = quiet = None
+                if not (self._endings or self._shutdown):
+                    left = self._quiet_for()
+                    if left is not None and left <= 0:  # ends with the watchdog's lost
+                        quiet, self._followed, self._slot = self._followed, None, None
+                    elif self._followed is not None and self._slot is not None:
+                        job, self._slot = (self._followed, self._slot), None
                 self._busy = True
                 shutting_down = self._shutdown
             try:
                 self._finish_endings()
                 if job is not None:
                     self._process(*job)
+                if quiet is not None:
+                    self._publish_quiet_lost(quiet)
             except Exception:  # noqa: BLE001 (the thread must survive anything)
                 log.exception("follow: unexpected failure")
             finally:
@@ -224,11 +286,8 @@ class FollowRunner:
             self.stats.unusable += 1
             log.warning("follow: skipping an unusable frame: %s", exc.reason)
             return
-        frame_ns = frame_stamp_ns(frame)
-        if frame_ns <= followed.after_ns:
-            self.stats.skipped += 1
-            return  # the answer's own frame (or older): nothing new to follow
-        update = followed.session.update(frame.image, frame_ns / 1e9)
+        now_s = followed.clock.advance(frame_stamp_ns(frame), slot.received)
+        update = followed.session.update(frame.image, now_s)
         latency_ms = (self._clock() - slot.received) * 1000.0
         with self._changed:
             current = self._followed is followed
@@ -237,6 +296,7 @@ class FollowRunner:
         if not current:
             return  # ended while this frame was processed: its 'stopped' says so
         followed.last_frame, followed.last_source = frame, update.source
+        followed.updated = self._clock()
         masks: list[np.ndarray | None] = [None] * followed.count
         for obj in update.objects:
             if 0 <= obj.index < followed.count:
@@ -254,6 +314,18 @@ class FollowRunner:
                 self._on_reground(followed.query_id, followed.text)
             except Exception:  # noqa: BLE001
                 log.exception("follow: re-grounding failed")
+
+    def _publish_quiet_lost(self, followed: _Followed) -> None:
+        """The watchdog's final ``lost``: no update for ``lost_timeout_s`` (no re-grounding: a
+        re-run query would find no usable frame either)."""
+        self.stats.quiet += 1
+        quiet_s = self._clock() - followed.updated
+        log.warning("follow of %s: no update for %.1f s: lost", for_log(followed.query_id),
+                    quiet_s)
+        self._safe_publish(followed.last_frame, [None] * followed.count, status_json(
+            followed.query_id, followed.session.mode, LOST, followed.last_source,
+            followed.last_frame, None, [],
+            f"no update for {quiet_s:.1f} s (follow.lost_timeout_s): no usable frame arrived"))
 
     def _safe_publish(self, frame: Frame | None, masks: list[np.ndarray | None],
                       status: dict[str, Any]) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 import enum
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -20,9 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sam3_agent_ros.core.cancel import CancelToken
-from sam3_agent_ros.core.errors import LlmError
+from sam3_agent_ros.core.errors import LlmError, LlmFailure
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.redact import redact_text, redact_url
+from sam3_agent_ros.ros import llm_failure
+from sam3_agent_ros.ros.follow_health import FOLLOW_STARTED, FollowRecord, FollowSeen
 
 # --- what the statuses say, and when ---------------------------------------------------------
 
@@ -84,6 +85,7 @@ class LlmSeen:
     last_call_age_s: float | None
     last_ok_age_s: float | None  # of the newest successful call; None: never
     last_error: str | None  # of the newest failed call
+    last_failure: LlmFailure | None = None  # its fields (kind, attempts...), when known
 
 
 @dataclass(frozen=True)
@@ -106,12 +108,13 @@ class QueueSeen:
 
 
 @dataclass(frozen=True)
-class FollowSeen:
-    state: str | None  # the newest ~/follow/status state; None: nothing followed yet
-    query_id: str = ""
-    objects: int = 0
-    age_s: float = 0.0  # since that status
-    reason: str | None = None
+class CameraModelSeen:
+    """The camera model (camera_info) the newest 3D answer was measured with (depth on)."""
+
+    checked: bool  # a query has used one since depth started
+    problem: str | None = None  # why it did not fit the colour frame; None: it fitted
+    summary: str = ""  # what it was: "640x480, fx=600 fy=600 cx=319.5 cy=239.5"
+    age_s: float = 0.0  # since that check
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,7 @@ class HealthInputs:
     segmenter: SegmenterSeen
     queue: QueueSeen
     follow: FollowSeen
+    camera_model: CameraModelSeen | None = None  # None: depth is off
 
 
 def snapshot(recorder: HealthRecorder, params: dict[str, Any], segmenter: Any = None,
@@ -143,17 +147,20 @@ def snapshot(recorder: HealthRecorder, params: dict[str, Any], segmenter: Any = 
         queue=QueueSeen(accepting=load is not None, policy=str(params["query_policy"]),
                         queue_size=int(params["queue_size"]),
                         waiting=load[0] if load else 0, running=load[1] if load else None),
-        follow=recorder.follow())
+        follow=recorder.follow(), camera_model=recorder.camera_model())
 
 
 # --- the statuses (pure) ---------------------------------------------------------------------
 
 
 def statuses(inputs: HealthInputs) -> list[Status]:
-    """One status per area, in a fixed order."""
-    return [frames_status(inputs.frames), llm_status(inputs.llm),
-            segmenter_status(inputs.segmenter), queue_status(inputs.queue),
-            follow_status(inputs.follow)]
+    """One status per area, in a fixed order (the camera model only with depth on)."""
+    result = [frames_status(inputs.frames), llm_status(inputs.llm),
+              segmenter_status(inputs.segmenter), queue_status(inputs.queue),
+              follow_status(inputs.follow)]
+    if inputs.camera_model is not None:
+        result.append(camera_model_status(inputs.camera_model))
+    return result
 
 
 def frames_status(seen: FramesSeen) -> Status:
@@ -210,12 +217,10 @@ def llm_status(seen: LlmSeen) -> Status:
                  else "no call has succeeded yet")
         when = ago(seen.last_call_age_s)
         error = _without_hints(seen.last_error or "unknown error")
-        unreachable = _UNREACHABLE.match(error)
-        if unreachable:
-            cause = for_log(unreachable["cause"], ERROR_CHARS)
-            return Status("LLM endpoint", Level.ERROR,
-                          f"{where} unreachable: {cause} ({unreachable['tries']}, {when} ago; "
-                          f"{since})", values)
+        known = llm_failure.failure_message(where, seen.last_failure, when, since, ERROR_CHARS)
+        if known:  # from the error's fields: unreachable (ERROR), no answer in time (WARN)
+            return Status("LLM endpoint", Level.ERROR if known[0] else Level.WARN, known[1],
+                          values)
         return Status("LLM endpoint", Level.ERROR,
                       f"{where}: the last call failed {when} ago: "
                       f"{for_log(error, ERROR_CHARS)} ({since})", values)
@@ -229,11 +234,9 @@ def llm_status(seen: LlmSeen) -> Status:
                   values)
 
 
-# The LLM client's errors (llm/openai_client.py) end in hints for a person at a terminal, and an
-# unreachable endpoint names itself; the status says both once, shorter.
+# The LLM client's errors (llm/openai_client.py) end in hints for a person at a terminal; the
+# status says what failed from the error's fields (LlmFailure), shorter.
 _HINT_TAILS = (": start the server or check llm.base_url", "; to try without a model")
-_UNREACHABLE = re.compile(r"cannot reach the LLM endpoint \S+ after (?P<tries>\d+ attempts?) "
-                          r"\((?P<cause>.*)\)$", re.DOTALL)
 
 
 def _without_hints(error: str) -> str:
@@ -292,10 +295,17 @@ def follow_status(seen: FollowSeen) -> Status:
     query = for_log(seen.query_id, 80)
     if seen.state is None:
         return Status("follow", Level.OK, "not following", values)
+    quiet = f"no update for {seen.age_s:.1f} s"
+    why = "(no usable frame, or the follow thread is busy)"
+    if seen.state == FOLLOW_STARTED:  # a session that published nothing yet (follow_health)
+        if seen.age_s > FOLLOW_QUIET_S:
+            return Status("follow", Level.WARN, f"following {query}: {quiet} since it began "
+                                                f"{why}", values)
+        return Status("follow", Level.OK, f"following {query}: waiting for its first update",
+                      values)
     if seen.state == "tracking":
         if seen.age_s > FOLLOW_QUIET_S:
-            return Status("follow", Level.WARN, f"following {query}: no update for "
-                                                f"{seen.age_s:.1f} s (no new frames?)", values)
+            return Status("follow", Level.WARN, f"following {query}: {quiet} {why}", values)
         return Status("follow", Level.OK, f"following {query}: tracking {seen.objects} "
                                           "object(s)", values)
     reason = f": {for_log(seen.reason, ERROR_CHARS)}" if seen.reason else ""
@@ -304,6 +314,19 @@ def follow_status(seen: FollowSeen) -> Status:
                       values)
     return Status("follow", Level.OK, f"not following ({query} {seen.state} "
                                       f"{ago(seen.age_s)} ago{reason})", values)
+
+
+def camera_model_status(seen: CameraModelSeen) -> Status:
+    """WARN while the newest 3D answer found the camera_info unusable for its colour frame."""
+    values = {"camera_info": seen.summary, "problem": seen.problem or "",
+              "age_s": f"{seen.age_s:.1f}"}
+    if not seen.checked:
+        return Status("camera model", Level.OK, "no 3D answer yet", values)
+    if seen.problem:
+        return Status("camera model", Level.WARN, f"no 3D positions {ago(seen.age_s)} ago: "
+                      f"{for_log(seen.problem, ERROR_CHARS)}", values)
+    return Status("camera model", Level.OK, f"camera_info fits the colour frame "
+                                            f"({for_log(seen.summary, 120)})", values)
 
 
 def ago(seconds: float | None) -> str:
@@ -335,6 +358,7 @@ class _LlmCalls:
     last_at: float | None = None
     last_ok_at: float | None = None
     last_error: str | None = None
+    last_failure: LlmFailure | None = None
 
 
 class HealthRecorder:
@@ -351,7 +375,8 @@ class HealthRecorder:
         self._llm = _LlmCalls()
         self._state = "unconfigured"
         self._configure_error: str | None = None
-        self._follow: tuple[dict[str, Any], float] | None = None
+        self._follow = FollowRecord(clock)
+        self._camera_model: tuple[bool, str | None, str, float] | None = None
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -391,7 +416,8 @@ class HealthRecorder:
                 problem=self._problem, max_frame_age_s=max_frame_age_s)
 
     # --- LLM calls ---
-    def llm_call(self, ok: bool, latency_s: float, error: str | None = None) -> None:
+    def llm_call(self, ok: bool, latency_s: float, error: str | None = None,
+                 failure: LlmFailure | None = None) -> None:
         now = self._clock()
         with self._lock:
             llm = self._llm
@@ -401,7 +427,7 @@ class HealthRecorder:
             if ok:
                 llm.last_ok_at = now
             else:
-                llm.last_error = error
+                llm.last_error, llm.last_failure = error, failure
 
     def llm(self, backend: str, endpoint: str, model: str, timeout_s: float) -> LlmSeen:
         now = self._clock()
@@ -413,7 +439,7 @@ class HealthRecorder:
                 last_latency_s=llm.last_latency_s,
                 last_call_age_s=now - llm.last_at if llm.last_at is not None else None,
                 last_ok_age_s=now - llm.last_ok_at if llm.last_ok_at is not None else None,
-                last_error=llm.last_error)
+                last_error=llm.last_error, last_failure=llm.last_failure)
 
     # --- lifecycle ---
     def configuring(self) -> None:
@@ -438,25 +464,37 @@ class HealthRecorder:
 
     # --- follow mode (the follow thread) ---
     def follow_update(self, status: dict[str, Any]) -> None:
-        with self._lock:
-            self._follow = (status, self._clock())
+        """A ~/follow/status went out, or ``follow_health.follow_started``'s record."""
+        self._follow.update(status)
 
     def follow(self) -> FollowSeen:
+        return self._follow.seen()
+
+
+    # --- the camera model (depth's worker thread) ---
+    def camera_model_started(self, started: bool = True) -> None:
+        """Depth started (a camera model status appears) or stopped (it goes)."""
+        with self._lock:
+            self._camera_model = (False, None, "", self._clock()) if started else None
+
+    def camera_model_checked(self, problem: str | None, summary: str = "") -> None:
+        with self._lock:
+            self._camera_model = (True, problem, summary, self._clock())
+
+    def camera_model(self) -> CameraModelSeen | None:
         now = self._clock()
         with self._lock:
-            if self._follow is None:
-                return FollowSeen(None)
-            status, at = self._follow
-        objects = status.get("objects")
-        return FollowSeen(state=str(status.get("state")), query_id=str(status.get("query_id", "")),
-                          objects=len(objects) if isinstance(objects, list) else 0,
-                          age_s=now - at, reason=status.get("reason"))
+            if self._camera_model is None:
+                return None
+            checked, problem, summary, at = self._camera_model
+        return CameraModelSeen(checked, problem, summary, now - at)
 
 
 class ObservedLlm:
     """An ``LlmClient`` that forwards to ``inner`` and records each call's outcome and latency
     in ``recorder``. A call that ends because its query was cancelled (preemption, deadline,
-    deactivation) is not the endpoint's failure and is not recorded."""
+    deactivation) is not the endpoint's failure and is not recorded, unless it waited out the
+    query's time for an answer (a hung endpoint: kind TIMEOUT)."""
 
     def __init__(self, inner: Any, recorder: HealthRecorder):
         self.inner = inner
@@ -469,9 +507,10 @@ class ObservedLlm:
                      else self.inner.complete(messages, cancel))
         except LlmError as exc:
             remaining = cancel.remaining()
-            if not cancel.cancelled and (remaining is None or remaining > 0):
+            if not cancel.cancelled and (remaining is None or remaining > 0
+                                         or exc.kind == LlmError.TIMEOUT):
                 self._recorder.llm_call(False, self._recorder.clock() - started,
-                                        redact_text(str(exc)))
+                                        redact_text(str(exc)), llm_failure.redacted(exc.failure))
             raise
         self._recorder.llm_call(True, self._recorder.clock() - started)
         return reply

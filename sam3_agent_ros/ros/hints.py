@@ -51,10 +51,17 @@ def fix_backends(node: str) -> str:
             f"{lifecycle_command(node, 'configure')}")
 
 
+# What the node does after autostart failed (ros/node.py main): it ends, so launch, systemd or a
+# supervisor see it die instead of a process that looks alive and never answers.
+EXITING = "the node exits with status 1 (with autostart false it would stay up, unconfigured)"
+
+
 def autostart_failed(node: str, restart_only: bool) -> str:
-    """The autostart error after a failed configure (which logged what to do): unless only a
-    restart helps (autostart then runs again), the node also needs an activate once configured."""
+    """The autostart error after a failed configure (which logged what to do): the process then
+    exits. Unless only a restart helps, say how to fix it in place instead: start it with
+    autostart false, then configure and activate it."""
     if restart_only:
-        return "autostart: configure failed (see above)"
-    return ("autostart: configure failed (see above); once it is configured, activate it: "
+        return f"autostart: configure failed (see above); {EXITING}"
+    return (f"autostart: configure failed (see above); {EXITING}. To fix it in place, start it "
+            f"with autostart:=false, fix the cause, configure it, then activate it: "
             f"{lifecycle_command(node, 'activate')}")

@@ -31,7 +31,10 @@ the agent runs (``before_answer``) and after the result (``after_result``).
 Parameters (ros/params.py): the ones that choose the endpoint, the key, code or files, and the
 limits that protect the node against a peer, are read-only after start-up (a runtime set answers
 how to change them: a restart); a lifecycle cycle re-reads them, so it re-reads the start-up
-values. Unknown overrides (typos) and bad start-up values keep the node unconfigured with the fix.
+values. Unknown overrides (typos) and bad start-up values make configure fail with the fix.
+A failed autostart (configure or activate) then ends the process with status 1 once the reasons
+are logged, so launch, systemd or a supervisor see it die instead of an idle process that looks
+alive; with ``autostart`` false (a lifecycle manager drives it) the node stays up, unconfigured.
 Accepted runtime changes are logged with their old and new values.
 """
 
@@ -67,6 +70,7 @@ from sam3_agent_ros.ros.diagnostics import DiagnosticsPublisher
 from sam3_agent_ros.ros.follow_control import SHUTDOWN_WAIT_S as FOLLOW_SHUTDOWN_WAIT_S
 from sam3_agent_ros.ros.follow_control import FollowControl
 from sam3_agent_ros.ros.outputs import AnswerPublisher, refines_note, result_line
+from sam3_agent_ros.ros.python_logging import configure_node_logging
 from sam3_agent_ros.ros.qos import IMAGE_QOS, OUTPUT_QOS, QUERY_QOS
 from sam3_agent_ros.ros.query_message import QueryRejected, StopFollow, parse_query_message
 from sam3_agent_ros.ros.query_runner import LatestFrame, QueryRunner
@@ -107,6 +111,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         self._inputs: list[Any] = []
         self._depth = None
         self._autostart_timer = None
+        self.start_up_failed = threading.Event()  # autostart failed: main exits with status 1
         self._segment = None  # the action ~/segment, from the first activation on
         self._restart_only = False  # the last configure failed for want of a restart
         self._health = health.HealthRecorder()  # /diagnostics (ros/health.py)
@@ -133,9 +138,12 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
                 self.get_logger().error(hints.autostart_failed(
                     self.get_fully_qualified_name(), self._restart_only))
+                self.start_up_failed.set()
                 return
             if self.trigger_activate() != TransitionCallbackReturn.SUCCESS:
-                self.get_logger().error("autostart: activate failed (see above)")
+                self.get_logger().error(f"autostart: activate failed (see above); "
+                                        f"{hints.EXITING}")
+                self.start_up_failed.set()
         except Exception as exc:  # e.g. the process is shutting down during the load
             self.get_logger().warning(f"autostart stopped: {type(exc).__name__}: {exc}")
 
@@ -237,7 +245,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         if self._config.depth.enabled:
             from sam3_agent_ros.ros.depth import start_depth
 
-            self._depth = start_depth(self, self._config.depth, self._reader.max_pixels)
+            self._depth = start_depth(self, self._config.depth, self._reader.max_pixels,
+                                      self._health)
         self.get_logger().info(
             f"active: listening on {image_sub.topic_name} ({node.image_qos}) and "
             f"{query_sub.topic_name}")
@@ -463,17 +472,20 @@ def main(args: list[str] | None = None) -> int:
     early = node_cli.early_exit(argv[1:], sys.stdout, sys.stderr)  # --help, unreadable files
     if early is not None:
         return early
-    logging.basicConfig(level=logging.INFO, format="[%(levelname)s] [%(name)s]: %(message)s")
+    configure_node_logging()  # Python's lines (httpx, openai, ours) in rclpy's format
     install_log_redaction()  # no URL credentials in any Python log line (httpx, openai, ours)
+    start_up_failed = threading.Event()
     try:
         # Ctrl-C is noted, never raised mid-callback (ros/spinning.py); rclpy's handler, installed
         # by init, shuts the context down and passes the signal on to this one.
         with sigint_noted() as interrupted, rclpy_compat.initialized(args=argv):
             node = Sam3AgentNode()
+            start_up_failed = node.start_up_failed
             executor = SingleThreadedExecutor()
             executor.add_node(node)
             try:  # not executor.spin(): see ros/spinning.py
-                spin_until_shutdown(executor, stop=interrupted.is_set)
+                spin_until_shutdown(
+                    executor, stop=lambda: interrupted.is_set() or start_up_failed.is_set())
             finally:
                 node.release(EXIT_WAIT_S)
                 executor.shutdown(timeout_sec=1.0)
@@ -483,7 +495,7 @@ def main(args: list[str] | None = None) -> int:
     except rclpy_compat.InitFailed as exc:  # e.g. a params file rcl cannot parse
         sys.stderr.write(f"{node_cli.PROGRAM}: cannot start: {exc}\n")
         return 2
-    return 0
+    return 1 if start_up_failed.is_set() else 0
 
 
 if __name__ == "__main__":

@@ -170,3 +170,101 @@ def test_cli_record_refuses_an_existing_output(tmp_path):
 
     (tmp_path / "there").mkdir()
     assert main(["record", str(tmp_path / "there"), "--duration", "1"]) == 2
+
+
+def test_the_packages_own_messages_are_recorded_and_read_back(ros_node, tmp_path):
+    """~/concepts/detections is a sam3_agent_ros/msg/ConceptDetections: rosbags' store does not
+    know it; the recorder describes it (and ConceptDetection) from the package's msg files."""
+    from rosbags.typesys import get_types_from_msg
+
+    from sam3_agent_ros.msg import ConceptDetection, ConceptDetections
+
+    publisher = ros_node.create_publisher(ConceptDetections, "/rec/detections", _qos())
+    out = tmp_path / "own_types"
+    try:
+        with BagRecorder(ros_node, out, ["/rec/detections"]) as recorder:
+            assert _wait(lambda: publisher.get_subscription_count() > 0)
+            message = ConceptDetections(detections=[ConceptDetection(concept="cup", id=7)])
+            message.header.frame_id = "cam"
+            publisher.publish(message)
+            assert _wait(lambda: recorder.counts["/rec/detections"] == 1)
+    finally:
+        ros_node.destroy_publisher(publisher)
+    assert recorder.skipped == {} and recorder.write_error is None
+    store = get_typestore(Stores.ROS2_KILTED)
+    with Reader(out) as reader:
+        (connection,) = reader.connections
+        assert connection.msgtype == "sam3_agent_ros/msg/ConceptDetections"
+        for name, text in _definitions(connection.msgdef.data, connection.msgtype):
+            store.register(get_types_from_msg(text, name))
+        (read,) = [store.deserialize_cdr(d, c.msgtype) for c, _, d in reader.messages()]
+    assert read.header.frame_id == "cam"
+    assert [(d.concept, d.id) for d in read.detections] == [("cup", 7)]
+
+
+def _definitions(msgdef: str, msgtype: str) -> list[tuple[str, str]]:
+    """The (type, text) sections of a bag's concatenated message definition."""
+    sections, name = [], msgtype
+    for part in msgdef.split("=" * 80 + "\n"):
+        if part.startswith("MSG: "):
+            header, _, part = part.partition("\n")
+            name = header[5:].strip()
+            name = name if "/msg/" in name else name.replace("/", "/msg/")
+        sections.append((name, part))
+    return sections
+
+
+def test_the_default_topics_are_every_output_of_the_node():
+    from sam3_agent_ros.bags.record import NODE_OUTPUT_TOPICS
+
+    for topic in ("/sam3_agent/result", "/sam3_agent/concepts/detections",
+                  "/sam3_agent/concepts/labels", "/sam3_agent/follow/status",
+                  "/sam3_agent/follow/mask", "/sam3_agent/markers"):
+        assert topic in NODE_OUTPUT_TOPICS
+
+
+def test_cli_record_of_a_topic_it_cannot_record_exits_1_with_the_reason(ros_node, tmp_path):
+    """Two types on one topic cannot go into one bag connection: an error, not a silent skip,
+    although the other topic was recorded. The second type appears while it records."""
+    import rclpy
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+    from rclpy.signals import SignalHandlerOptions
+    from sensor_msgs.msg import Image
+    from std_msgs.msg import String
+
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    publishers = [ros_node.create_publisher(String, "/cli/fine", latched),
+                  ros_node.create_publisher(String, "/cli/mixed", _qos())]
+    publishers[0].publish(String(data="kept"))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sam3_agent_ros.cli", "record", str(tmp_path / "bag"),
+         "--topics", "/cli/fine", "/cli/mixed", "--duration", "8", "--loopback"],
+        env=_cli_env(), stderr=subprocess.PIPE, text=True)
+    context = rclpy.Context()
+    try:
+        assert _wait(lambda: publishers[1].get_subscription_count() > 0, timeout_s=30.0)
+        # The other type from a participant of its own (DDS refuses two types in one).
+        rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
+        other = rclpy.create_node("bag_test_other_type", context=context)
+        other.create_publisher(Image, "/cli/mixed", _qos())
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        for publisher in publishers:
+            ros_node.destroy_publisher(publisher)
+        rclpy.try_shutdown(context=context)
+    assert process.returncode == 1, stderr
+    assert "cannot record /cli/mixed: published with several types" in stderr
+    assert read_bag_counts(tmp_path / "bag") == {"/cli/fine": 1, "/cli/mixed": 0}
+
+
+def test_cli_record_refuses_an_output_it_cannot_create(tmp_path, capsys):
+    """Checked before ROS starts: exit 2 with one line naming the path and the OS error."""
+    from sam3_agent_ros.cli import main
+
+    (tmp_path / "file").write_text("x")
+    assert main(["record", str(tmp_path / "file" / "bag"), "--duration", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(tmp_path / "file") in err[0]
+    assert "not a directory" in err[0].lower()

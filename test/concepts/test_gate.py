@@ -9,18 +9,9 @@ import pytest
 
 from sam3_agent_ros.concepts.gate import CONCEPTS, FIRST, PassAbandoned, SegmenterGate
 from test.fakes.segmenters import BoxSegmenter
+from test.waiting import TIMEOUT_S, wait_until
 
-TIMEOUT = 10.0
 IMAGE = np.zeros((40, 60, 3), np.uint8)
-
-
-def wait_until(predicate, what: str) -> None:
-    done = threading.Event()
-    for _ in range(int(TIMEOUT / 0.01)):
-        if predicate():
-            return
-        done.wait(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def start(target) -> threading.Thread:
@@ -37,7 +28,7 @@ def test_a_first_caller_waits_for_the_running_pass_only_and_no_new_pass_starts_b
     def first_pass():
         with gate.concept_pass():
             order.append("pass 1")
-            assert release_pass.wait(TIMEOUT)
+            assert release_pass.wait(TIMEOUT_S)
 
     def agent():
         gate.first.segment(IMAGE, "thing")
@@ -56,7 +47,7 @@ def test_a_first_caller_waits_for_the_running_pass_only_and_no_new_pass_starts_b
     assert order == ["pass 1"]
     release_pass.set()
     for thread in threads:
-        thread.join(TIMEOUT)
+        thread.join(TIMEOUT_S)
     assert order == ["pass 1", "agent", "pass 2"]
     assert gate.holder is None
 
@@ -95,7 +86,7 @@ def test_a_waiting_pass_gives_up_when_its_runner_stops():
     outcome: list[str] = []
 
     def agent():
-        gate.run_first(lambda: release.wait(TIMEOUT))
+        gate.run_first(lambda: release.wait(TIMEOUT_S))
 
     def waiting_pass():
         try:
@@ -108,7 +99,7 @@ def test_a_waiting_pass_gives_up_when_its_runner_stops():
     wait_until(lambda: gate.holder == FIRST, "the agent to hold the segmenter")
     passer = start(waiting_pass)
     stop.set()
-    passer.join(TIMEOUT)
+    passer.join(TIMEOUT_S)
     assert outcome == ["abandoned"]
     release.set()
-    holder.join(TIMEOUT)
+    holder.join(TIMEOUT_S)

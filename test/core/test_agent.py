@@ -283,6 +283,22 @@ def test_timeout_aborts_an_in_flight_llm_call():
     assert time.monotonic() - started < 10  # it returned, not hung
 
 
+class HungEndpointLlm:
+    """Waits out the query's deadline, then fails as the OpenAI client does for a hung server."""
+
+    def complete(self, messages, cancel):
+        cancel.wait(cancel.remaining())
+        raise LlmError("the LLM endpoint http://gpu:8000/v1 did not answer within 0.3 s",
+                       kind=LlmError.TIMEOUT, endpoint="http://gpu:8000/v1", attempts=1)
+
+
+def test_a_timeout_while_waiting_for_the_llm_names_what_it_waited_for():
+    result = run(HungEndpointLlm(), query_timeout_s=0.3)
+    assert result.status is QueryStatus.FAILED
+    assert result.error == ("query timed out after 0.3 s waiting for the LLM: the LLM endpoint "
+                            "http://gpu:8000/v1 did not answer within 0.3 s")
+
+
 def test_cancel_aborts_an_in_flight_llm_call():
     cancel = CancelToken()
     threading.Timer(0.2, cancel.cancel, args=("preempted by q-2",)).start()

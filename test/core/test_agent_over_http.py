@@ -14,6 +14,7 @@ from sam3_agent_ros.core.types import Frame, Query, QueryStatus
 from sam3_agent_ros.llm.openai_client import OpenAiClient
 from test.fakes.scripted_server import (
     ScriptedServer,
+    SilentServer,
     count_images,
     drop_connection,
     http_error,
@@ -186,3 +187,37 @@ def test_trace_has_no_images_and_no_key(tmp_path, monkeypatch):
     text = path.read_text()
     assert "sk-test-very-secret-123" not in text and "base64" not in text
     assert len([json.loads(line) for line in text.splitlines()]) == 4
+
+
+def hung_agent(server: SilentServer, **params) -> Agent:
+    config = Config.from_params({"llm.backend": "openai", "llm.base_url": server.base_url,
+                                 "agent.max_image_side": 640, **params})
+    llm = OpenAiClient(config.llm, config.agent.max_image_side, backoff_base_s=0.01)
+    return Agent(config, llm=llm, segmenter=BoxSegmenter(BOXES))
+
+
+def test_a_hung_endpoint_is_named_with_llm_timeout_s():
+    """Issue 25: a server that accepts the connection and never answers. The error names the
+    endpoint and the bound that expired (llm.timeout_s), not just a timeout."""
+    with SilentServer() as server:
+        agent = hung_agent(server, **{"llm.timeout_s": 0.5, "llm.max_retries": 1,
+                                      "agent.query_timeout_s": 30.0})
+        result = agent.run(frame(), Query("q", "the cup"))
+        assert server.connections >= 1  # it did connect: hung, not unreachable
+    assert result.status is QueryStatus.FAILED
+    assert result.error.startswith(f"LLM request failed: the LLM endpoint {server.base_url} did "
+                                   f"not answer within 0.5 s (llm.timeout_s) after 2 attempts"), \
+        result.error
+
+
+def test_a_hung_endpoint_is_named_when_the_query_timeout_expires_first():
+    """llm.timeout_s longer than the query's time: the query's timeout ends the wait, and the
+    error says it was waiting for that endpoint."""
+    with SilentServer() as server:
+        agent = hung_agent(server, **{"llm.timeout_s": 30.0, "agent.query_timeout_s": 1.0})
+        result = agent.run(frame(), Query("q", "the cup"))
+    assert result.status is QueryStatus.FAILED
+    assert result.error.startswith("query timed out after 1 s waiting for the LLM: the LLM "
+                                   f"endpoint {server.base_url} did not answer within "), \
+        result.error
+    assert "agent.query_timeout_s" in result.error

@@ -21,9 +21,10 @@ import pytest
 from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_typestore
 
+from sam3_agent_ros.bags.message_types import register_message_type
 from sam3_agent_ros.demo import sample
 from sam3_agent_ros.demo.scene import box_errors
-from sam3_agent_ros.geometry3d import quaternion_to_matrix
+from sam3_agent_ros.geometry.rotations import quaternion_to_matrix
 from sam3_agent_ros.ros.dds import loopback_env
 
 pytestmark = pytest.mark.ros
@@ -89,6 +90,8 @@ def test_output_bag_holds_one_correct_result_per_query(demo_run):
     out, _, _ = demo_run
     truth = sample.load_ground_truth(sample.default_sample_dir())
     with Reader(out / "output_bag") as reader:
+        for connection in reader.connections:  # ~/concepts/detections: the package's own type
+            register_message_type(STORE, connection.msgtype)
         messages = [(c.topic, STORE.deserialize_cdr(d, c.msgtype)) for c, _, d in reader.messages()]
     results = [json.loads(m.data) for t, m in messages if t == "/sam3_agent/result"]
     masks = {}  # stamp -> the ~/mask images with that stamp, in order (a refinement shares one)
@@ -151,6 +154,9 @@ def test_output_bag_is_a_valid_rosbag2(demo_run):
     assert types["/sam3_agent/overlay"] == "sensor_msgs/msg/Image"
     assert types["/sam3_agent/target"] == "geometry_msgs/msg/PointStamped"
     assert types["/sam3_agent/markers"] == "visualization_msgs/msg/MarkerArray"
+    # Every output of the node, its own types and the concepts and follow topics included.
+    assert types["/sam3_agent/concepts/detections"] == "sam3_agent_ros/msg/ConceptDetections"
+    assert types["/sam3_agent/follow/status"] == "std_msgs/msg/String"
 
 
 def test_demo_runs_on_the_exported_domain_id_without_a_deprecation_warning(demo_run):

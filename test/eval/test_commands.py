@@ -123,6 +123,27 @@ def test_limit_then_resume_runs_each_sample_once(tmp_path, capsys):
     assert json.loads((tmp_path / "summary.json").read_text())["n"] == 8
 
 
+def test_resume_with_the_same_parameters_does_not_warn(tmp_path, capsys):
+    """Issue 25: the stored summary holds JSON (lists), the config tuples: every resume warned
+    that concepts.prompts changed although nothing did."""
+    args = ("--dataset", str(TABLETOP), "--out", str(tmp_path))
+    assert run_eval(*args, "--limit", "2") == 0
+    capsys.readouterr()
+    assert run_eval(*args, "--limit", "3", "--resume") == 0
+    err = capsys.readouterr().err
+    assert "2 already done" in err and "different parameters" not in err, err
+
+
+def test_resume_warns_of_a_real_change_and_names_only_it(tmp_path, capsys):
+    args = ("--dataset", str(TABLETOP), "--out", str(tmp_path))
+    assert run_eval(*args, "--limit", "2") == 0
+    capsys.readouterr()
+    assert run_eval(*args, "--limit", "3", "--resume", "-p", "agent.max_rounds:=7") == 0
+    warning = [line for line in capsys.readouterr().err.splitlines()
+               if "different parameters" in line]
+    assert len(warning) == 1 and warning[0].endswith(": agent.max_rounds"), warning
+
+
 def test_existing_output_needs_resume(tmp_path, capsys):
     assert run_eval("--dataset", str(TABLETOP), "--out", str(tmp_path), "--limit", "1") == 0
     assert run_eval("--dataset", str(TABLETOP), "--out", str(tmp_path), "--limit", "1") == 2

@@ -445,6 +445,63 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
 
 
+class SilentServer:
+    """A hung endpoint on ``127.0.0.1:<free port>``: it accepts every connection (the kernel's
+    backlog completes the handshake, a thread takes them off it) and never reads or answers, like
+    an LLM server stuck in a load or a deadlock. ``connections`` counts the accepted ones.
+    ``stop`` closes them all."""
+
+    def __init__(self) -> None:
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self._listener.settimeout(0.05)
+        self.port: int = self._listener.getsockname()[1]
+        self._held: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, name="silent-llm-server",
+                                        daemon=True)
+
+    def start(self) -> SilentServer:
+        self._thread.start()
+        return self
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:  # the 50 ms poll (TimeoutError), or closed by stop
+                continue
+            with self._lock:
+                self._held.append(connection)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+        with self._lock:
+            held, self._held = self._held, []
+        for connection in held:
+            connection.close()
+        self._listener.close()
+
+    def __enter__(self) -> SilentServer:
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    @property
+    def connections(self) -> int:
+        with self._lock:
+            return len(self._held)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+
 def _main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible server (tests).")
     parser.add_argument("--script", required=True,

@@ -60,3 +60,33 @@ def factory() -> BoxSegmenter:
 
 def broken_factory():
     raise RuntimeError("model file corrupt (simulated)")
+
+
+BREAK_OUT_VARIABLE = "SAM3_TEST_BREAK_OUT_DIR"
+
+
+class OutBreakingSegmenter:
+    """The colour segmenter that, on each call, puts a file where the folder named by
+    ``$SAM3_TEST_BREAK_OUT_DIR`` was (a folder removed, a disk gone mid-run): writing ``--out``
+    then fails after the query has run."""
+
+    def __init__(self):
+        from sam3_agent_ros.segmenters.color import ColorSegmenter
+
+        self.inner = ColorSegmenter()
+
+    def segment(self, image, text_prompt):
+        import os
+        import shutil
+        from pathlib import Path
+
+        folder = Path(os.environ[BREAK_OUT_VARIABLE])
+        if folder.is_dir():
+            shutil.rmtree(folder)
+            folder.write_text("not a folder any more\n")
+        return self.inner.segment(image, text_prompt)
+
+
+def out_breaking_factory() -> OutBreakingSegmenter:
+    """Plugin form ``test.fakes.segmenters:out_breaking_factory``."""
+    return OutBreakingSegmenter()

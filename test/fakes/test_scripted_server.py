@@ -12,6 +12,7 @@ from test.fakes.scripted_server import (
     EXHAUSTED_MESSAGE,
     Reply,
     ScriptedServer,
+    SilentServer,
     count_images,
     decode_image,
     drop_connection,
@@ -220,3 +221,14 @@ def test_request_helpers():
     np.testing.assert_array_equal(decode_image(url), image)
     with pytest.raises(ValueError):
         decode_image("http://example.invalid/x.png")
+
+
+def test_the_silent_server_accepts_and_never_answers():
+    with SilentServer() as server:
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=0.3)
+        connection.request("POST", "/v1/chat/completions", b"{}")
+        with pytest.raises(TimeoutError):
+            connection.getresponse()
+        assert server.connections == 1
+        assert server.base_url == f"http://127.0.0.1:{server.port}/v1"
+        connection.close()

@@ -137,6 +137,9 @@ def test_an_unreachable_endpoint_is_one_line_naming_the_endpoint_and_the_fix():
     assert "start the server or check llm.base_url" in message
     assert "try without a model: -p llm.backend:=offline -p segmenter.backend:=color" in message
     assert "LLM request failed" not in message  # the agent says that, once
+    failure = caught.value.failure  # the same, as fields (what the node's health reads)
+    assert (failure.kind, failure.endpoint, failure.attempts) == (LlmError.UNREACHABLE, url, 2)
+    assert failure.cause and failure.cause in message and failure.status_code is None
 
 
 def test_credentials_of_the_endpoint_url_are_in_no_error_and_no_log(caplog):
@@ -150,6 +153,8 @@ def test_credentials_of_the_endpoint_url_are_in_no_error_and_no_log(caplog):
         client.complete(text_only(), CancelToken())
     assert str(caught.value).startswith(f"cannot reach the LLM endpoint {redacted_url(host_port)}")
     assert leaks(str(caught.value)) == []
+    assert caught.value.endpoint == redacted_url(host_port) and leaks(repr(caught.value.failure)) \
+        == []
     assert "retry 1/1" in caplog.text and leaks(caplog.text) == []
 
 
@@ -160,6 +165,9 @@ def test_credentials_are_not_shown_when_the_server_answers_an_error():
         with pytest.raises(LlmError, match="check llm.model") as caught:
             client.complete(text_only(), CancelToken())
     assert leaks(str(caught.value)) == [] and redacted_url(host_port) in str(caught.value)
+    failure = caught.value.failure
+    assert (failure.kind, failure.status_code, failure.endpoint) == (
+        LlmError.HTTP_STATUS, 404, redacted_url(host_port))
 
 
 @pytest.mark.parametrize("status, message, hint", [
@@ -208,10 +216,15 @@ def test_malformed_responses_become_llm_errors(body, reason):
 def test_timeout_is_an_llm_error_after_retries():
     with ScriptedServer([slow("late", 3.0), slow("late", 3.0)]) as server:
         client = make_client(server.base_url, timeout_s=0.3, max_retries=1)
-        with pytest.raises(LlmError, match=r"no reply from http://127.0.0.1:\d+/v1 within 0.3 s "
-                                            r"\(2 attempts\)"):
+        with pytest.raises(LlmError, match=r"^the LLM endpoint http://127.0.0.1:\d+/v1 did not "
+                                            r"answer within 0.3 s \(llm.timeout_s\) after 2 "
+                                            r"attempts: .* raise llm.timeout_s$") as caught:
             client.complete(text_only(), CancelToken())
+        endpoint = server.base_url
     assert len(server.requests) == 2
+    failure = caught.value.failure
+    assert (failure.kind, failure.endpoint, failure.attempts, failure.waited_s) == (
+        LlmError.TIMEOUT, endpoint, 2, 0.3)
 
 
 def test_query_deadline_bounds_the_request():

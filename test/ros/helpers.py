@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import cv2
+import numpy as np
 import rclpy
 import yaml
 from lifecycle_msgs.msg import Transition
@@ -51,7 +53,7 @@ from rclpy.exceptions import InvalidHandle
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import Image
+from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import String
 
 from sam3_agent_ros.config import OFFLINE_BACKENDS, nest
@@ -532,6 +534,13 @@ def parameter_messages(values: dict[str, Any]) -> list[ParameterMsg]:
     return [ParameterMsg(name=name, value=ParameterValue() if value is NOT_SET else
                          Parameter(name, value=value).get_parameter_value())
             for name, value in values.items()]
+
+
+def png_message(rgb: np.ndarray) -> CompressedImage:
+    """An RGB image as the PNG CompressedImage a camera's compressed topic carries."""
+    msg = CompressedImage(format="png")
+    msg.data = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))[1].tobytes()
+    return msg
 
 
 class Camera:

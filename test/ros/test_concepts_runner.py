@@ -5,40 +5,18 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
 
 from sam3_agent_ros.concepts import SegmenterGate, StandingConcepts
 from sam3_agent_ros.core.errors import SegmenterError
 from sam3_agent_ros.core.types import Frame
 from sam3_agent_ros.demo import sample
 from sam3_agent_ros.ros.concepts_runner import ConceptsRunner
-from sam3_agent_ros.ros.conversions import FrameUnusable
 from sam3_agent_ros.segmenters.color import ColorSegmenter
+from test.ros.runner_support import Collected, Msg, frame_converter
+from test.waiting import TIMEOUT_S, wait_until
 
-TIMEOUT = 20.0
 RGB = sample.render_frame(0.0).rgb
-
-
-def wait_until(predicate, what: str, timeout: float = TIMEOUT) -> None:
-    done = threading.Event()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        done.wait(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-@dataclass
-class Msg:
-    sec: int
-    bad: bool = False
-
-
-def to_frame(msg: Msg) -> Frame:
-    if msg.bad:
-        raise FrameUnusable("bad encoding")
-    return Frame(RGB, msg.sec, 0, "cam")
+to_frame = frame_converter(RGB)
 
 
 class SlowSegmenter(ColorSegmenter):
@@ -56,7 +34,7 @@ class SlowSegmenter(ColorSegmenter):
         started = time.monotonic()
         self.entered.set()
         if self.hold is not None:
-            assert self.hold.wait(TIMEOUT), "the test never released the segmenter"
+            assert self.hold.wait(TIMEOUT_S), "the test never released the segmenter"
         if self.fail:
             raise SegmenterError("simulated failure")
         time.sleep(self.delay_s)
@@ -65,15 +43,11 @@ class SlowSegmenter(ColorSegmenter):
         return out
 
 
-class Published:
-    def __init__(self):
-        self.items = []
-        self.changed = threading.Condition()
+class Published(Collected):
+    """The concepts publisher: ``items`` = the results in order."""
 
     def __call__(self, result) -> None:
-        with self.changed:
-            self.items.append(result)
-            self.changed.notify_all()
+        self.add(result)
 
 
 def make_runner(segmenter, prompts=("blue object",), rate_hz: float = 100.0,
@@ -93,7 +67,7 @@ def test_a_slow_segmenter_drops_frames_and_takes_the_newest():
     runner, _, _, published = make_runner(segmenter)
     try:
         runner.offer(Msg(1))
-        assert segmenter.entered.wait(TIMEOUT)
+        assert segmenter.entered.wait(TIMEOUT_S)
         for sec in range(2, 12):  # the pass on frame 1 is still running
             runner.offer(Msg(sec))
         hold.set()
@@ -102,7 +76,7 @@ def test_a_slow_segmenter_drops_frames_and_takes_the_newest():
         assert runner.stats.dropped == 9
         assert [d.id for d in published.items[1].detections] == [1, 2]  # same objects, same ids
     finally:
-        assert runner.shutdown(TIMEOUT)
+        assert runner.shutdown(TIMEOUT_S)
 
 
 def test_no_concepts_no_pass_and_the_rate_bounds_the_passes():
@@ -134,13 +108,13 @@ def test_no_concepts_no_pass_and_the_rate_bounds_the_passes():
         feeder.start()
         time.sleep(1.6)
         stop.set()
-        feeder.join(TIMEOUT)
+        feeder.join(TIMEOUT_S)
         elapsed = time.monotonic() - started
         # at most one pass per 1/4 s (a loaded machine gives fewer, never more)
         assert 1 <= len(starts) <= int(elapsed * 4.0) + 1
         assert all(b - a >= 0.25 - 0.01 for a, b in zip(starts, starts[1:]))
     finally:
-        assert runner.shutdown(TIMEOUT)
+        assert runner.shutdown(TIMEOUT_S)
 
 
 def test_a_pass_of_a_list_changed_meanwhile_is_dropped_and_ids_restart():
@@ -149,7 +123,7 @@ def test_a_pass_of_a_list_changed_meanwhile_is_dropped_and_ids_restart():
     runner, concepts, _, published = make_runner(segmenter, prompts=("blue object",))
     try:
         runner.offer(Msg(1))
-        assert segmenter.entered.wait(TIMEOUT)
+        assert segmenter.entered.wait(TIMEOUT_S)
         concepts.set_prompts(["red object", "blue object"])
         runner.offer(Msg(2))
         hold.set()
@@ -160,7 +134,7 @@ def test_a_pass_of_a_list_changed_meanwhile_is_dropped_and_ids_restart():
             ("red object", 1), ("red object", 2), ("blue object", 3), ("blue object", 4)]
         assert runner.stats.stale == 1
     finally:
-        assert runner.shutdown(TIMEOUT)
+        assert runner.shutdown(TIMEOUT_S)
 
 
 def test_unusable_frames_and_segmenter_failures_are_counted_and_the_thread_goes_on():
@@ -177,7 +151,7 @@ def test_unusable_frames_and_segmenter_failures_are_counted_and_the_thread_goes_
         wait_until(lambda: published.items, "a pass after the failures")
         assert published.items[0].frame.stamp_sec == 3
     finally:
-        assert runner.shutdown(TIMEOUT)
+        assert runner.shutdown(TIMEOUT_S)
 
 
 def test_the_agent_waits_at_most_for_the_concept_pass_running_when_it_asks():
@@ -210,8 +184,8 @@ def test_the_agent_waits_at_most_for_the_concept_pass_running_when_it_asks():
             time.sleep(0.05)  # let a concept pass start again
     finally:
         stop.set()
-        feeder.join(TIMEOUT)
-        assert runner.shutdown(TIMEOUT)
+        feeder.join(TIMEOUT_S)
+        assert runner.shutdown(TIMEOUT_S)
     log = sorted(segmenter.log, key=lambda entry: entry[1])
     concept_calls = [(s, e) for who, s, e in log if who == "sam3_agent_concepts"]
     agent_calls = [(s, e) for who, s, e in log if who != "sam3_agent_concepts"]

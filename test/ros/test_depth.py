@@ -30,17 +30,17 @@ from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.types import Frame, Mask
 from sam3_agent_ros.demo import sample
 from sam3_agent_ros.demo.scene import box_errors, render_scene
-from sam3_agent_ros.geometry3d import quaternion_to_matrix
+from sam3_agent_ros.geometry.rotations import quaternion_to_matrix
 from sam3_agent_ros.ros.conversions import rgb8_image
 from sam3_agent_ros.ros.dds import apply_loopback_env
 from sam3_agent_ros.ros.depth import DepthTargets
 from sam3_agent_ros.ros.outputs import target_messages
 from test.ros.helpers import Spinner
+from test.waiting import wait_until
 
 COLOUR_FRAME = "camera_color_optical_frame"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STAMP = (1_700_000_000, 250_000_000)
-TIMEOUT_S = 10.0
 _namespaces = itertools.count()
 
 
@@ -91,14 +91,15 @@ class Rig:
         self._latest: dict[str, Any] = {}  # the last message sent on each input, for resending
         executor.add_node(self.node)
         executor.add_node(self.feeder)
-        wait_for(lambda: self.depth_pub.get_subscription_count() >= 1
-                 and self.info_pub.get_subscription_count() >= 1
-                 and self.targets._target_pub.get_subscription_count() >= 1
-                 and self.targets._targets_pub.get_subscription_count() >= 1, "matching")
+        wait_until(lambda: self.depth_pub.get_subscription_count() >= 1
+                   and self.info_pub.get_subscription_count() >= 1
+                   and self.targets._target_pub.get_subscription_count() >= 1
+                   and self.targets._targets_pub.get_subscription_count() >= 1, "matching")
 
-    def send_info(self, k, width: int, height: int) -> None:
+    def send_info(self, k, width: int, height: int, stamp=(0, 0)) -> None:
         info = CameraInfo(width=width, height=height)
         info.header.frame_id = COLOUR_FRAME
+        info.header.stamp.sec, info.header.stamp.nanosec = stamp
         info.k = [float(v) for v in np.asarray(k, np.float64).ravel()]
         self._send("info", info)
 
@@ -136,7 +137,7 @@ class Rig:
             return False
 
         try:
-            wait_for(attempt, "a located result")
+            wait_until(attempt, "a located result")
         except AssertionError as exc:
             raise AssertionError(f"{exc}; last: {extras}") from None
         return extras
@@ -147,14 +148,6 @@ class Rig:
         self.executor.remove_node(self.feeder)
         self.node.destroy_node()
         self.feeder.destroy_node()
-
-
-def wait_for(condition, what: str, timeout_s: float = TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -218,7 +211,7 @@ def test_16uc1_locate_and_publish(rig, scene):
     header.stamp.sec, header.stamp.nanosec = STAMP
     extras[1] = {"position": None, "position_error": "too few valid depth pixels (3 < 20)"}
     r.targets.publish_messages(*target_messages(header, extras))
-    wait_for(lambda: r.received["target"] and r.received["targets"], "~/target and ~/targets")
+    wait_until(lambda: r.received["target"] and r.received["targets"], "~/target and ~/targets")
     target = r.received["target"][0]
     assert target.header.frame_id == COLOUR_FRAME
     assert (target.header.stamp.sec, target.header.stamp.nanosec) == STAMP
@@ -242,7 +235,7 @@ def test_first_mask_without_position_publishes_no_target(rig, scene):
     r.targets.publish_messages(*target_messages(header, [
         {"position": None, "position_error": "no depth"},
         {"position": {"x": 0.1, "y": 0.2, "z": 0.9}, "position_error": None}]))
-    wait_for(lambda: r.received["targets"], "~/targets")
+    wait_until(lambda: r.received["targets"], "~/targets")
     time.sleep(0.2)
     assert r.received["target"] == []
     assert len(r.received["targets"][0].poses) == 1
@@ -261,17 +254,21 @@ def test_32fc1_half_resolution_best_effort_with_holes(rig, scene):
         assert error_cm(extra["position"], scene.positions[name]) < 1.0, name
 
 
-def test_camera_info_of_another_resolution_is_scaled(rig, scene):
+def test_camera_info_of_another_resolution_is_refused_not_scaled(rig, scene):
+    """A 1280x720 camera_info for 640x480 frames was scaled unevenly (the box 40 cm off, twice
+    its size): now no position and no box, with the size mismatch named."""
     r = rig()
-    names, masks = scene_masks(scene)
+    _, masks = scene_masks(scene)
     k = scene.intrinsics
-    # The same camera calibrated at 1280x960: K doubles (pixel centres at integer coordinates).
-    r.send_info([[2 * k.fx, 0, 2 * k.cx + 0.5], [0, 2 * k.fy, 2 * k.cy + 0.5], [0, 0, 1]],
-                1280, 960)
+    r.send_info([[2 * k.fx, 0, 2 * k.cx + 0.5], [0, 1.5 * k.fy, 1.5 * k.cy], [0, 0, 1]],
+                1280, 720)
     r.send_depth(scene.depth_mm(), "16UC1")
-    extras = r.locate_when(colour_frame(scene), masks, has_position)
-    for name, extra in zip(names, extras, strict=True):
-        assert error_cm(extra["position"], scene.positions[name]) < 1.0, name
+    extras = r.locate_when(colour_frame(scene), masks, inputs_arrived)
+    for extra in extras:
+        assert extra["position"] is None and extra["box"] is None, extra
+        assert "camera_info is for 1280x720 images but the colour frame is 640x480" in \
+            extra["position_error"]
+        assert extra["box_error"] == extra["position_error"]
 
 
 def test_nearest_stamp_is_used_and_far_stamps_are_refused(rig, scene):

@@ -16,7 +16,7 @@ from sam3_agent_ros.demo.scene import render_scene
 from sam3_agent_ros.ros import health
 from sam3_agent_ros.ros.conversions import rgb8_image
 from sam3_agent_ros.ros.diagnostics import DiagnosticsPublisher, diagnostic_array, status_message
-from test.fakes.scripted_server import ScriptedServer, drop_connection, tool_call
+from test.fakes.scripted_server import ScriptedServer, SilentServer, drop_connection, tool_call
 from test.ros.helpers import RELIABLE, Camera, Harness, NodeProcess
 
 NS = "/diag"
@@ -76,23 +76,23 @@ def test_the_publisher_reports_on_steady_time_even_with_sim_time_and_no_clock(ro
         rclpy.shutdown(context=context)
 
 
-def latest(harness: Harness, area: str) -> DiagnosticStatus | None:
+def latest(harness: Harness, area: str, node: str = NODE) -> DiagnosticStatus | None:
     """The newest status of ``area`` the node published (None: none yet)."""
     for array in reversed(harness.messages("/diagnostics")):
         for status in array.status:
-            if status.name == f"{NODE}: {area}":
+            if status.name == f"{node}: {area}":
                 return status
     return None
 
 
 def wait_level(harness: Harness, area: str, level: bytes, contains: str = "",
-               timeout: float = 30.0) -> DiagnosticStatus:
+               timeout: float = 30.0, node: str = NODE) -> DiagnosticStatus:
     def seen():
-        status = latest(harness, area)
+        status = latest(harness, area, node)
         return status if status is not None and status.level == level and \
             contains in status.message else None
     return harness.wait_for(seen, timeout, f"/diagnostics '{area}' at level {level!r} saying "
-                                           f"{contains!r} (last: {latest(harness, area)})")
+                                           f"{contains!r} (last: {latest(harness, area, node)})")
 
 
 def test_diagnostics_of_a_running_node(ros_env, tmp_path):
@@ -141,3 +141,36 @@ def test_diagnostics_of_a_running_node(ros_env, tmp_path):
         node.stop()
         harness.close()
 
+
+
+def test_a_hung_endpoint_is_named_in_the_result_and_warned_of(ros_env, tmp_path):
+    """Issue 25: an LLM server that accepts the connection and never answers, with llm.timeout_s
+    longer than the query's time. The result said only "query timed out" and /diagnostics said
+    OK ("no call yet"): it names the endpoint in both now, the status at WARN."""
+    ns = "/diag_hung"
+    with SilentServer() as server:
+        endpoint = server.base_url
+        parameters = {"llm": {"backend": "openai", "base_url": endpoint, "timeout_s": 60.0,
+                              "max_retries": 0, "api_key_env": ""},
+                      "agent": {"query_timeout_s": 2.0}, "segmenter": {"backend": "color"}}
+        node = NodeProcess(ns, parameters, tmp_path, dict(os.environ, **ros_env), offline=False)
+        harness = Harness("diagnostics_hung_test")
+        try:
+            harness.listen("/diagnostics", DiagnosticArray)
+            harness.listen(f"{ns}/sam3_agent/result")
+            harness.wait_state(node.name, "active", timeout=60)
+            with Camera(harness, f"{ns}/image", rgb8_image(render_scene().rgb), rate_hz=10.0):
+                harness.send_query(ns, {"id": "hung", "query": "the blue cube"})
+                result = harness.wait_result(ns, "hung", timeout=60)
+            assert result["status"] == "failed"
+            assert result["error"].startswith(
+                f"query timed out after 2 s waiting for the LLM: the LLM endpoint {endpoint} "
+                "did not answer within "), result
+            assert server.connections >= 1
+            llm = wait_level(harness, "LLM endpoint", DiagnosticStatus.WARN,
+                             f"LLM endpoint {endpoint} did not answer within ",
+                             node=node.name)
+            assert "(1 attempt, " in llm.message, llm.message
+        finally:
+            node.stop()
+            harness.close()

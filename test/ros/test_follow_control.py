@@ -337,3 +337,79 @@ def test_default_follow_and_reground_on_lost(ros, frames):
         wait_state(harness, result["query_id"], "tracking", ns=NS_REGROUND)
     except (AssertionError, TimeoutError) as exc:
         raise AssertionError(f"{exc}\n--- node log ---\n{procs[NS_REGROUND].log()}") from exc
+
+
+class ZeroStampPlayer(Player):
+    """A camera without a clock: every frame (colour, depth, camera_info) stamped 0."""
+
+    def stamp_of(self, serial: int) -> tuple[int, int]:
+        return 0, 0
+
+
+def test_frames_stamped_zero_are_followed_and_go_lost_when_the_object_is_taken(ros,
+                                                                               grasp_frames):
+    """Issue 25: with zero stamps every frame failed the ordering check (no ~/follow/status at
+    all). Frames are followed in arrival order: tracking on every frame, then ``lost`` once
+    blue_box is taken away (the lost clock runs on arrival time)."""
+    harness, procs = ros
+    proc = procs[NS]
+    messages, _ = grasp_frames
+    removed = moving_sample.GRASP.sequence.removed_at
+    player = ZeroStampPlayer(harness, messages)
+    try:
+        player.play(range(0, 3))
+        harness.send_query(NS, {"id": "zero", "query": "the leftmost blue object",
+                                "follow": True})
+        result = harness.wait_result(NS, "zero")
+        assert result["status"] == "succeeded", result
+        assert result["stamp"] == {"sec": 0, "nanosec": 0}
+        player.play(range(3, removed))
+        tracked = harness.wait_for(
+            lambda: [s for s in statuses(harness, "zero") if s["state"] == "tracking"]
+            if len(statuses(harness, "zero")) >= 5 else None, 20.0, "tracking statuses")
+        assert all(s["objects"] for s in tracked), tracked  # blue_box is still there
+        player.play(range(removed, len(messages)))
+        lost = wait_state(harness, "zero", "lost")
+    except (AssertionError, TimeoutError) as exc:
+        raise AssertionError(f"{exc}\n--- node log ---\n{proc.log()}") from exc
+    assert lost["frame"] == {"sec": 0, "nanosec": 0} and lost["objects"] == []
+    states = [s["state"] for s in statuses(harness, "zero")]
+    assert states[-1] == "lost" and set(states) == {"tracking", "lost"}, states
+
+
+def follow_health(harness: Harness, ns: str = NS):
+    """The node's newest ``follow`` status on /diagnostics (None: none yet)."""
+    name = f"{ns}/sam3_agent: follow"
+    for array in reversed(harness.messages("/diagnostics")):
+        for status in array.status:
+            if status.name == name:
+                return status
+    return None
+
+
+def test_a_follow_whose_frames_stop_goes_lost_and_health_warns(ros, frames):
+    """Issue 25: a follow that publishes no update for follow.lost_timeout_s (the camera
+    stopped) ends ``lost`` saying so, and /diagnostics' follow status is a WARN naming it."""
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+
+    harness, procs = ros
+    proc = procs[NS]
+    harness.listen("/diagnostics", DiagnosticArray)
+    player = Player(harness, frames[0])
+    try:
+        player.play(range(0, 3))
+        harness.send_query(NS, {"id": "stall", "query": "the yellow object", "follow": True})
+        assert harness.wait_result(NS, "stall")["status"] == "succeeded"
+        player.play(range(3, 8))
+        wait_state(harness, "stall", "tracking")
+        lost = wait_state(harness, "stall", "lost")  # no more frames
+        assert "no update for" in lost["reason"] and "follow.lost_timeout_s" in lost["reason"]
+        assert lost["objects"] == [] and lost["latency_ms"] is None
+        warned = harness.wait_for(
+            lambda: (lambda s: s if s is not None and s.level == DiagnosticStatus.WARN
+                     and "lost stall" in s.message else None)(follow_health(harness)),
+            10.0, "the follow WARN on /diagnostics")
+        assert "no update for" in warned.message
+    except (AssertionError, TimeoutError) as exc:
+        raise AssertionError(f"{exc}\n--- node log ---\n{proc.log()}") from exc
+    assert [s["state"] for s in statuses(harness, "stall")][-1] == "lost"

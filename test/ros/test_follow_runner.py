@@ -3,38 +3,17 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
 from sam3_agent_ros.core.types import Frame
 from sam3_agent_ros.follow import FollowedObject, FollowUpdate
-from sam3_agent_ros.ros.conversions import FrameUnusable
 from sam3_agent_ros.ros.follow_runner import FollowRunner, status_json
+from test.ros.runner_support import Collected, Msg, frame_converter, running
+from test.waiting import TIMEOUT_S, wait_until
 
-TIMEOUT = 10.0
-
-
-def wait_until(predicate, what: str) -> None:
-    done = threading.Event()
-    for _ in range(int(TIMEOUT / 0.01)):
-        if predicate():
-            return
-        done.wait(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-@dataclass
-class Msg:
-    sec: int
-    bad: bool = False
-
-
-def to_frame(msg: Msg) -> Frame:
-    if msg.bad:
-        raise FrameUnusable("bad encoding")
-    return Frame(np.zeros((4, 6, 3), np.uint8), msg.sec, 0, "cam")
+to_frame = frame_converter(np.zeros((4, 6, 3), np.uint8))
 
 
 def visible(index: int = 0) -> FollowedObject:
@@ -61,7 +40,7 @@ class FakeSession:
         assert not self.stopped, "update after stop()"
         self.entered.set()
         if self.gate is not None:
-            assert self.gate.wait(TIMEOUT), "the test never released the update"
+            assert self.gate.wait(TIMEOUT_S), "the test never released the update"
         self.seen.append(now_s)
         state = self.states.get(int(now_s), "tracking")
         objects = [visible(1)] if state == "tracking" else []
@@ -73,20 +52,19 @@ class FakeSession:
         return FollowUpdate(state="stopped", source="flow")
 
 
-class Recorder:
-    def __init__(self):
-        self.calls: list[tuple] = []
-        self.changed = threading.Condition()
+class Recorder(Collected):
+    """The follow publisher: ``calls`` = (frame, masks, status) per update."""
 
     def __call__(self, frame, masks, status):
-        with self.changed:
-            self.calls.append((frame, masks, status))
-            self.changed.notify_all()
+        self.add((frame, masks, status))
+
+    @property
+    def calls(self) -> list[tuple]:
+        return self.items
 
     def wait(self, predicate, what):
-        with self.changed:
-            assert self.changed.wait_for(lambda: predicate(self.statuses()), TIMEOUT), (
-                f"timed out waiting for {what}; got {self.statuses()}")
+        """Until ``predicate(the statuses published)`` holds."""
+        self.wait_for(lambda _: predicate(self.statuses()), what, self.statuses)
 
     def statuses(self):
         return [c[2] for c in self.calls]
@@ -96,19 +74,16 @@ class Recorder:
 def runner():
     published = Recorder()
     regrounds: list[tuple] = []
-    made = FollowRunner(to_frame=to_frame, publish=published,
-                        on_reground=lambda qid, text: regrounds.append((qid, text)))
-    made.start()
-    made.published, made.regrounds = published, regrounds
-    yield made
-    assert made.shutdown(TIMEOUT)
+    with running(FollowRunner(to_frame=to_frame, publish=published,
+                              on_reground=lambda qid, text: regrounds.append((qid, text)))
+                 ) as made:
+        made.published, made.regrounds = published, regrounds
+        yield made
 
 
 def test_frames_are_followed_after_the_answer_frame_with_labels_kept(runner):
     session = FakeSession()
     runner.follow("q-1", session, 2, Frame(np.zeros((4, 6, 3), np.uint8), 10, 0, "cam"), "x")
-    runner.offer(Msg(10))  # the answer's own frame: skipped
-    wait_until(lambda: runner.stats.skipped == 1, "the answer's frame to be skipped")
     runner.offer(Msg(11))
     runner.published.wait(lambda s: len(s) == 1, "one update")
     frame, masks, status = runner.published.calls[0]
@@ -124,13 +99,13 @@ def test_a_busy_tracker_sees_only_the_newest_frame(runner):
     session = FakeSession(gate=gate)
     runner.follow("q-1", session, 1, None)
     runner.offer(Msg(1))
-    assert session.entered.wait(TIMEOUT)
+    assert session.entered.wait(TIMEOUT_S)
     for sec in range(2, 7):  # arrive while frame 1 is processed
         runner.offer(Msg(sec))
     gate.set()
     runner.published.wait(lambda s: len(s) == 2, "two updates")
-    assert session.seen == [1.0, 6.0]
-    assert runner.stats.dropped == 4
+    assert [call[0].stamp_sec for call in runner.published.calls] == [1, 6]
+    assert len(session.seen) == 2 and runner.stats.dropped == 4
 
 
 def test_end_publishes_one_stopped_and_ignores_later_frames(runner):
@@ -140,7 +115,7 @@ def test_end_publishes_one_stopped_and_ignores_later_frames(runner):
     assert runner.end("again") is None
     runner.offer(Msg(3))
     runner.published.wait(lambda s: len(s) == 1, "the stopped status")
-    assert runner.wait_idle(TIMEOUT)
+    assert runner.wait_idle(TIMEOUT_S)
     status = runner.published.statuses()[0]
     assert status["state"] == "stopped" and status["reason"] == "stop_follow"
     assert session.stopped and session.seen == [] and runner.following is None
@@ -151,10 +126,10 @@ def test_an_end_during_a_frame_drops_that_frames_update(runner):
     session = FakeSession(gate=gate)
     runner.follow("q-1", session, 1, None)
     runner.offer(Msg(1))
-    assert session.entered.wait(TIMEOUT)
+    assert session.entered.wait(TIMEOUT_S)
     runner.end("new query q-2")
     gate.set()
-    assert runner.wait_idle(TIMEOUT)
+    assert runner.wait_idle(TIMEOUT_S)
     runner.published.wait(lambda s: [x["state"] for x in s] == ["stopped"], "only stopped")
 
 
@@ -169,7 +144,7 @@ def test_lost_is_final_and_asks_for_a_reground(runner):
     assert runner.regrounds == [("q-1", "the blue box")]
     assert runner.following is None
     runner.offer(Msg(3))
-    assert runner.end("late") is None and runner.wait_idle(TIMEOUT)
+    assert runner.end("late") is None and runner.wait_idle(TIMEOUT_S)
     assert len(runner.published.calls) == 2  # nothing after lost
 
 
@@ -204,8 +179,7 @@ def test_a_decompression_bomb_on_the_image_topic_is_skipped_undecoded_while_foll
 
     published = Recorder()
     runner = FollowRunner(to_frame=FrameReader(40_000_000).frame, publish=published)
-    runner.start()
-    try:
+    with running(runner):
         session = FakeSession()
         runner.follow("q-1", session, 1, None)
         runner.offer(compressed(png_bomb(20_000, 20_000), 5))
@@ -215,8 +189,6 @@ def test_a_decompression_bomb_on_the_image_topic_is_skipped_undecoded_while_foll
                                 .tobytes(), 6))
         published.wait(lambda s: len(s) == 1, "the next frame followed")
         assert session.seen == [6.0]
-    finally:
-        assert runner.shutdown(TIMEOUT)
 
 
 def test_shutdown_stops_the_follow_and_a_publisher_failure_does_not_kill_the_thread():
@@ -233,7 +205,7 @@ def test_shutdown_stops_the_follow_and_a_publisher_failure_does_not_kill_the_thr
     wait_until(lambda: calls == ["tracking"], "the first update")
     runner.offer(Msg(2))
     wait_until(lambda: len(calls) == 2, "the second update: the thread survived")
-    assert runner.shutdown(TIMEOUT)
+    assert runner.shutdown(TIMEOUT_S)
     assert calls == ["tracking", "tracking", "stopped"]
 
 
@@ -244,3 +216,153 @@ def test_status_json_rounds_and_numbers_objects():
     assert status["objects"] == [{"id": 1, "bbox": [2.0, 1.0, 4.0, 3.0], "centroid": [2.5, 1.5],
                                   "confidence": 0.9}]
     assert status["latency_ms"] == 1.23 and status["frame_id"] == "cam"
+
+
+# --- frame order by arrival (issue 25: zero, equal, backwards and future stamps) ---------------
+
+
+class StepClock:
+    """A clock the test moves: each offer() reads it as the frame's arrival time."""
+
+    def __init__(self, start: float = 100.0):
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def answer_frame(sec: int) -> Frame:
+    return Frame(np.zeros((4, 6, 3), np.uint8), sec, 0, "cam")
+
+
+def offer_each(runner, clock: StepClock, secs, step_s: float = 0.1) -> None:
+    """Offer frames one at a time (each waited for), ``step_s`` apart by arrival."""
+    for sec in secs:
+        count = len(runner.published.calls)
+        clock.now += step_s
+        runner.offer(Msg(sec))
+        runner.published.wait(lambda s, n=count: len(s) == n + 1, f"the update of frame {sec}")
+
+
+@pytest.fixture
+def clocked():
+    clock = StepClock()
+    published = Recorder()
+    with running(FollowRunner(to_frame=to_frame, publish=published, clock=clock)) as made:
+        made.published, made.clock = published, clock
+        yield made
+
+
+def test_zero_stamps_are_followed_in_arrival_order(clocked):
+    """A camera without a clock: every frame stamped 0, like the answer's frame."""
+    session = FakeSession()
+    clocked.follow("q-1", session, 1, answer_frame(0))
+    offer_each(clocked, clocked.clock, [0, 0, 0, 0])
+    assert [s["state"] for s in clocked.published.statuses()] == ["tracking"] * 4
+    assert session.seen == pytest.approx([0.1, 0.2, 0.3, 0.4])  # session time: arrival steps
+
+
+def test_after_one_frame_stamped_in_the_future_later_frames_are_followed(clocked):
+    session = FakeSession()
+    clocked.follow("q-1", session, 1, answer_frame(10))
+    offer_each(clocked, clocked.clock, [10 ** 9, 11, 12])
+    assert [s["state"] for s in clocked.published.statuses()] == ["tracking"] * 3
+    # the future stamp is a clock jump (its arrival step counts), 11 is backwards (arrival
+    # step), 12 is one second after 11 (its stamp step)
+    assert session.seen == pytest.approx([10.1, 10.2, 11.2])
+
+
+def test_an_answer_stamped_in_the_future_is_still_followed(clocked):
+    session = FakeSession()
+    clocked.follow("q-1", session, 1, answer_frame(10 ** 9))
+    offer_each(clocked, clocked.clock, [11, 12])
+    assert [s["state"] for s in clocked.published.statuses()] == ["tracking"] * 2
+    assert session.seen == pytest.approx([10 ** 9 + 0.1, 10 ** 9 + 1.1])
+
+
+def test_a_bag_replayed_in_a_loop_is_followed_across_the_jump_back(clocked):
+    session = FakeSession()
+    clocked.follow("q-1", session, 1, answer_frame(5))
+    offer_each(clocked, clocked.clock, [6, 7, 1, 2, 2])
+    assert len(clocked.published.statuses()) == 5
+    assert session.seen == pytest.approx([6.0, 7.0, 7.1, 8.1, 8.2])  # never backwards
+
+
+def test_zero_stamps_a_real_session_goes_lost_when_the_object_is_taken_away():
+    """The grasp sequence with every frame stamped 0 (arrival 0.1 s apart): tracking while
+    blue_box stands there, then ``lost`` (the lost clock runs on arrival time)."""
+    from sam3_agent_ros.config import Config
+    from sam3_agent_ros.demo.moving_scene import GRASPED_OBJECT, GraspSequence
+    from sam3_agent_ros.follow import FollowSession
+    from sam3_agent_ros.segmenters.color import ColorSegmenter
+
+    sequence = GraspSequence(put_back_at=None, n_frames=40)
+    frames = list(sequence)
+    images = {}
+
+    def frame_of(msg):
+        return Frame(images[msg.sec], 0, 0, "cam")
+
+    clock, published = StepClock(), Recorder()
+    runner = FollowRunner(to_frame=frame_of, publish=published, clock=clock)
+    with running(runner):
+        config = Config().follow
+        session = FollowSession(config, ColorSegmenter(), frames[0].rgb,
+                                [frames[0].masks[GRASPED_OBJECT]], "blue", now_s=0.0)
+        runner.follow("q-1", session, 1, Frame(frames[0].rgb, 0, 0, "cam"))
+        for index, frame in enumerate(frames[1:], start=1):
+            if runner.following is None:
+                break
+            images = {0: frame.rgb}
+            count = len(published.calls)
+            clock.now += 0.1
+            runner.offer(Msg(0))
+            published.wait(lambda s, n=count: len(s) == n + 1, f"the update of frame {index}")
+        states = [s["state"] for s in published.statuses()]
+    assert states[:sequence.removed_at - 1] == ["tracking"] * (sequence.removed_at - 1), states
+    assert states[-1] == "lost", states
+    lost_at = len(states)  # the frame index of the lost update
+    assert lost_at - sequence.removed_at <= 20, states  # within lost_timeout_s + a period
+
+
+# --- the watchdog: a follow that publishes nothing for lost_timeout_s goes lost ---------------
+
+
+def test_a_follow_without_any_usable_frame_goes_lost_after_lost_timeout():
+    published = Recorder()
+    runner = FollowRunner(to_frame=to_frame, publish=published, lost_timeout_s=0.2)
+    with running(runner):
+        session = FakeSession()
+        runner.follow("q-1", session, 2, answer_frame(10))
+        runner.offer(Msg(11, bad=True))  # only unusable frames: no update
+        published.wait(lambda s: len(s) == 1, "the watchdog's lost")
+        status = published.statuses()[0]
+        assert status["state"] == "lost" and status["objects"] == []
+        assert "no update for" in status["reason"] and "follow.lost_timeout_s" in status["reason"]
+        assert status["frame"] == {"sec": 10, "nanosec": 0}  # the last frame followed
+        assert published.calls[0][1] == [None, None]
+        assert runner.following is None and session.seen == []
+        runner.offer(Msg(12))
+        assert runner.wait_idle(TIMEOUT_S)
+        assert len(published.calls) == 1  # lost is final
+    assert len(published.calls) == 1  # no stopped after lost
+
+
+def test_the_watchdog_counts_from_the_last_update():
+    published = Recorder()
+    runner = FollowRunner(to_frame=to_frame, publish=published, lost_timeout_s=0.3)
+    with running(runner):
+        runner.follow("q-1", FakeSession(), 1, None)
+        runner.offer(Msg(1))
+        published.wait(lambda s: [x["state"] for x in s] == ["tracking"], "the update")
+        published.wait(lambda s: [x["state"] for x in s] == ["tracking", "lost"],
+                       "the watchdog's lost after the update")
+
+
+def test_the_first_step_from_the_answer_counts_the_query_time(clocked):
+    """The answer's frame arrived about ``answer_age_s`` before following began: the stamp step
+    to the first frame (the query's duration) is real time, no clock jump."""
+    session = FakeSession()
+    clocked.follow("q-1", session, 1, answer_frame(10), answer_age_s=2.0)
+    offer_each(clocked, clocked.clock, [12], step_s=0.0)
+    assert session.seen == pytest.approx([12.0])

@@ -8,9 +8,10 @@ import pytest
 
 from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.cancel import CancelToken
-from sam3_agent_ros.core.errors import LlmError
+from sam3_agent_ros.core.errors import LlmError, LlmFailure
 from sam3_agent_ros.core.types import LlmReply
 from sam3_agent_ros.ros import health
+from sam3_agent_ros.ros.follow_health import follow_started
 from sam3_agent_ros.ros.health import Level
 
 TOPIC = "/robot/camera/image_raw"
@@ -132,7 +133,9 @@ def test_the_endpoint_status_is_the_outcome_of_the_newest_call(recorder, clock):
     clock.advance(120.0)
     recorder.llm_call(False, 0.01, "cannot reach the LLM endpoint http://***@gpu:8000/v1 after "
                                    "3 attempts ([Errno 111] Connection refused): start the server "
-                                   "or check llm.base_url; to try without a model: -p ...")
+                                   "or check llm.base_url; to try without a model: -p ...",
+                      LlmFailure(LlmError.UNREACHABLE, "http://***@gpu:8000/v1", attempts=3,
+                                 cause="[Errno 111] Connection refused"))
     status = llm(recorder)
     assert status.level == Level.ERROR
     assert status.message == (
@@ -161,12 +164,14 @@ def test_an_endpoint_that_never_answered_says_so_and_offline_has_none(recorder):
 
 
 class FakeLlm:
-    def __init__(self, error: str | None = None):
+    def __init__(self, error: str | LlmError | None = None):
         self.error = error
         self.calls: list[tuple] = []
 
     def complete(self, messages, cancel, tools=None):
         self.calls.append((messages, tools))
+        if isinstance(self.error, LlmError):
+            raise self.error
         if self.error:
             raise LlmError(self.error)
         return LlmReply("ok")
@@ -199,6 +204,31 @@ def test_observed_llm_records_each_call_but_not_a_cancelled_one(recorder, clock)
         with pytest.raises(LlmError):
             health.ObservedLlm(FakeLlm("cancelled"), recorder).complete([], token)
     assert recorder.llm("openai", "u", "m", 60.0).calls == 3
+
+
+def test_an_endpoint_that_does_not_answer_is_a_warning_naming_it(recorder, clock):
+    """Issue 25: a hung endpoint (connects, never answers) ended queries in "query timed out"
+    while the status said OK: the call that ran out the query's time was not recorded. It is
+    now, from the error's fields (kind, endpoint, attempts, how long it waited)."""
+    hung = LlmError("the LLM endpoint http://***@gpu:8000/v1 did not answer within 60.0 s "
+                    "(the query's deadline, agent.query_timeout_s) after 1 attempt",
+                    kind=LlmError.TIMEOUT, endpoint="http://***@gpu:8000/v1", attempts=1,
+                    waited_s=60.0)
+    expired = CancelToken(deadline=time.monotonic() - 1.0)  # it waited out the query's time
+    with pytest.raises(LlmError):
+        health.ObservedLlm(FakeLlm(hung), recorder).complete([], expired)
+    clock.advance(2.0)
+    status = llm(recorder)
+    assert status.level == Level.WARN
+    assert status.message == ("LLM endpoint http://***@gpu:8000/v1 did not answer within 60.0 s "
+                              "(1 attempt, 2.0 s ago; no call has succeeded yet): is the server "
+                              "stuck or overloaded? (its log; llm.timeout_s)")
+    assert (status.values["calls"], status.values["failures"]) == ("1", "1")
+    # A deadline that had passed before the request was sent is not the endpoint's doing.
+    late = LlmError("query deadline reached before the LLM request", kind=LlmError.DEADLINE)
+    with pytest.raises(LlmError):
+        health.ObservedLlm(FakeLlm(late), recorder).complete([], expired)
+    assert recorder.llm("openai", "u", "m", 60.0).calls == 1
 
 
 # --- segmenter, queries, follow --------------------------------------------------------------
@@ -248,7 +278,8 @@ def test_follow_status_tracks_the_newest_follow_update(recorder, clock):
     clock.advance(3.0)
     status = health.follow_status(recorder.follow())
     assert (status.level, status.message) == (
-        Level.WARN, "following q-3: no update for 3.0 s (no new frames?)")
+        Level.WARN, "following q-3: no update for 3.0 s (no usable frame, or the follow thread "
+                    "is busy)")
     recorder.follow_update({"query_id": "q-3", "state": "lost", "objects": [],
                             "reason": "no followed object seen for follow.lost_timeout_s"})
     clock.advance(12.0)
@@ -295,3 +326,55 @@ def test_snapshot_of_a_node_reads_its_parameters_segmenter_and_queue(recorder):
                                            (42.4, "42 s"), (150, "2 min"), (9000, "2.5 h")])
 def test_ago(seconds, text):
     assert health.ago(seconds) == text
+
+
+def test_the_camera_model_status_appears_with_depth_and_warns_while_it_does_not_fit(
+        recorder, clock):
+    params = Config.from_params({}).to_params()
+    assert recorder.camera_model() is None  # depth off: no such area
+    assert "camera model" not in [s.name for s in health.statuses(
+        health.snapshot(recorder, params))]
+    recorder.camera_model_started()
+    assert health.camera_model_status(recorder.camera_model()).message == "no 3D answer yet"
+    recorder.camera_model_checked("unusable camera_info: camera_info is for 1280x720 images "
+                                  "but the colour frame is 640x480\n[ERROR] x", "1280x720")
+    clock.advance(3.0)
+    statuses = health.statuses(health.snapshot(recorder, params))
+    status = statuses[-1]
+    assert status.name == "camera model" and status.level == Level.WARN
+    assert status.message.startswith("no 3D positions 3.0 s ago: unusable camera_info: ")
+    assert "\n" not in status.message
+    recorder.camera_model_checked(None, "640x480, fx=600 fy=600 cx=319.5 cy=239.5")
+    status = health.camera_model_status(recorder.camera_model())
+    assert status.level == Level.OK and "640x480, fx=600" in status.message
+    recorder.camera_model_started(False)
+    assert recorder.camera_model() is None
+
+def test_a_follow_that_publishes_nothing_warns_and_is_never_not_following(recorder, clock):
+    """Issue 25: a session exists but no ~/follow/status went out (frames unusable, none
+    arriving): a WARN that says so, never "not following"."""
+    recorder.follow_update({"query_id": "q-6", "state": "tracking", "objects": [{"id": 1}]})
+    recorder.follow_update(follow_started("q-7"))
+    status = health.follow_status(recorder.follow())
+    assert (status.level, status.message) == (
+        Level.OK, "following q-7: waiting for its first update")
+    # the previous follow's final status may come after the new one began
+    recorder.follow_update({"query_id": "q-6", "state": "stopped", "objects": [],
+                            "reason": "replaced by the follow of q-7"})
+    clock.advance(health.FOLLOW_QUIET_S + 1.0)
+    status = health.follow_status(recorder.follow())
+    assert status.level == Level.WARN
+    assert status.message == ("following q-7: no update for 3.0 s since it began (no usable "
+                              "frame, or the follow thread is busy)")
+    assert status.values["state"] == "started" and status.values["query_id"] == "q-7"
+    recorder.follow_update({"query_id": "q-7", "state": "tracking", "objects": [{"id": 1}]})
+    status = health.follow_status(recorder.follow())
+    assert (status.level, status.message) == (Level.OK, "following q-7: tracking 1 object(s)")
+    clock.advance(health.FOLLOW_QUIET_S + 0.5)
+    status = health.follow_status(recorder.follow())
+    assert status.level == Level.WARN and "following q-7: no update for 2.5 s" in status.message
+    recorder.follow_update({"query_id": "q-7", "state": "lost", "objects": [],
+                            "reason": "no update for 1.0 s (follow.lost_timeout_s): no usable "
+                                      "frame arrived"})
+    status = health.follow_status(recorder.follow())
+    assert status.level == Level.WARN and status.message.startswith("lost q-7 ")

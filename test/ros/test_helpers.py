@@ -17,6 +17,7 @@ from test.ros.helpers import (
     SpinnerDied,
     check_nodes_alive,
 )
+from test.waiting import wait_until
 
 NS = "/helpers_probe"
 
@@ -91,18 +92,11 @@ class _ScriptedExecutor:
         time.sleep(0.001)
 
 
-def _wait(predicate, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.005)
-
-
 def test_the_spinner_spins_on_through_wait_set_races():
     executor = _ScriptedExecutor(["wait_set"] * 3)
     spinner = Spinner(executor, "races")
     try:
-        _wait(lambda: executor.spins >= 10)
+        wait_until(lambda: executor.spins >= 10, "ten spins")
         assert spinner.error is None and spinner.wait_set_races == 3
         spinner.check()
     finally:
@@ -113,7 +107,7 @@ def test_the_spinner_stops_on_a_failed_callback_and_the_waits_say_why():
     executor = _ScriptedExecutor(["wait_set", "callback"])
     spinner = Spinner(executor, "callback")
     try:
-        _wait(lambda: spinner.error is not None)
+        wait_until(lambda: spinner.error is not None, "the spinner to fail")
         assert isinstance(spinner.error, RuntimeError) and spinner.wait_set_races == 1
         with pytest.raises(SpinnerDied, match="a callback failed"):
             spinner.check()
@@ -125,7 +119,7 @@ def test_a_race_that_never_ends_is_no_race():
     executor = _ScriptedExecutor([], then="wait_set")
     spinner = Spinner(executor, "endless")
     try:
-        _wait(lambda: spinner.error is not None)
+        wait_until(lambda: spinner.error is not None, "the spinner to fail")
         assert isinstance(spinner.error, AttributeError)
         assert spinner.wait_set_races == Spinner.MAX_WAIT_SET_RACES
     finally:

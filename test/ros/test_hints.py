@@ -32,10 +32,13 @@ def test_a_read_only_or_unknown_problem_needs_a_restart_whatever_else_is_wrong()
     assert "configure" not in text  # a configure cannot help before the restart
 
 
-def test_autostart_failure_adds_the_activate_step_unless_only_a_restart_helps():
+def test_autostart_failure_says_the_node_exits_and_how_to_fix_it_in_place():
     assert hints.autostart_failed(NODE, restart_only=True) == \
-        "autostart: configure failed (see above)"
+        f"autostart: configure failed (see above); {hints.EXITING}"
+    assert "exits with status 1" in hints.EXITING
     text = hints.autostart_failed(NODE, restart_only=False)
+    assert text.startswith("autostart: configure failed (see above); the node exits")
+    assert "start it with autostart:=false" in text
     assert f"'ros2 lifecycle set {NODE} activate'" in text
     assert f"'sam3-agent lifecycle activate --node {NODE}'" in text
 

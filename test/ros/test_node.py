@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
 import time
 
-import cv2
 import numpy as np
 import pytest
 from sensor_msgs.msg import CompressedImage, Image
@@ -21,7 +21,7 @@ from std_msgs.msg import String
 
 from sam3_agent_ros.demo.scene import render_scene
 from sam3_agent_ros.ros.conversions import rgb8_image
-from test.ros.helpers import TRANSITION, Camera, Harness, NodeProcess
+from test.ros.helpers import TRANSITION, Camera, Harness, NodeProcess, png_message
 
 R1, R2, R3 = "/robot1", "/robot2", "/robot3"
 SLOW = {"segmenter": {"backend": "test.ros.slow_segmenter:factory"}}
@@ -61,12 +61,6 @@ def ros(ros_env, tmp_path_factory):
         for proc in procs.values():
             proc.stop()
         harness.close()
-
-
-def png_message(rgb: np.ndarray) -> CompressedImage:
-    msg = CompressedImage(format="png")
-    msg.data = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))[1].tobytes()
-    return msg
 
 
 def image_array(msg: Image) -> np.ndarray:
@@ -311,21 +305,29 @@ def test_demo_backends_are_announced_at_start_up(ros):
     assert "DEMO BACKENDS (llm.backend=offline):" in procs[R2].log()
 
 
+def ended_by_itself(proc: NodeProcess, timeout: float = 30.0) -> int | None:
+    """The node's exit status once it ended on its own within ``timeout`` s, else None."""
+    try:
+        return proc.process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        return None
+
+
 def test_real_backends_without_key_or_weights_fail_configure_at_once(ros, tmp_path):
     """The node with its defaults (the real backends) and nothing set up: one ERROR line per
-    missing thing, each naming the fix and how to try without a model; unconfigured, and
-    nothing slow was started."""
-    harness, _ = ros
+    missing thing, each naming the fix and how to try without a model; nothing slow was started,
+    and under autostart the process ends with status 1 (launch, systemd see it die), cleanly."""
     env = {k: v for k, v in os.environ.items()
            if k != "OPENAI_API_KEY" and not k.startswith(("HF_", "HUGGING_FACE_"))}
     env["HF_HOME"] = str(tmp_path / "hf_home")  # no cached weights, no token
     proc = NodeProcess("/robot6", {}, tmp_path, env, offline=False)
-    name = "/robot6/sam3_agent"
     try:
-        harness.wait_for(lambda: "autostart: configure failed" in proc.log(), 30,
-                         "the configure failure")
-        errors = [line for line in proc.log().splitlines() if "cannot configure:" in line]
-        assert len(errors) == 2 and all("ERROR" in line for line in errors), proc.log()
+        status = ended_by_itself(proc)
+        log = proc.log()
+        assert status == 1, log
+        assert "autostart: configure failed" in log and "exits with status 1" in log
+        errors = [line for line in log.splitlines() if "cannot configure:" in line]
+        assert len(errors) == 2 and all("ERROR" in line for line in errors), log
         key, weights = errors
         assert "OPENAI_API_KEY" in key and "export OPENAI_API_KEY=EMPTY" in key
         if all(importlib.util.find_spec(name) for name in ("torch", "sam3")):
@@ -335,7 +337,25 @@ def test_real_backends_without_key_or_weights_fail_configure_at_once(ros, tmp_pa
         for line in errors:
             assert line.endswith("sam3_agent.launch.py offline:=true, or -p "
                                  "llm.backend:=offline -p segmenter.backend:=color"), line
-        assert "building the backends" not in proc.log()
+        assert "building the backends" not in log
+        assert "Traceback" not in log
+    finally:
+        assert proc.stop() == 1
+
+
+def test_a_failed_manual_configure_keeps_the_node_up_unconfigured(ros, tmp_path):
+    """Under a lifecycle manager (autostart false) a failed configure leaves the process up and
+    unconfigured, as managers expect; the missing key is named."""
+    harness, _ = ros
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    proc = NodeProcess("/robot7", {"autostart": False, "llm": {"backend": "openai"}}, tmp_path,
+                       env)
+    name = "/robot7/sam3_agent"
+    try:
+        harness.wait_for(lambda: "autostart is false" in proc.log(), 30, "the manual hint")
+        assert not harness.change_state(name, TRANSITION.TRANSITION_CONFIGURE)
+        assert "cannot configure:" in proc.log() and "OPENAI_API_KEY" in proc.log()
+        assert ended_by_itself(proc, timeout=2.0) is None  # a bounded look: still running
         assert harness.lifecycle_state(name) == "unconfigured"
     finally:
         assert proc.stop() == 0
@@ -343,13 +363,16 @@ def test_real_backends_without_key_or_weights_fail_configure_at_once(ros, tmp_pa
 
 def test_invalid_params_file_leaves_the_node_unconfigured_until_fixed(ros, tmp_path):
     """Bad values of dynamic parameters are fixed at runtime (read-only ones need a restart:
-    test_trust_params.py)."""
+    test_trust_params.py). Under a lifecycle manager (autostart false): under autostart the node
+    would exit (test_real_backends_without_key_or_weights_fail_configure_at_once)."""
     harness, _ = ros
-    proc = NodeProcess("/robot4", {"agent": {"max_rounds": 0}, "image_qos": "bogus"}, tmp_path)
+    proc = NodeProcess("/robot4", {"agent": {"max_rounds": 0}, "image_qos": "bogus",
+                                   "autostart": False}, tmp_path)
     name = "/robot4/sam3_agent"
     try:
-        harness.wait_for(lambda: "autostart: configure failed" in proc.log(), 30,
+        harness.wait_for(lambda: "the node cannot configure" in proc.log(), 30,
                          "the configure error")
+        assert not harness.change_state(name, TRANSITION.TRANSITION_CONFIGURE)
         log = proc.log()
         assert "agent.max_rounds: 0 is below the minimum 1" in log
         assert "image_qos: 'bogus' is not one of" in log

@@ -18,8 +18,6 @@ import threading
 import time
 from pathlib import Path
 
-import cv2
-import numpy as np
 import pytest
 from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient
@@ -28,7 +26,7 @@ from std_msgs.msg import String
 
 from sam3_agent_ros.action import Segment
 from sam3_agent_ros.demo.scene import render_scene
-from test.ros.helpers import Camera, Harness, NodeProcess
+from test.ros.helpers import Camera, Harness, NodeProcess, png_message
 
 NS = "/bounds1"
 CONFIG = {"image_transport": "compressed", "image_qos": "reliable", "max_query_chars": 20_000,
@@ -50,12 +48,6 @@ def ros(ros_env, tmp_path_factory):
     finally:
         proc.stop()
         harness.close()
-
-
-def png_message(rgb: np.ndarray) -> CompressedImage:
-    msg = CompressedImage(format="png")
-    msg.data = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))[1].tobytes()
-    return msg
 
 
 def peak_rss_mib(pid: int) -> float:

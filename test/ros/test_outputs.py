@@ -7,7 +7,6 @@ import itertools
 import json
 import os
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -25,6 +24,7 @@ from sam3_agent_ros.render import downscale
 from sam3_agent_ros.ros import outputs
 from sam3_agent_ros.ros.conversions import compressed_to_rgb, image_to_rgb
 from test.ros.helpers import RELIABLE
+from test.waiting import wait_until
 
 STAMP = (1234, 5678)
 POSITIONS = [{"position": {"x": 0.1, "y": -0.2, "z": 0.9}, "position_error": None},
@@ -299,14 +299,6 @@ def graph():
     spinner.join(timeout=5)
 
 
-def wait_for(predicate, what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 class Listener:
     def __init__(self, node, topics):
         self.received = {topic: [] for topic in topics}
@@ -329,14 +321,14 @@ def test_answer_publisher_renders_only_subscribed_images(graph):
     listener = Listener(peer, {"sam3_agent/result": String, "sam3_agent/mask": Image,
                                "sam3_agent/overlay/compressed": CompressedImage})
     publisher = outputs.AnswerPublisher(node, publish_overlay=True)
-    wait_for(lambda: all(publisher._publishers[kind].get_subscription_count() == 1
-                         for kind in ("mask", "result", "overlay/compressed")), "matching")
+    wait_until(lambda: all(publisher._publishers[kind].get_subscription_count() == 1
+                           for kind in ("mask", "result", "overlay/compressed")), "matching")
     depth = FakeDepth(POSITIONS)
     sent = publisher.publish(make_result(), depth)
     assert set(sent.images) == {"mask", "overlay/compressed"}  # nobody on labels, raw overlay
-    wait_for(lambda: listener.received["sam3_agent/result"]
-             and listener.received["sam3_agent/mask"]
-             and listener.received["sam3_agent/overlay/compressed"], "the answer's messages")
+    wait_until(lambda: listener.received["sam3_agent/result"]
+               and listener.received["sam3_agent/mask"]
+               and listener.received["sam3_agent/overlay/compressed"], "the answer's messages")
     jpeg = listener.received["sam3_agent/overlay/compressed"][0]
     assert compressed_to_rgb(jpeg).shape == (48, 64, 3) and jpeg.header.stamp.sec == STAMP[0]
     assert json.loads(listener.received["sam3_agent/result"][0].data)["query_id"] == "q-7"
@@ -344,8 +336,8 @@ def test_answer_publisher_renders_only_subscribed_images(graph):
     assert len(depth.published) == 1 and depth.published[0][0].point.x == pytest.approx(0.1)
     assert depth.markers == [sent.markers] and sent.markers.markers[2].text == "the boxes #1"
     publisher.destroy()
-    wait_for(lambda: peer.count_publishers(f"{node.get_namespace()}/sam3_agent/result") == 0,
-             "the publishers to go away")
+    wait_until(lambda: peer.count_publishers(f"{node.get_namespace()}/sam3_agent/result") == 0,
+               "the publishers to go away")
 
 
 def test_follow_publisher_always_sends_the_status_and_images_only_when_wanted(graph):
@@ -354,16 +346,16 @@ def test_follow_publisher_always_sends_the_status_and_images_only_when_wanted(gr
                                "sam3_agent/follow/labels": Image,
                                "sam3_agent/follow/target": PointStamped})
     publisher = outputs.FollowPublisher(node)
-    wait_for(lambda: publisher._publishers["status"].get_subscription_count() == 1
-             and publisher._publishers["labels"].get_subscription_count() == 1, "matching")
+    wait_until(lambda: publisher._publishers["status"].get_subscription_count() == 1
+               and publisher._publishers["labels"].get_subscription_count() == 1, "matching")
     first, _ = two_masks()
     frame = Frame(np.zeros((48, 64, 3), np.uint8), *STAMP, "cam")
     sent = publisher.publish(frame, [first], {"state": "tracking", "objects": [{"id": 1}]},
                              FakeDepth(POSITIONS[:1]))
     assert set(sent.images) == {"labels"}
-    wait_for(lambda: listener.received["sam3_agent/follow/status"]
-             and listener.received["sam3_agent/follow/labels"]
-             and listener.received["sam3_agent/follow/target"], "the follow outputs")
+    wait_until(lambda: listener.received["sam3_agent/follow/status"]
+               and listener.received["sam3_agent/follow/labels"]
+               and listener.received["sam3_agent/follow/target"], "the follow outputs")
     target = listener.received["sam3_agent/follow/target"][0]
     assert (target.header.stamp.sec, target.header.stamp.nanosec) == STAMP
     # Measured for the target and status subscribers: the boxes go out on ~/markers too.

@@ -10,6 +10,7 @@ the offline planner, test/fakes/offline_responder.py); the attacker runs its own
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 
 import pytest
@@ -144,9 +145,19 @@ def wait_log(harness: Harness, proc: NodeProcess, text: str, timeout: float = 30
     return proc.log()
 
 
+def ended_by_itself(proc: NodeProcess, timeout: float = 30.0) -> int | None:
+    """The node's exit status once it ended on its own within ``timeout`` s, else None."""
+    try:
+        return proc.process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        return None
+
+
 @pytest.mark.parametrize("how", ["params-file", "-p"])
 def test_a_typo_in_an_override_is_refused_with_the_closest_name(trusted, tmp_path, how):
-    """``llm.backnd`` would have been dropped silently, leaving the default backend."""
+    """``llm.backnd`` would have been dropped silently, leaving the default backend. Under
+    autostart (params-file) the node then exits with status 1, so launch or systemd see it die;
+    with autostart false (-p) it stays up, unconfigured, and refuses a configure."""
     harness, _ = trusted
     ns = "/typo_file" if how == "params-file" else "/typo_arg"
     if how == "params-file":
@@ -156,18 +167,22 @@ def test_a_typo_in_an_override_is_refused_with_the_closest_name(trusted, tmp_pat
                            ros_args=("-p", "llm.backnd:=offline"))
     name = f"{ns}/sam3_agent"
     try:
-        # The node writes these lines one after the other: wait for the last of them.
-        log = wait_log(harness, proc, "llm.backnd (not a parameter: remove or correct it)")
+        if how == "params-file":
+            status = ended_by_itself(proc)
+            log = proc.log()
+            assert status == 1, log
+            assert "autostart: configure failed" in log and "Traceback" not in log
+        else:  # the node writes these lines one after the other: wait for the last of them
+            log = wait_log(harness, proc, "llm.backnd (not a parameter: remove or correct it)")
+        assert "llm.backnd (not a parameter: remove or correct it)" in log
         assert "unknown parameter 'llm.backnd'" in log
         assert "[ERROR]" in log and "(did you mean 'llm.backend'?)" in log
         if how == "-p":
             assert "autostart is false" not in log  # it would say how to configure
             assert not harness.change_state(name, TRANSITION.TRANSITION_CONFIGURE)
-        else:
-            wait_log(harness, proc, "autostart: configure failed")
-        assert harness.lifecycle_state(name) == "unconfigured"
+            assert harness.lifecycle_state(name) == "unconfigured"
     finally:
-        assert proc.stop() == 0
+        assert proc.stop() == (1 if how == "params-file" else 0)
 
 
 def test_rclpy_s_own_parameters_are_not_typos(trusted, tmp_path):
@@ -183,12 +198,16 @@ def test_rclpy_s_own_parameters_are_not_typos(trusted, tmp_path):
 
 def test_a_bad_read_only_start_up_value_asks_for_a_restart_not_a_set(trusted, tmp_path):
     """A wrong backend or plugin cannot be fixed at runtime any more: the node says to restart
-    it with a corrected value, and a set is refused."""
+    it with a corrected value, and a set is refused (autostart false: the node stays up to be
+    asked; under autostart it exits: see the typo test)."""
     harness, _ = trusted
-    proc = NodeProcess("/bad_backend", {"llm": {"backend": "bogus"}}, tmp_path)
+    proc = NodeProcess("/bad_backend", {"llm": {"backend": "bogus"}, "autostart": False},
+                       tmp_path)
     name = "/bad_backend/sam3_agent"
     try:
-        log = wait_log(harness, proc, "autostart: configure failed")
+        wait_log(harness, proc, "autostart is false")
+        assert not harness.change_state(name, TRANSITION.TRANSITION_CONFIGURE)
+        log = wait_log(harness, proc, "to configure: restart the node")
         assert "cannot configure: llm.backend: 'bogus' is not one of" in log
         assert "restart the node with corrected start-up values" in log and "for: llm.backend" \
             in log
@@ -202,19 +221,24 @@ def test_a_bad_read_only_start_up_value_asks_for_a_restart_not_a_set(trusted, tm
 
 def test_a_plugin_that_cannot_load_at_start_up_says_both_ways_out(trusted, tmp_path):
     """Plugins stay allowed at start-up; one that fails names the restart and, for causes
-    outside the node, the configure command in both forms."""
+    outside the node, the configure command in both forms; under autostart the node then exits
+    with status 1 and says how to fix it in place instead (autostart false)."""
     harness, _ = trusted
     proc = NodeProcess("/bad_plugin", {"segmenter": {"backend": "no_such_module:factory"}},
                        tmp_path)
     try:
-        log = wait_log(harness, proc, "autostart: configure failed")
+        status = ended_by_itself(proc)
+        log = proc.log()
+        assert status == 1, log
+        assert "autostart: configure failed" in log and "Traceback" not in log
         assert "cannot build the backends" in log and "no_such_module" in log
         assert "restart the node with a corrected value" in log
         assert "'ros2 lifecycle set /bad_plugin/sam3_agent configure'" in log
         assert "'sam3-agent lifecycle configure --node /bad_plugin/sam3_agent'" in log
+        assert "start it with autostart:=false" in log
         assert "'sam3-agent lifecycle activate --node /bad_plugin/sam3_agent'" in log
     finally:
-        assert proc.stop() == 0
+        assert proc.stop() == 1
 
 
 def test_autostart_false_says_once_how_to_configure_and_activate(trusted, tmp_path):

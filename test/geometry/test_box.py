@@ -1,6 +1,6 @@
-"""geometry3d's oriented box (fit_box, measure_mask) against scenes of known geometry: the sample
+"""The oriented box (fit_box) against scenes of known geometry: the sample
 bag's tabletop, the rotated scene (turned and leaning top faces) of sam3_agent_ros/demo/scene.py,
-and test_geometry3d's ray-cast boxes whose side walls are in view.
+and scenes.py's boxes whose side walls are in view.
 
 Targets (issue 19): centre within 1 cm, the two largest sizes within 10 %, the in-plane angle of
 the long axis within 10 degrees."""
@@ -12,32 +12,12 @@ import math
 import numpy as np
 import pytest
 
-from sam3_agent_ros.config import Config
-from sam3_agent_ros.demo.scene import (
-    box_errors,
-    default_scene,
-    render_scene,
-    rotated_scene,
-)
-from sam3_agent_ros.geometry3d import (
-    Box3D,
-    depth_for_colour,
-    depth_to_metres,
-    fit_box,
-    locate_mask,
-    matrix_to_quaternion,
-    measure_mask,
-    quaternion_to_matrix,
-)
-from test.test_geometry3d import BOXES, CENTRED, TABLE_Z, render
+from sam3_agent_ros.demo.scene import box_errors
+from sam3_agent_ros.geometry.box import Box3D, fit_box
+from sam3_agent_ros.geometry.depth_image import depth_to_metres
+from test.geometry.scenes import BOXES, CENTRED, SCENES, TABLE_Z, render
 
-SCENES = {"tabletop": default_scene(), "rotated": rotated_scene()}
 CASES = [(scene, obj.name) for scene, built in SCENES.items() for obj in built.objects]
-
-
-@pytest.fixture(scope="module")
-def frames():
-    return {name: render_scene(scene) for name, scene in SCENES.items()}
 
 
 def errors_of(frame, name, boxed):
@@ -204,60 +184,3 @@ def test_masks_without_a_surface_give_reasons():
     assert "no valid depth" in fit_box(masks["left"], holes, CENTRED).error
     with pytest.raises(ValueError, match="statistic"):
         fit_box(masks["left"], depth, CENTRED, statistic="mean")
-
-
-def test_measure_mask_gives_the_result_json_fields(frames):
-    frame = frames["tabletop"]
-    cfg = Config().depth
-    extras = measure_mask(frame.masks["red_box"], frame.depth_m, frame.intrinsics.K, cfg)
-    assert set(extras) == {"position", "position_error", "position_spread_m", "box", "box_error"}
-    located = locate_mask(frame.masks["red_box"], frame.depth_m, frame.intrinsics.K)
-    assert [extras["position"][a] for a in "xyz"] == pytest.approx(located.position, abs=1e-5)
-    box = extras["box"]
-    assert set(box) == {"center", "size", "orientation"}
-    assert set(box["center"]) == set(box["size"]) == {"x", "y", "z"}
-    assert set(box["orientation"]) == {"x", "y", "z", "w"}
-    fitted = fit_box(frame.masks["red_box"], frame.depth_m, frame.intrinsics.K).box
-    assert box == fitted.to_json()
-    assert extras["box_error"] is None and extras["position_error"] is None
-    none = measure_mask(np.zeros((480, 640), bool), frame.depth_m, frame.intrinsics.K, cfg)
-    assert none == {"position": None, "position_error": "empty mask", "box": None,
-                    "box_error": "empty mask"}
-
-
-def test_a_box_is_still_given_when_no_plane_holds_enough_points():
-    """A mask whose valid depth is only a line has a position but no box, with the reason."""
-    depth, _ = render(CENTRED)
-    line = np.zeros(depth.shape, bool)
-    line[240, 100:200] = True
-    extras = measure_mask(line, depth, CENTRED, Config.from_params({"depth.erode_px": 0}).depth)
-    assert extras["position"] is not None and extras["box"] is None
-    assert "do not span a surface" in extras["box_error"]
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_quaternions_round_trip_through_every_branch(seed):
-    rng = np.random.default_rng(seed)
-    for _ in range(50):
-        q = rng.normal(size=4)
-        q /= np.linalg.norm(q)
-        rotation = quaternion_to_matrix(q)
-        back = np.array(matrix_to_quaternion(rotation))
-        assert back[3] >= 0
-        np.testing.assert_allclose(quaternion_to_matrix(back), rotation, atol=1e-9)
-    for turn in (np.diag([1.0, -1.0, -1.0]), np.diag([-1.0, 1.0, -1.0]),
-                 np.diag([-1.0, -1.0, 1.0])):  # half turns: trace -1, one branch each
-        np.testing.assert_allclose(quaternion_to_matrix(matrix_to_quaternion(turn)), turn,
-                                   atol=1e-12)
-
-
-def test_depth_for_colour_scales_and_refuses_other_aspects():
-    depth = np.ones((240, 320), np.float32)
-    resized, intrinsics = depth_for_colour(depth, (640, 480), (300, 300, 159.5, 119.5),
-                                           (320, 240))
-    assert resized.shape == (480, 640)
-    assert (intrinsics.fx, intrinsics.cx) == (600.0, 319.5)
-    same, kept = depth_for_colour(np.ones((480, 640), np.float32), (640, 480), CENTRED)
-    assert same.shape == (480, 640) and kept == CENTRED
-    with pytest.raises(ValueError, match="aspect ratio"):
-        depth_for_colour(np.ones((480, 480), np.float32), (640, 480), CENTRED)

@@ -1,0 +1,41 @@
+"""measure_mask: the result JSON's 3D fields of a mask, the point and the box as fitted alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sam3_agent_ros.config import Config
+from sam3_agent_ros.geometry.box import fit_box
+from sam3_agent_ros.geometry.locate import locate_mask
+from sam3_agent_ros.geometry.measure import measure_mask
+from test.geometry.scenes import CENTRED, render
+
+
+def test_measure_mask_gives_the_result_json_fields(frames):
+    frame = frames["tabletop"]
+    cfg = Config().depth
+    extras = measure_mask(frame.masks["red_box"], frame.depth_m, frame.intrinsics.K, cfg)
+    assert set(extras) == {"position", "position_error", "position_spread_m", "box", "box_error"}
+    located = locate_mask(frame.masks["red_box"], frame.depth_m, frame.intrinsics.K)
+    assert [extras["position"][a] for a in "xyz"] == pytest.approx(located.position, abs=1e-5)
+    box = extras["box"]
+    assert set(box) == {"center", "size", "orientation"}
+    assert set(box["center"]) == set(box["size"]) == {"x", "y", "z"}
+    assert set(box["orientation"]) == {"x", "y", "z", "w"}
+    fitted = fit_box(frame.masks["red_box"], frame.depth_m, frame.intrinsics.K).box
+    assert box == fitted.to_json()
+    assert extras["box_error"] is None and extras["position_error"] is None
+    none = measure_mask(np.zeros((480, 640), bool), frame.depth_m, frame.intrinsics.K, cfg)
+    assert none == {"position": None, "position_error": "empty mask", "box": None,
+                    "box_error": "empty mask"}
+
+
+def test_a_box_is_still_given_when_no_plane_holds_enough_points():
+    """A mask whose valid depth is only a line has a position but no box, with the reason."""
+    depth, _ = render(CENTRED)
+    line = np.zeros(depth.shape, bool)
+    line[240, 100:200] = True
+    extras = measure_mask(line, depth, CENTRED, Config.from_params({"depth.erode_px": 0}).depth)
+    assert extras["position"] is not None and extras["box"] is None
+    assert "do not span a surface" in extras["box_error"]

@@ -1,0 +1,52 @@
+"""``sam3-agent run --depth``: the camera model is checked against the colour image as on ROS
+(issue 25): one that does not fit gives no position and no box, the reason in the result JSON."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from test.test_cli import EXAMPLE, OFFLINE, _example_depth_files, sam3_agent
+
+
+@pytest.mark.parametrize(("model_args", "fragment"), [
+    (["--camera-info", "WRONG_SIZE"],
+     "camera_info is for 1280x720 images but the colour frame is 640x480"),
+    (["--camera-info", "ONE_PIXEL"], "camera_info is for 1x1 images"),
+    (["--intrinsics", "1e-9,600,320,240"], "fx=1e-09 px is implausible"),
+    (["--intrinsics", "0,0,320,240"], "focal lengths must be positive"),
+    (["--intrinsics", "nan,600,320,240"], "fx is nan"),
+    (["--intrinsics", "600,600,900,240"], "principal point (900, 240) lies outside"),
+])
+def test_a_camera_model_that_does_not_fit_gives_no_position(tmp_path, model_args, fragment):
+    png, _ = _example_depth_files(tmp_path)
+    k = "[600, 0, 320, 0, 600, 240, 0, 0, 1]"
+    (tmp_path / "wrong_size.yaml").write_text(f"width: 1280\nheight: 720\nk: {k}\n")
+    (tmp_path / "one_pixel.yaml").write_text(f"width: 1\nheight: 1\nk: {k}\n")
+    paths = {"WRONG_SIZE": str(tmp_path / "wrong_size.yaml"),
+             "ONE_PIXEL": str(tmp_path / "one_pixel.yaml")}
+    proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the largest red object",
+                      *OFFLINE, "--depth", str(png), *[paths.get(a, a) for a in model_args])
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["status"] == "succeeded" and result["masks"], result
+    for mask in result["masks"]:
+        assert mask["position"] is None and mask["box"] is None, mask
+        assert mask["position_error"].startswith("unusable camera model (--")
+        assert fragment in mask["position_error"], mask
+        assert mask["box_error"] == mask["position_error"]
+
+
+def test_a_binned_camera_info_maps_to_the_image(tmp_path):
+    """The full-resolution calibration of a camera binned 2x2 to the image's 640x480."""
+    png, _ = _example_depth_files(tmp_path)
+    binned = tmp_path / "binned.yaml"
+    binned.write_text("width: 1280\nheight: 960\nbinning_x: 2\nbinning_y: 2\n"
+                      "k: [1200, 0, 640, 0, 1200, 480, 0, 0, 1]\n")
+    runs = [json.loads(sam3_agent("run", "--image", str(EXAMPLE), "--query",
+                                  "the largest red object", *OFFLINE, "--depth", str(png),
+                                  *args).stdout)["masks"][0]
+            for args in (["--camera-info", str(binned)], ["--intrinsics", "600,600,320,240"])]
+    assert runs[0]["position"] is not None
+    assert runs[0]["position"] == runs[1]["position"]
