@@ -9,6 +9,10 @@ status. The node's resident set (``/proc/<pid>/status``: VmRSS sampled every 100
 the heap, RssShmem = Fast DDS's shared-memory segment) is printed after a warm-up goal
 (baseline), at its highest (peak), when the last result is back, and ``--after`` seconds later.
 
+What stays after the timeout besides: the answer store (``refine.keep_answers`` 8 answers for
+refinements, each its frame and bit-packed masks; goals answered on one camera frame share one
+kept copy of it; before issue 25 each goal's own decoded copy was kept, 6.2 MB each: +70 MiB).
+
 Two nodes, one after the other: ``bounded`` with the defaults (``action.result_timeout_s`` 10,
 ``action.max_results_with_images`` 16), and ``unbounded``: 900 s (rclpy's default before Kilted;
 the server set none before issue 17) with every result keeping its images.
@@ -195,9 +199,9 @@ def main() -> int:
             print(f"{name:>9} {CONFIGS[name] or '(defaults)'}: {run['succeeded']}/{args.goals} "
                   f"succeeded in {run['answered_s']} s. Node RSS MiB: baseline {base['rss']}, "
                   f"peak {run['peak_rss_mib']}, at the last result {last['rss']}, "
-                  f"{args.after:g} s later {after['rss']} (+{after['rss'] - base['rss']}); of "
-                  f"which heap {base['anon']} -> {last['anon']} -> {after['anon']} (+"
-                  f"{after['anon'] - base['anon']}), Fast DDS shared memory {base['shmem']} -> "
+                  f"{args.after:g} s later {after['rss']} ({after['rss'] - base['rss']:+d}); of "
+                  f"which heap {base['anon']} -> {last['anon']} -> {after['anon']} ("
+                  f"{after['anon'] - base['anon']:+d}), Fast DDS shared memory {base['shmem']} -> "
                   f"{after['shmem']}")
     finally:
         harness.close()

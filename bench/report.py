@@ -456,7 +456,9 @@ def action_memory(data: dict) -> Section:
           "(action.result_timeout_s 10, action.max_results_with_images 16); `unbounded`: 900 s "
           "(rclpy's default before Kilted, none set before issue 17) and every result keeping "
           "its images. RSS of the node process, MiB (heap = RssAnon; the rest is mostly libraries "
-          "and Fast DDS's shared-memory segment, mapped since the warm-up goal).", "",
+          "and Fast DDS's shared-memory segment, mapped since the warm-up goal). The answer store "
+          "(refine.keep_answers 8, for refinements) also stays: the goals of one camera frame "
+          "share one kept copy of it (before issue 25 each decoded copy was kept: +70 MiB).", "",
           "| config | baseline | peak | at the last result | later | later - baseline | "
           "heap baseline -> later |", "|---|---|---|---|---|---|---|")
     for name, run in runs.items():
@@ -473,6 +475,46 @@ def action_memory(data: dict) -> Section:
                     f"{runs['unbounded']['after_mib']['rss'] - base:+d})"
                     if "unbounded" in runs else ""),
                  "after: <= +50 MiB", after - base <= 50)
+    return s
+
+
+def answer_memory(data: dict) -> Section:
+    s = Section("16. Answers kept for refinement: node memory on near-cap frames")
+    runs = {run["config"]: run for run in data["runs"]}
+    answers = data["runs"][0]["answers"]
+    s.add(f"Command: `{data['command']}`", "",
+          f"{answers} topic queries, one at a time, each on its own {data['width']}x"
+          f"{data['height']} JPEG frame (just under max_image_pixels; decoded "
+          f"{data['frame_mib']:.0f} MiB), on one node (offline backends); the node keeps the "
+          "last refine.keep_answers (8) answers for refinement, each with its frame and its "
+          f"selected masks (bit-packed). `bounded`: the defaults (refine.max_kept_mib "
+          f"{data['max_kept_mib']}); `unbounded`: refine.max_kept_mib at its maximum (only the "
+          "count bounds the store, as before the byte bound). RSS of the node process, MiB; "
+          "the baseline is read after a 640x480 warm-up query. Beyond the kept answers the node "
+          "holds the colour segmenter's analysis of the latest frame (about 2 frame sizes). "
+          "Then refinements of the eighth newest and of the newest answer show what is still "
+          "kept.", "",
+          "| config | baseline | peak | at the last result | after idle | after - baseline | "
+          "refine eighth newest | refine newest |", "|---|---|---|---|---|---|---|---|")
+    for name, run in runs.items():
+        base, last, after = run["baseline_mib"], run["at_last_result_mib"], run["after_mib"]
+        refined = [run["refinements"][f"n{answers - back}"] for back in (8, 1)]
+        s.add(f"| {name} | {base['rss']} | {run['peak_rss_mib']} | {last['rss']} | "
+              f"{after['rss']} ({run['idle_s']:g} s later) | {after['rss'] - base['rss']:+d} | "
+              + " | ".join(r["status"] + (f": {r['error']}" if r["error"] else "")
+                           for r in refined) + " |")
+    bounded, unbounded = runs.get("bounded"), runs.get("unbounded")
+    if bounded:
+        grown = bounded["after_mib"]["rss"] - bounded["baseline_mib"]["rss"]
+        # The kept answers: at most max_kept_mib. On top, what the last query leaves: the colour
+        # segmenter's analysis of the latest frame (2 frame sizes) and one frame of slack.
+        limit = data["max_kept_mib"] + 3 * data["frame_mib"]
+        value = f"{grown:+d} MiB after idle"
+        if unbounded:
+            held = unbounded["after_mib"]["rss"] - unbounded["baseline_mib"]["rss"]
+            value += f" (unbounded: {held:+d}, {grown / max(held, 1):.2f}x)"
+        s.figure(f"{answers} answers on near-cap frames: node RSS over the baseline", value,
+                 f"<= max_kept_mib + {limit - data['max_kept_mib']:.0f} MiB", grown <= limit)
     return s
 
 
@@ -572,7 +614,7 @@ def node_exit(data: dict) -> Section:
 
 
 def tf_cloud(data: dict) -> Section:
-    s = Section("16. The robot frame and the target's point cloud: cost per answer")
+    s = Section("17. The robot frame and the target's point cloud: cost per answer")
     s.add(f"Command: `{data['command']}`", "",
           f"{data['resolution']}, {data['masks']} masks of {data['mask_pixels']} px, "
           f"{data['valid_points']} valid depth points -> {data['cloud_points']} in the cloud "
@@ -595,7 +637,7 @@ BUILDERS = [("agent_overhead", agent_overhead), ("context_size", context_size),
             ("segment_action", segment_action), ("reply_shapes", reply_shapes),
             ("action_memory", action_memory), ("box_fit", box_fit),
             ("concepts_batch", concepts_batch), ("node_exit", node_exit),
-            ("tf_cloud", tf_cloud)]
+            ("tf_cloud", tf_cloud), ("answer_memory", answer_memory)]
 
 
 def build(total_seconds: float | None, sam3_note: str) -> tuple[str, list]:

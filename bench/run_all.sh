@@ -33,6 +33,7 @@ run verifier_concurrency $PY bench/verifier_concurrency.py
 run node_costs $PY bench/node_costs.py
 run segment_action $PY bench/segment_action.py
 run action_memory $PY bench/action_memory.py
+run answer_memory $PY bench/answer_memory.py
 run memory_soak $PY bench/memory_soak.py
 run reply_shapes $PY bench/reply_shapes.py
 run eval_jobs $PY bench/eval_jobs.py

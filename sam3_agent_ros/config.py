@@ -259,8 +259,15 @@ PARAMETERS: tuple[Parameter, ...] = (
     # --- Refinement ("no, the other one": a query that corrects an earlier answer) ---------------
     Parameter("refine.keep_answers", 8,
               "Most recent answers kept for refinement (a query with 'refines': <query_id>), "
-              "each with its frame and selected masks (at 1080p about 6 MB + 2 MB a mask); "
-              "older ones expire. 0: refinement off.", min=0, max=1000, read_only=True),
+              "each with its frame and selected masks (at 1080p about 6 MB), within "
+              "refine.max_kept_mib; older ones expire. 0: refinement off.", min=0, max=1000,
+              read_only=True),
+    Parameter("refine.max_kept_mib", 256,
+              "Most memory (MiB) the answers kept for refinement hold together: their frames "
+              "(3 bytes a pixel: 6.2 MB at 1080p, 120 MB at the max_image_pixels cap) and "
+              "selected masks (bit-packed). The oldest expire first; an answer larger than this "
+              "is not kept (refining it fails with that reason).", min=1, max=1_048_576,
+              read_only=True),
     # --- Published overlays (publish_overlay) ----------------------------------------------------
     Parameter("overlay.max_side", 960,
               "Longest side (px) of the published overlays (~/overlay, ~/overlay/compressed, "

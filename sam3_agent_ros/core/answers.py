@@ -6,9 +6,14 @@ its frame and selected masks (``KeptAnswer``), and says why an id cannot be refi
 expired, or a query that ended without an answer. ``AnswerRecord`` is the pixel-free part (the
 text the model is shown), also written into ``sam3-agent run --out`` (``answer_folder.py``).
 
-Memory: one kept answer holds its frame and its selected masks (at 1080p: 6.2 MB + 2.1 MB a mask),
-so the store holds at most ``keep`` of them; a chain of refinements keeps only the pixel-free
-records of the answers it corrected (at most ``MAX_EARLIER``). Thread-safe.
+Memory: one kept answer holds its frame (at 1080p 6.2 MB; at the 40 M ``max_image_pixels`` cap
+120 MB) and its selected masks, bit-packed to their pixel boxes (``packed_mask.py``: at most an
+eighth of the frame's pixel count in bytes each). The store holds at most ``keep`` answers and at
+most ``max_bytes`` of frames and masks together (``refine.max_kept_mib``): the oldest expire
+first, and an answer larger than the whole budget is not kept (its id says so). Answers on one
+camera frame (a chain of refinements; queries that each decoded the same frame message) share one
+kept copy of it, counted once. A chain of refinements keeps only the pixel-free records of the
+answers it corrected (at most ``MAX_EARLIER``). Thread-safe.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from sam3_agent_ros.core.packed_mask import PackedMask
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
 from sam3_agent_ros.core.untrusted_text import for_log
 
@@ -107,14 +115,71 @@ class KeptAnswer:
         return cls(AnswerRecord.of(result), result.frame, tuple(result.masks), earlier)
 
 
-class AnswerStore:
-    """The last ``keep`` answers (``keep`` 0: none, refinement off), by query_id."""
+@dataclass(frozen=True, eq=False)
+class _Stored:
+    """A kept answer as the store holds it: its masks packed (``KeptAnswer`` again on ``find``)."""
 
-    def __init__(self, keep: int):
+    record: AnswerRecord
+    frame: Frame
+    masks: tuple[PackedMask, ...]
+    earlier: tuple[AnswerRecord, ...]
+
+    @classmethod
+    def of(cls, answer: KeptAnswer, frame: Frame | None = None) -> _Stored:
+        """``answer`` packed; on ``frame`` (an equal one already kept) in place of its own."""
+        return cls(answer.record, frame or answer.frame,
+                   tuple(PackedMask.of(m) for m in answer.masks), answer.earlier)
+
+    @property
+    def mask_bytes(self) -> int:
+        return sum(m.nbytes for m in self.masks)
+
+    def unpack(self) -> KeptAnswer:
+        return KeptAnswer(self.record, self.frame, tuple(m.unpack() for m in self.masks),
+                          self.earlier)
+
+
+def _same_frame(frame: Frame, kept: list[Frame]) -> Frame | None:
+    """A frame of ``kept`` equal to ``frame`` (header and pixels), else None: queries answered on
+    one camera frame (each decodes its own copy) then share one kept copy. The pixels of at most
+    the kept bytes are compared, only where the header matches."""
+    for other in kept:
+        if other.image is frame.image:
+            return other
+        if ((other.stamp_sec, other.stamp_nanosec, other.frame_id) == (
+                frame.stamp_sec, frame.stamp_nanosec, frame.frame_id)
+                and other.image.shape == frame.image.shape
+                and other.image.dtype == frame.image.dtype
+                and np.array_equal(other.image, frame.image)):
+            return other
+    return None
+
+
+def _mib(count: int) -> str:
+    return f"{count / 2**20:.1f} MiB"
+
+
+class AnswerStore:
+    """The last ``keep`` answers (``keep`` 0: none, refinement off), by query_id, within
+    ``max_bytes`` of frames and masks (None: no byte bound; ``max_bytes_name`` is the parameter
+    named in the reasons)."""
+
+    def __init__(self, keep: int, max_bytes: int | None = None,
+                 max_bytes_name: str = "refine.max_kept_mib"):
         self.keep = max(0, int(keep))
+        self.max_bytes = None if max_bytes is None else max(0, int(max_bytes))
+        self._max_bytes_name = max_bytes_name
         self._lock = threading.Lock()
-        self._kept: collections.OrderedDict[str, KeptAnswer] = collections.OrderedDict()
+        self._kept: collections.OrderedDict[str, _Stored] = collections.OrderedDict()
         self._gone: collections.OrderedDict[str, str] = collections.OrderedDict()  # id -> why
+        self._frames: dict[int, tuple[int, int]] = {}  # id(frame.image) -> (answers, bytes)
+        self._bytes = 0  # frames (each once) + packed masks of the kept answers
+
+    @property
+    def kept_bytes(self) -> int:
+        """Bytes of the frames (each counted once) and packed masks kept now."""
+        with self._lock:
+            return self._bytes
 
     def remember(self, result: Result, refined: KeptAnswer | None = None) -> None:
         """Keep ``result`` if it answered (succeeded, no_mask, on a frame); a query that ended
@@ -123,7 +188,7 @@ class AnswerStore:
             self.add(KeptAnswer.of(result, refined))
         else:
             with self._lock:
-                self._kept.pop(result.query_id, None)
+                self._drop(result.query_id)
                 self._note_gone(result.query_id, f"it ended {result.status.value} without an "
                                                  "answer")
 
@@ -131,22 +196,36 @@ class AnswerStore:
         query_id = answer.record.query_id
         with self._lock:
             self._gone.pop(query_id, None)
-            self._kept.pop(query_id, None)
+            self._drop(query_id)
             if self.keep == 0:
                 return
-            self._kept[query_id] = answer
+        with self._lock:
+            kept_frames = list({id(k.frame.image): k.frame for k in self._kept.values()}.values())
+        # Packing and comparing take a while on a large frame: unlocked.
+        stored = _Stored.of(answer, _same_frame(answer.frame, kept_frames))
+        with self._lock:
+            self._drop(query_id)  # (a concurrent add of the same id)
+            size = self._added_bytes(stored)
+            if self.max_bytes is not None and size > self.max_bytes:
+                self._note_gone(query_id, f"its answer was not kept: its frame and masks "
+                                          f"({_mib(size)}) are over {self._bound()}")
+                return
+            self._kept[query_id] = stored
+            self._count(stored, +1)
             while len(self._kept) > self.keep:
-                old_id, _ = self._kept.popitem(last=False)
-                self._note_gone(old_id, f"its answer expired: only the last refine.keep_answers="
-                                        f"{self.keep} answers are kept")
+                self._expire_oldest(f"only the last refine.keep_answers={self.keep} answers are "
+                                    "kept")
+            while self.max_bytes is not None and self._bytes > self.max_bytes:
+                self._expire_oldest(f"the frames and masks of the kept answers are bounded "
+                                    f"by {self._bound()}")
 
     def find(self, query_id: str) -> KeptAnswer:
         """The kept answer of ``query_id``; ``RefineUnavailable`` says why there is none."""
         with self._lock:
-            answer = self._kept.get(query_id)
+            stored = self._kept.get(query_id)
             gone = self._gone.get(query_id)
-        if answer is not None:
-            return answer
+        if stored is not None:
+            return stored.unpack()
         named = f"cannot refine query_id '{for_log(query_id)}'"
         if self.keep == 0:
             raise RefineUnavailable(f"{named}: no answers are kept (refine.keep_answers: 0)")
@@ -158,6 +237,40 @@ class AnswerStore:
     def __len__(self) -> int:
         with self._lock:
             return len(self._kept)
+
+    def _bound(self) -> str:
+        return f"{self._max_bytes_name}={self.max_bytes / 2**20:g} MiB"
+
+    def _added_bytes(self, stored: _Stored) -> int:
+        """(lock held) What keeping ``stored`` adds: its masks, and its frame unless kept."""
+        image = stored.frame.image
+        shared = id(image) in self._frames
+        return stored.mask_bytes + (0 if shared else int(image.nbytes))
+
+    def _count(self, stored: _Stored, sign: int) -> None:
+        """(lock held) Account ``stored`` being kept (+1) or let go (-1); its frame's bytes
+        count while at least one kept answer holds that frame."""
+        image = stored.frame.image
+        holders, size = self._frames.get(id(image), (0, int(image.nbytes)))
+        if holders + sign > 0:
+            self._frames[id(image)] = (holders + sign, size)
+        else:
+            self._frames.pop(id(image), None)
+        if holders + sign == (1 if sign > 0 else 0):  # the first holder came, or the last went
+            self._bytes += sign * size
+        self._bytes += sign * stored.mask_bytes
+
+    def _drop(self, query_id: str) -> None:
+        """(lock held) Let the kept answer of ``query_id`` go, if any."""
+        stored = self._kept.pop(query_id, None)
+        if stored is not None:
+            self._count(stored, -1)
+
+    def _expire_oldest(self, why: str) -> None:
+        """(lock held)"""
+        old_id, old = self._kept.popitem(last=False)
+        self._count(old, -1)
+        self._note_gone(old_id, f"its answer expired: {why}")
 
     def _note_gone(self, query_id: str, why: str) -> None:
         """(lock held) Remember why ``query_id`` cannot be refined, for a bounded number of ids."""

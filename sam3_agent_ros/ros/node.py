@@ -202,7 +202,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             segmenter = make_segmenter(config)
             gate = SegmenterGate(segmenter)  # the agent and follow mode first, concepts between
             self._agent = Agent(config, llm=llm, segmenter=gate.first,
-                                answers=AnswerStore(config.refine.keep_answers))
+                                answers=AnswerStore(config.refine.keep_answers,
+                                                    config.refine.max_kept_mib * 2**20))
         except Exception as exc:  # any backend failure: stay unconfigured, say why
             close_quietly(segmenter)
             self._configure_problem = (f"cannot build the backends: {type(exc).__name__}: "

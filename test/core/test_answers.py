@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.answers import (
     MAX_EARLIER,
     MAX_REMEMBERED_IDS,
@@ -14,6 +15,8 @@ from sam3_agent_ros.core.answers import (
     RefineUnavailable,
 )
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
+
+MIB = 2**20
 
 
 def frame(stamp: int = 1) -> Frame:
@@ -37,7 +40,8 @@ def test_an_answer_is_found_with_its_frame_masks_and_record():
     result = answer("a", stamp=7)
     store.remember(result)
     kept = store.find("a")
-    assert kept.frame is result.frame and kept.masks == tuple(result.masks)
+    assert kept.frame is result.frame and len(kept.masks) == 1
+    assert np.array_equal(kept.masks[0].mask, result.masks[0].mask)
     assert kept.record == AnswerRecord("a", "query a", "succeeded", kept.record.selected,
                                        ("cup",))
     assert kept.record.selected[0].bbox == (1.0, 2.0, 3.0, 5.0)
@@ -123,3 +127,92 @@ def test_records_round_trip_through_json_and_read_result_json():
     assert from_result.query_id == "a" and from_result.refines == "z"
     assert from_result.selected[0].area == record.selected[0].area
     assert KeptAnswer.of(result).record.status == "succeeded"
+
+
+def sized(query_id: str, height: int, width: int, stamp: int = 1, status=QueryStatus.NO_MASK,
+          image: np.ndarray | None = None) -> Result:
+    """A result on a (height, width) frame (zeros: untouched pages cost no memory)."""
+    image = np.zeros((height, width, 3), np.uint8) if image is None else image
+    return Result(query_id, f"query {query_id}", status, frame=Frame(image, stamp, 0, "cam"))
+
+
+def test_the_kept_frames_and_masks_are_bounded_in_bytes_the_oldest_expire_first():
+    frame_bytes = 100 * 100 * 3
+    store = AnswerStore(8, max_bytes=2 * frame_bytes + 100)
+    for index, name in enumerate("abc"):
+        store.remember(sized(name, 100, 100, stamp=index + 1))
+    assert len(store) == 2 and store.find("b") and store.find("c")
+    assert store.kept_bytes == 2 * frame_bytes
+    with pytest.raises(RefineUnavailable, match=r"'a': its answer expired: the frames and masks "
+                                                r"of the kept answers are bounded by "
+                                                r"refine.max_kept_mib="):
+        store.find("a")
+
+
+def test_an_answer_larger_than_the_whole_budget_is_not_kept_and_a_refinement_says_why():
+    store = AnswerStore(8, max_bytes=MIB)
+    store.remember(sized("small", 100, 100))
+    store.remember(sized("huge", 1000, 1000))  # 2.9 MiB
+    assert store.find("small") and len(store) == 1  # the smaller ones are not pushed out for it
+    with pytest.raises(RefineUnavailable, match=r"'huge': its answer was not kept: its frame and "
+                                                r"masks \(2.9 MiB\) are over "
+                                                r"refine.max_kept_mib=1 MiB"):
+        store.find("huge")
+
+
+def test_ten_answers_on_near_cap_frames_keep_at_most_the_default_budget():
+    config = Config()
+    side = int((config.node.max_image_pixels * 0.99) ** 0.5)  # just under the pixel cap
+    store = AnswerStore(config.refine.keep_answers, config.refine.max_kept_mib * MIB)
+    for index in range(10):
+        store.remember(sized(f"n{index}", side, side, stamp=index + 1))
+    assert store.kept_bytes <= config.refine.max_kept_mib * MIB
+    assert 1 <= len(store) < config.refine.keep_answers and store.find("n9")
+    with pytest.raises(RefineUnavailable, match="'n0': its answer expired"):
+        store.find("n0")
+
+
+def test_masks_are_kept_bit_packed_to_their_box_and_come_back_pixel_for_pixel():
+    pixels = np.zeros((400, 500), bool)
+    pixels[100:300, 50:450] = np.random.default_rng(0).random((200, 400)) > 0.5
+    original = Mask.from_array(pixels, 0.8, (50, 100, 450, 300))
+    empty = Mask.from_array(np.zeros((400, 500), bool), 0.1, (0, 0, 0, 0))
+    result = Result("m", "query m", QueryStatus.SUCCEEDED, masks=[original, empty],
+                    frame=Frame(np.zeros((400, 500, 3), np.uint8), 1, 0, "cam"))
+    store = AnswerStore(2, max_bytes=MIB)
+    store.remember(result)
+    assert store.kept_bytes == 400 * 500 * 3 + 200 * 400 // 8  # a bool mask would be 200000
+    back, back_empty = store.find("m").masks
+    assert back.mask.shape == (400, 500) and back.mask.dtype == bool
+    assert np.array_equal(back.mask, pixels) and not back_empty.mask.any()
+    assert (back.score, back.bbox, back.area, back.centroid, back.pixel_box) == (
+        original.score, original.bbox, original.area, original.centroid, original.pixel_box)
+    assert (back_empty.area, back_empty.pixel_box) == (0, None)
+
+
+def test_answers_on_one_camera_frame_share_one_kept_copy_counted_once():
+    image = np.random.default_rng(1).integers(0, 255, (60, 80, 3), np.uint8)
+    store = AnswerStore(8, max_bytes=MIB)
+    store.remember(sized("a", 60, 80, stamp=5, image=image))
+    store.remember(sized("b", 60, 80, stamp=5, image=image.copy()))  # decoded again
+    assert store.find("a").frame.image is store.find("b").frame.image
+    assert store.kept_bytes == image.nbytes
+    other = image.copy()
+    other[0, 0] ^= 1  # the same header, other pixels: its own copy
+    store.remember(sized("c", 60, 80, stamp=5, image=other))
+    assert store.find("c").frame.image is other and store.kept_bytes == 2 * image.nbytes
+
+
+def test_the_byte_count_follows_replacements_failures_and_expiry():
+    store = AnswerStore(2, max_bytes=MIB)
+    shared = np.zeros((10, 10, 3), np.uint8)
+    store.remember(sized("a", 10, 10, image=shared))
+    store.remember(sized("b", 10, 10, image=shared))
+    assert store.kept_bytes == 300
+    store.remember(sized("a", 20, 10))  # "a" again, on another frame
+    assert store.kept_bytes == 300 + 600
+    store.remember(sized("b", 1, 1, status=QueryStatus.FAILED))
+    assert store.kept_bytes == 600 and len(store) == 1
+    store.remember(sized("c", 30, 10))
+    store.remember(sized("d", 40, 10))  # "a" expires (keep 2)
+    assert store.kept_bytes == 900 + 1200 and len(store) == 2
