@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from sam3_agent_ros import param_values
-from sam3_agent_ros.param_values import ConfigError
+from sam3_agent_ros.param_values import ConfigError, shown
 
 NODE_NAME = "sam3_agent"
 __all__ = ["ConfigError"]  # defined in param_values, raised by everything here
@@ -59,11 +59,11 @@ class Parameter:
         if self.choices is not None and value not in self.choices and not is_plugin:
             allowed = ", ".join(repr(c) for c in self.choices)
             extra = " or a plugin 'package.module:factory'" if self.free_form_hint else ""
-            raise ConfigError(f"{self.name}: {value!r} is not one of {allowed}{extra}")
+            raise ConfigError(f"{self.name}: {shown(value)} is not one of {allowed}{extra}")
         if self.min is not None and value < self.min:
-            raise ConfigError(f"{self.name}: {value!r} is below the minimum {self.min}")
+            raise ConfigError(f"{self.name}: {shown(value)} is below the minimum {self.min}")
         if self.max is not None and value > self.max:
-            raise ConfigError(f"{self.name}: {value!r} is above the maximum {self.max}")
+            raise ConfigError(f"{self.name}: {shown(value)} is above the maximum {self.max}")
         return value
 
 
@@ -81,21 +81,21 @@ def _coerce(param: Parameter, value: Any) -> Any:
                 return True
             if lowered in ("false", "0", "no", "off"):
                 return False
-            raise ConfigError(f"{param.name}: {value!r} is not a boolean (true/false)")
+            raise ConfigError(f"{param.name}: {shown(value)} is not a boolean (true/false)")
         try:
             return kind(text)
         except ValueError:
-            raise ConfigError(f"{param.name}: {value!r} is not {_TYPE_NAMES[kind]}") from None
+            raise ConfigError(f"{param.name}: {shown(value)} is not {_TYPE_NAMES[kind]}") from None
     if kind is bool:
         if isinstance(value, bool):
             return value
-        raise ConfigError(f"{param.name}: {value!r} is not a boolean (true/false)")
+        raise ConfigError(f"{param.name}: {shown(value)} is not a boolean (true/false)")
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if kind is int and isinstance(value, float) and value.is_integer():
         return int(value)
     if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise ConfigError(f"{param.name}: {value!r} is not {_TYPE_NAMES[kind]}")
+        raise ConfigError(f"{param.name}: {shown(value)} is not {_TYPE_NAMES[kind]}")
     return value
 
 
