@@ -356,7 +356,12 @@ def test_what_a_callback_raises_is_a_refusal_with_the_reason(guarded):
 def test_credentials_in_the_endpoint_are_never_declared(make_node):
     url = "http://operator7:pass-hunter2@llm.example:8000/v1?api-key=K-9f3a7c1e"
     node = make_node(**{"llm.base_url": url, "llm.api_key_env": "MY_KEY"})
+    events = []  # what /parameter_events would carry to every peer
+    node._parameter_event_publisher.publish = events.append
     (problem,) = params.declare_parameters(node)
+    declared = [p for event in events for p in event.new_parameters]
+    assert "llm.base_url" in {p.name for p in declared}
+    assert not any(secret in repr(events) for secret in ("pass-hunter2", "K-9f3a7c1e"))
     assert problem.name == "llm.base_url" and problem.fixed_by_restart
     assert problem.text.startswith("llm.base_url http://***@llm.example:8000/v1?api-key=*** "
                                    "carries credentials")
