@@ -19,6 +19,7 @@ Nothing of the package is imported (``config`` builds on this).
 from __future__ import annotations
 
 import math
+import reprlib
 from typing import Any
 
 # Longest value of a string parameter (a model name, a device, a path: Linux PATH_MAX is 4096).
@@ -31,13 +32,16 @@ class ConfigError(ValueError):
     """An invalid parameter name or value; the message names the parameter and the fix."""
 
 
+_REPR = reprlib.Repr()  # bounded at every level: a list of megabyte strings costs nothing
+_REPR.maxstring = _REPR.maxother = 60
+_REPR.maxlist = _REPR.maxtuple = 6
+_REPR.maxlevel = 3
+
+
 def shown(value: Any, limit: int = 60) -> str:
-    """``repr(value)`` cut to ``limit`` characters (a value may be megabytes)."""
-    if isinstance(value, (str, bytes, list, tuple)) and len(value) > limit:
-        value = value[:limit]  # repr of a slice: never the whole value
-        text = repr(value)
-        return text[:limit] + "..."
-    text = repr(value)
+    """``repr(value)`` within ``limit`` characters, never built whole (a value may be
+    megabytes, or a list of them)."""
+    text = _REPR.repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
 
 

@@ -235,3 +235,11 @@ def test_when_a_runtime_change_applies_comes_from_the_table():
     assert PARAMETERS_BY_NAME["agent.max_rounds"].applies == "configure"
     assert PARAMETERS_BY_NAME["llm.base_url"].applies == "restart"
     assert {p.applies for p in PARAMETERS} == {"now", "configure", "restart"}
+
+
+def test_a_refusal_never_repeats_a_huge_value():
+    for value in (["x" * 1_000_000] * 50 + [1], "y" * 1_000_000):
+        for name in ("concepts.prompts", "llm.protocol", "agent.max_rounds"):
+            with pytest.raises(ConfigError) as info:
+                Config.from_params({name: value})
+            assert len(str(info.value)) < 300, name
