@@ -18,7 +18,6 @@ from sam3_agent_ros import param_values
 from sam3_agent_ros.param_values import ConfigError, shown
 
 NODE_NAME = "sam3_agent"
-__all__ = ["ConfigError"]  # defined in param_values, raised by everything here
 
 
 @dataclass(frozen=True)
