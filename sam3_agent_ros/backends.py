@@ -60,6 +60,24 @@ def _openai_problems(llm, environ: Mapping[str, str]) -> list[str]:
     return problems
 
 
+def base_url_credentials_problem(base_url: str, api_key_env: str) -> str | None:
+    """The start-up refusal of credentials written into ``llm.base_url`` (user info, or a
+    key-like query parameter: what ``redact.py`` hides), with the way to pass the key; None when
+    the URL carries none. A parameter is readable by every peer of the node (its parameter
+    services) and is written into logs and results: a secret never goes there."""
+    from sam3_agent_ros.redact import has_credentials, redact_text
+
+    if not has_credentials(base_url):
+        return None
+    name = api_key_env or "OPENAI_API_KEY"
+    how = f"export {name}=<key>" if api_key_env else \
+        f"set llm.api_key_env to {name} and export {name}=<key>"
+    return (f"llm.base_url {redact_text(base_url)} carries credentials (user info or a key-like "
+            "query parameter), which any peer could read from the node's parameters: remove "
+            "them from the URL and put the API key in the environment variable named by "
+            f"llm.api_key_env ({how})")
+
+
 def make_llm(config: Config) -> LlmClient:
     if config.llm.backend == "offline":
         from sam3_agent_ros.llm.offline import OfflinePlanner

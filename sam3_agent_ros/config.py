@@ -14,11 +14,10 @@ from typing import Any
 
 import yaml
 
+from sam3_agent_ros import param_values
+from sam3_agent_ros.param_values import ConfigError, shown
+
 NODE_NAME = "sam3_agent"
-
-
-class ConfigError(ValueError):
-    """An invalid parameter name or value; the message names the parameter and the fix."""
 
 
 @dataclass(frozen=True)
@@ -41,25 +40,36 @@ class Parameter:
     def type(self) -> type:
         return type(self.default)
 
+    @property
+    def applies(self) -> str:
+        """When a runtime change applies: ``"now"`` (live), ``"configure"`` (the next lifecycle
+        configure), ``"restart"`` (read-only: a runtime set is refused)."""
+        return "restart" if self.read_only else "now" if self.live else "configure"
+
     def validate(self, value: Any) -> Any:
         """Return ``value`` coerced to this parameter's type, or raise ``ConfigError``."""
         value = _coerce(self, value)
+        problem = (param_values.text_problem(self.name, value) if isinstance(value, str) else
+                   param_values.number_problem(self.name, value) if isinstance(value, float)
+                   else None)
+        if problem:
+            raise ConfigError(problem)
         is_plugin = self.free_form_hint == "plugin" and isinstance(value, str) and ":" in value
         if self.choices is not None and value not in self.choices and not is_plugin:
             allowed = ", ".join(repr(c) for c in self.choices)
             extra = " or a plugin 'package.module:factory'" if self.free_form_hint else ""
-            raise ConfigError(f"{self.name}: {value!r} is not one of {allowed}{extra}")
+            raise ConfigError(f"{self.name}: {shown(value)} is not one of {allowed}{extra}")
         if self.min is not None and value < self.min:
-            raise ConfigError(f"{self.name}: {value!r} is below the minimum {self.min}")
+            raise ConfigError(f"{self.name}: {shown(value)} is below the minimum {self.min}")
         if self.max is not None and value > self.max:
-            raise ConfigError(f"{self.name}: {value!r} is above the maximum {self.max}")
+            raise ConfigError(f"{self.name}: {shown(value)} is above the maximum {self.max}")
         return value
 
 
 def _coerce(param: Parameter, value: Any) -> Any:
     kind = param.type
     if kind is tuple:
-        return _string_list(param, value)
+        return param_values.string_list(param.name, value)
     if kind is str and isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     if isinstance(value, str) and kind is not str:
@@ -70,47 +80,26 @@ def _coerce(param: Parameter, value: Any) -> Any:
                 return True
             if lowered in ("false", "0", "no", "off"):
                 return False
-            raise ConfigError(f"{param.name}: {value!r} is not a boolean (true/false)")
+            raise ConfigError(f"{param.name}: {shown(value)} is not a boolean (true/false)")
         try:
             return kind(text)
         except ValueError:
-            raise ConfigError(f"{param.name}: {value!r} is not {_TYPE_NAMES[kind]}") from None
+            raise ConfigError(f"{param.name}: {shown(value)} is not {_TYPE_NAMES[kind]}") from None
     if kind is bool:
         if isinstance(value, bool):
             return value
-        raise ConfigError(f"{param.name}: {value!r} is not a boolean (true/false)")
+        raise ConfigError(f"{param.name}: {shown(value)} is not a boolean (true/false)")
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if kind is int and isinstance(value, float) and value.is_integer():
         return int(value)
     if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise ConfigError(f"{param.name}: {value!r} is not {_TYPE_NAMES[kind]}")
+        raise ConfigError(f"{param.name}: {shown(value)} is not {_TYPE_NAMES[kind]}")
     return value
 
 
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "a boolean"}
 
-
-def _string_list(param: Parameter, value: Any) -> tuple[str, ...]:
-    """A string-array parameter as a tuple. Accepted: a list or tuple of strings; an empty array
-    of any type, and None (ROS reads an empty YAML list ``[]`` as a parameter without a value);
-    and, from the command line, the YAML text of a list (``-p concepts.prompts:="[a, b]"``)."""
-    if value is None:
-        return ()
-    if not isinstance(value, (str, bytes)) and hasattr(value, "__len__") and len(value) == 0:
-        return ()  # an empty array of any element type (ROS types an empty list as it likes)
-    if isinstance(value, str):
-        try:
-            parsed = yaml.safe_load(value)
-        except yaml.YAMLError:
-            parsed = None
-        value = () if parsed is None and not value.strip() else parsed
-    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    shown = repr(value)
-    shown = shown if len(shown) <= 60 else shown[:60] + "..."
-    raise ConfigError(f"{param.name}: {shown} is not a list of strings (e.g. ['cup', "
-                      "'red ball'])")
 
 # Which parameters are ``read_only`` (any peer on the DDS domain can call a node's parameter
 # services, so a runtime change must never decide where data goes or what runs):
@@ -474,23 +463,22 @@ class Config:
 
 def concepts_problem(prompts: tuple[str, ...], max_prompts: int, max_chars: int) -> str | None:
     """Why a list of standing concepts is refused (bounded like every input a peer can set:
-    count, length, printable text, no repeats), or None."""
+    count, and length as given, padding included; printable text, no repeats), or None."""
     if len(prompts) > max_prompts:
         return (f"concepts.prompts: {len(prompts)} concepts, more than concepts.max_prompts "
                 f"({max_prompts})")
     seen: set[str] = set()
     for number, prompt in enumerate(prompts, start=1):
+        if len(prompt) > max_chars:  # the raw text: before any strip
+            return (f"concepts.prompts: concept {number} has {len(prompt)} characters, more "
+                    f"than concepts.max_prompt_chars ({max_chars})")
         text = prompt.strip()
         if not text:
             return f"concepts.prompts: concept {number} is empty"
-        if len(text) > max_chars:
-            return (f"concepts.prompts: concept {number} has {len(text)} characters, more than "
-                    f"concepts.max_prompt_chars ({max_chars})")
         if not text.isprintable():
             return f"concepts.prompts: concept {number} holds control characters"
         if text.lower() in seen:
-            shown = text if len(text) <= 40 else text[:40] + "..."
-            return f"concepts.prompts: {shown!r} is listed twice"
+            return f"concepts.prompts: {param_values.shown(text, 40)} is listed twice"
         seen.add(text.lower())
     return None
 
@@ -561,22 +549,27 @@ def load_params_file(path: str | Path, node_name: str = NODE_NAME) -> dict[str, 
     return params
 
 
-def parse_override(text: str) -> tuple[str, str]:
-    """``"llm.model:=qwen"`` -> ``("llm.model", "qwen")`` (values stay strings, coerced later)."""
+def parse_override(text: str) -> tuple[str, Any]:
+    """``"llm.model:=qwen"`` -> ``("llm.model", "qwen")`` (scalars stay as YAML reads them,
+    coerced later); a string-array parameter's ``[a, b]`` -> ``["a", "b"]`` (bounded)."""
     name, sep, value = text.partition(":=")
     if not sep or not name.strip():
         raise ConfigError(f"bad override {text!r}: expected NAME:=VALUE")
     name = name.strip()
     if name not in PARAMETERS_BY_NAME:
         raise ConfigError(unknown_parameter_message(name))
+    if PARAMETERS_BY_NAME[name].type is tuple:
+        return name, param_values.flat_list_from_text(name, value)
     return name, _yaml_scalar(value)
 
 
 def _yaml_scalar(value: str) -> Any:
     """Interpret an override value like ROS does (YAML scalar), keeping plain strings intact."""
+    if len(value) > param_values.MAX_TEXT_CHARS:
+        return value  # refused as too long by the parameter's check, never parsed
     try:
         parsed = yaml.safe_load(value)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return value
     if parsed is None:
         return ""

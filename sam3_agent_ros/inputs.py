@@ -38,7 +38,9 @@ def add_offline_flag(parser: argparse.ArgumentParser) -> None:
 
 def load_config(params_file: str | None, overrides: list[str], offline: bool = False):
     """Params file, then ``-p`` overrides, then ``--offline`` (``OFFLINE_BACKENDS``), validated
-    into a Config (ConfigError on any problem, e.g. ``--offline`` against a ``-p`` backend)."""
+    into a Config (ConfigError on any problem, e.g. ``--offline`` against a ``-p`` backend, or
+    credentials in ``llm.base_url``: ``backends.base_url_credentials_problem``)."""
+    from sam3_agent_ros.backends import base_url_credentials_problem
     from sam3_agent_ros.config import (
         OFFLINE_BACKENDS,
         Config,
@@ -56,7 +58,11 @@ def load_config(params_file: str | None, overrides: list[str], offline: bool = F
         params[name] = value
     if offline:
         params.update(OFFLINE_BACKENDS)
-    return Config.from_params(params)
+    config = Config.from_params(params)
+    secret = base_url_credentials_problem(config.llm.base_url, config.llm.api_key_env)
+    if secret:
+        raise ConfigError(secret)
+    return config
 
 
 def check_backends(config, command: str) -> bool:

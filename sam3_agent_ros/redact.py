@@ -5,6 +5,7 @@ parameters of its query or fragment (``?api-key=K``, ``#access_token=T``). ``red
 both in one URL; ``redact_text`` does it for every URL inside free text (errors from httpx and the
 openai SDK quote the URL they failed on), and for key-like parameters of a bare path or query
 (``/v1/?api-key=K``, as a server's 404 text may echo it); ``redact_value`` walks JSON-like data.
+``has_credentials`` says whether a URL holds any (``llm.base_url`` may not: ``backends.py``).
 ``url_secrets`` lists the secret parts of one known URL, for a caller that must also hide them
 where they appear out of any URL form (``OpenAiClient`` does, in the server's error texts).
 Pure functions, nothing else of the package imported.
@@ -45,6 +46,12 @@ def is_secret_name(name: str) -> bool:
     """True for parameter names that usually carry a credential (case-insensitive)."""
     lowered = name.lower()
     return any(part in lowered for part in SECRET_NAME_PARTS)
+
+
+def has_credentials(text: str) -> bool:
+    """True when ``text`` (a URL) holds what ``redact_text`` hides: user info, or a key-like
+    parameter of its query or fragment."""
+    return redact_text(text) != text
 
 
 def redact_url(url: str) -> str:

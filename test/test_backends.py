@@ -8,12 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from sam3_agent_ros.backends import missing_requirements
+from sam3_agent_ros.backends import base_url_credentials_problem, missing_requirements
 from sam3_agent_ros.config import OFFLINE_BACKENDS, Config
+from test.fakes.secret_url import attack_url, leaks
 
 SAM3_INSTALLED = all(importlib.util.find_spec(name) for name in ("torch", "sam3"))
 needs_sam3 = pytest.mark.skipif(not SAM3_INSTALLED, reason="torch/sam3 not installed here")
 KEY = {"OPENAI_API_KEY": "EMPTY"}
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "data" / "example_tabletop.png"
+TABLETOP = ROOT / "data" / "eval_tabletop"
 
 
 def openai_only(**params) -> Config:
@@ -152,3 +156,46 @@ def _cache_sam3(hub_cache: Path) -> None:
     snapshot = repo / "snapshots" / revision
     snapshot.mkdir(parents=True)
     (snapshot / "sam3.pt").write_bytes(b"weights")
+
+
+# --- issue 25: no credentials in llm.base_url (any peer can read a parameter) ------------------
+@pytest.mark.parametrize("url", [
+    "http://operator7:pass-hunter2@llm.example:8000/v1",
+    "http://token@llm.example/v1",
+    "https://llm.example/v1?api-key=K-9f3a7c1e",
+    "https://llm.example/v1?x=1&access_token=T0k3n",
+    "https://llm.example/v1#sig=abcd",
+])
+def test_credentials_in_the_endpoint_are_refused_with_the_way_to_pass_the_key(url):
+    problem = base_url_credentials_problem(url, "MY_KEY")
+    assert problem is not None and "carries credentials" in problem
+    assert "put the API key in the environment variable named by llm.api_key_env " \
+        "(export MY_KEY=<key>)" in problem
+    assert all(part not in problem for part in ("pass-hunter2", "K-9f3a7c1e", "T0k3n", "abcd"))
+    no_variable = base_url_credentials_problem(url, "")
+    assert "set llm.api_key_env to OPENAI_API_KEY and export OPENAI_API_KEY=<key>" in no_variable
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/v1", "https://api.openai.com/v1",
+                                 "http://gpu-box:8000/v1?model=x", ""])
+def test_an_endpoint_without_credentials_passes(url):
+    assert base_url_credentials_problem(url, "OPENAI_API_KEY") is None
+
+
+@pytest.mark.parametrize("command", ["run", "eval", "concepts"])
+def test_the_commands_refuse_credentials_in_the_endpoint_with_exit_2(command, tmp_path, capsys):
+    from sam3_agent_ros.cli import main
+
+    url = attack_url("127.0.0.1:9")
+    inputs = {"run": ["--image", str(EXAMPLE), "--query", "the cup"],
+              "eval": ["--dataset", str(TABLETOP), "--out", str(tmp_path / "eval")],
+              "concepts": ["--image", str(EXAMPLE), "--concepts", "cup"]}[command]
+    status = main([command, *inputs, "-p", f"llm.base_url:={url}",
+                   "-p", "segmenter.backend:=color"])
+    captured = capsys.readouterr()
+    assert status == 2 and captured.out == ""
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith(f"sam3-agent {command}: llm.base_url http://***@127.0.0.1:9/v1?"
+                           "api-key=*** carries credentials")
+    assert "(export OPENAI_API_KEY=<key>)" in line and leaks(line) == []
+    assert not (tmp_path / "eval").exists()

@@ -158,3 +158,88 @@ def test_only_the_concept_list_and_rate_apply_at_once():
     assert live == {"concepts.prompts", "concepts.rate_hz"}
     assert PARAMETERS_BY_NAME["concepts.max_prompts"].read_only
     assert PARAMETERS_BY_NAME["concepts.max_prompt_chars"].read_only
+
+
+# --- issue 25: no value can crash, freeze or bloat whoever validates it ------------------------
+DEEP = "[" * 2000  # yaml.safe_load raised RecursionError (the node died)
+ALIAS_BOMB = ("a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+              "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+              "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e]")
+
+
+@pytest.mark.parametrize("text", ["[cup, red ball]", DEEP, ALIAS_BOMB, "[" * 600_000],
+                         ids=["list-text", "deep", "alias-bomb", "600k"])
+def test_a_string_is_never_read_as_a_concept_list(text):
+    """concepts.prompts is a string array: a string (a peer's set) is refused, never parsed."""
+    with pytest.raises(ConfigError, match="is not a list of strings") as info:
+        Config.from_params({"concepts.prompts": text})
+    assert len(str(info.value)) < 200
+
+
+def test_concepts_are_bounded_on_the_raw_text_padding_included():
+    padded = " " * 1_000_000 + "cup" + " " * 1_000_000
+    with pytest.raises(ConfigError) as info:
+        Config.from_params({"concepts.prompts": [padded]})
+    assert "concept 1 has 2000003 characters, more than concepts.max_prompt_chars (100)" \
+        in str(info.value)
+    with pytest.raises(ConfigError, match="100000 concepts, more than"):
+        Config.from_params({"concepts.prompts": ["x"] * 100_000})
+
+
+@pytest.mark.parametrize("name", ["llm.temperature", "max_frame_age_s", "llm.timeout_s"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_numbers_must_be_finite(name, value):
+    with pytest.raises(ConfigError, match="is not a finite number"):
+        Config.from_params({name: value})
+
+
+def test_a_string_parameter_is_bounded():
+    assert Config.from_params({"llm.model": "m" * 4096}).llm.model == "m" * 4096
+    with pytest.raises(ConfigError, match="4097 characters, more than the 4096"):
+        Config.from_params({"llm.model": "m" * 4097})
+    with pytest.raises(ConfigError, match="1000000 characters"):
+        Config.from_params({"segmenter.device": " " * 1_000_000})
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('concepts.prompts:=[cup, "red, ball"]', ["cup", "red, ball"]),
+    ('concepts.prompts:="[yellow object]"', ["yellow object"]),  # quoted once, no shell
+    ("concepts.prompts:=[]", []),
+    ("concepts.prompts:=", []),
+    ("concepts.prompts:=[1, true]", ["1", "true"]),  # each entry is its text
+])
+def test_a_list_on_the_command_line(text, expected):
+    assert parse_override(text) == ("concepts.prompts", expected)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("concepts.prompts:=" + DEEP, "is not a list"),
+    ("concepts.prompts:=[[a], b]", "is not a flat list of strings"),
+    ("concepts.prompts:=" + "[" + ", ".join(["a"] * 40_000) + "]", "more than 65536"),
+    ("concepts.prompts:=cup", "is not a flat list of strings"),
+    ("concepts.prompts:=" + ALIAS_BOMB, "is not a flat list of strings"),
+])
+def test_a_bad_list_on_the_command_line_is_one_clear_error(text, fragment):
+    with pytest.raises(ConfigError, match=fragment):
+        parse_override(text)
+
+
+def test_a_deep_scalar_on_the_command_line_stays_text():
+    assert parse_override("llm.model:=" + DEEP) == ("llm.model", DEEP)
+    with pytest.raises(ConfigError, match="more than the 4096"):
+        Config.from_params(dict([parse_override("llm.model:=" + "[" * 100_000)]))
+
+
+def test_when_a_runtime_change_applies_comes_from_the_table():
+    assert PARAMETERS_BY_NAME["concepts.prompts"].applies == "now"
+    assert PARAMETERS_BY_NAME["agent.max_rounds"].applies == "configure"
+    assert PARAMETERS_BY_NAME["llm.base_url"].applies == "restart"
+    assert {p.applies for p in PARAMETERS} == {"now", "configure", "restart"}
+
+
+def test_a_refusal_never_repeats_a_huge_value():
+    for value in (["x" * 1_000_000] * 50 + [1], "y" * 1_000_000):
+        for name in ("concepts.prompts", "llm.protocol", "agent.max_rounds"):
+            with pytest.raises(ConfigError) as info:
+                Config.from_params({name: value})
+            assert len(str(info.value)) < 300, name

@@ -8,6 +8,7 @@ import logging
 import pytest
 
 from sam3_agent_ros.redact import (
+    has_credentials,
     install_log_redaction,
     is_secret_name,
     redact_text,
@@ -115,3 +116,12 @@ def test_log_records_of_any_logger_are_redacted_message_args_and_traceback(caplo
     assert "pass" not in text and "=K" not in text
     assert "ConnectionError" in text  # the traceback is still there
     assert "100% done, no url" in text
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("http://user:pass@host/v1", True), ("http://host/v1?api-key=K", True),
+    ("http://host/v1#access_token=T", True), ("http://host:8000/v1", False),
+    ("http://host/v1?model=qwen", False), ("http://***@host/v1?api-key=***", False),
+])
+def test_has_credentials_is_what_the_redaction_would_hide(url, expected):
+    assert has_credentials(url) is expected

@@ -2,7 +2,8 @@
 graph actions the docs need, for users without the ``ros2`` CLI (a venv with the ROS 2 wheels).
 
 - ``lifecycle get`` / ``lifecycle configure`` ...: ``ros2 lifecycle get|set /sam3_agent ...``
-- ``param get|set|describe|list NAME``: ``ros2 param get|set|describe|list /sam3_agent NAME``
+- ``param get|set|describe|list [NODE] NAME``: ``ros2 param get|set|describe|list /sam3_agent
+  NAME`` (the node first, as ros2 writes it, or ``--node``); ``set`` says when the value applies
 - ``ask --ros --topic "TEXT"``: ``ros2 topic pub --once /query ...`` and ``ros2 topic echo``
 - ``ask --ros --stop-follow``: ``ros2 service call /sam3_agent/stop_follow std_srvs/srv/Trigger``
 
@@ -44,21 +45,64 @@ def register(subparsers: Any) -> None:
                     "the node's answer (with its reason when refused). Exit status: 0 done, "
                     "1 refused/unknown/no answer, 2 bad usage.")
     verbs = param.add_subparsers(dest="param_verb", required=True)
-    get = verbs.add_parser("get", help="print a parameter's value")
-    get.add_argument("name")
-    set_ = verbs.add_parser("set", help="set a parameter (the node may refuse, with a reason)")
-    set_.add_argument("name")
-    set_.add_argument("value", help="e.g. 12, 0.5, true, text, '[a, b]'")
-    describe = verbs.add_parser("describe", help="print a parameter's type, description, range")
-    describe.add_argument("name")
-    verbs.add_parser("list", help="print every parameter name")
-    for sub in (get, set_, describe, verbs.choices["list"]):
-        _add_node_options(sub)
+    for verb, words, text in PARAM_VERBS:
+        sub = verbs.add_parser(verb, help=text, usage=f"sam3-agent param {verb} {words} "
+                               "[--node NODE] [--timeout SECONDS] [--loopback]",
+                               description=f"{text}. NODE (e.g. /sam3_agent) may come first, as "
+                                           f"in 'ros2 param {verb}', or as --node.")
+        sub.add_argument("words", nargs="*", metavar=words or "NODE",
+                         help="e.g. 12, 0.5, true, text, '[a, b]'" if verb == "set" else None)
+        _add_node_options(sub, node_default=None)
+        sub.set_defaults(param_parser=sub, param_usage=words,
+                         param_names=tuple(words.replace("[NODE]", "").split()))
     param.set_defaults(handler=cmd_param)
 
 
-def _add_node_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--node", default=DEFAULT_NODE,
+# verb, its positional words, help. The node may come first (ros2's order) or as --node.
+PARAM_VERBS = (("get", "[NODE] NAME", "print a parameter's value"),
+               ("set", "[NODE] NAME VALUE",
+                "set a parameter (the node may refuse, with a reason); says when it applies"),
+               ("describe", "[NODE] NAME", "print a parameter's type, description, range"),
+               ("list", "[NODE]", "print every parameter name"))
+# When an accepted set applies (config.Parameter.applies), as `param set` says it.
+APPLIES = {"now": "applied now",
+           "configure": "takes effect at the next configure: deactivate, cleanup, configure, "
+                        "activate (sam3-agent lifecycle VERB --node {node})",
+           "restart": "takes effect after a restart of the node"}
+
+
+def param_words(args: argparse.Namespace) -> None:
+    """Resolve ``[NODE] NAME [VALUE]`` into ``args.node``, ``args.name``, ``args.value``
+    (argparse's usage error, exit 2, when the words do not fit)."""
+    from sam3_agent_ros.config import PARAMETERS_BY_NAME
+
+    words, wanted = list(args.words), args.param_names
+    if len(words) == len(wanted) + 1:
+        node, *words = words
+        if node in PARAMETERS_BY_NAME:
+            args.param_parser.error(f"{node} is a parameter, not a node: quote a value with "
+                                    "spaces, e.g. '[a, b]'")
+        if args.node is not None and args.node != node:
+            args.param_parser.error(f"the node is given twice: {node} and --node {args.node}")
+        args.node = node
+    elif len(words) != len(wanted):
+        args.param_parser.error(f"expected {args.param_usage}")
+    args.node = DEFAULT_NODE if args.node is None else args.node
+    for key, word in zip(("name", "value"), words):
+        setattr(args, key, word)
+
+
+def applies_note(name: str, node: str) -> str:
+    """`` (applied now)`` etc. for a table parameter, '' for another (rclpy's own)."""
+    from sam3_agent_ros.config import PARAMETERS_BY_NAME
+
+    param = PARAMETERS_BY_NAME.get(name)
+    return "" if param is None else f" ({APPLIES[param.applies].format(node=node)})"
+
+
+def _add_node_options(parser: argparse.ArgumentParser, node_default: str | None = DEFAULT_NODE
+                      ) -> None:
+    parser.add_argument("--node", default=node_default,
                         help=f"the node's fully qualified name (default {DEFAULT_NODE})")
     parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                         help="how long to wait for the node's answer (default 10)")
@@ -128,7 +172,9 @@ def cmd_lifecycle(args: argparse.Namespace) -> int:
 
 
 def cmd_param(args: argparse.Namespace) -> int:
-    from sam3_agent_ros.ros.graph_client import describe_lines, format_value
+    from sam3_agent_ros.ros.param_text import describe_lines, format_value
+
+    param_words(args)
 
     def action(client: Any) -> int:
         verb = args.param_verb
@@ -148,7 +194,8 @@ def cmd_param(args: argparse.Namespace) -> int:
                 reason = reason or "no reason given"
                 print(f"refused: {args.name} = {format_value(value)}: {reason}")
                 return EXIT_FAILED
-            print(f"set: {args.name} = {format_value(value)}")
+            print(f"set: {args.name} = {format_value(value)}"
+                  f"{applies_note(args.name, client.node_name)}")
         return EXIT_OK
 
     return _run_graph(args, action)

@@ -63,7 +63,15 @@ from sam3_agent_ros.config import (
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.redact import install_log_redaction, redact_text
-from sam3_agent_ros.ros import health, hints, node_cli, params, rclpy_compat, segment_action
+from sam3_agent_ros.ros import (
+    health,
+    hints,
+    node_cli,
+    param_guard,
+    params,
+    rclpy_compat,
+    segment_action,
+)
 from sam3_agent_ros.ros.concepts_control import SHUTDOWN_WAIT_S as CONCEPTS_SHUTDOWN_WAIT_S
 from sam3_agent_ros.ros.conversions import FrameReader
 from sam3_agent_ros.ros.diagnostics import DiagnosticsPublisher
@@ -96,9 +104,12 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         self._param_problems = params.declare_parameters(self) + params.unknown_overrides(self)
         for problem in self._param_problems:
             self.get_logger().error(f"parameter refused at start-up: {redact_text(str(problem))}")
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        # Whatever a peer sends, a set is answered (refused with the reason if a check raises)
+        # and never ends the spin (ros/param_guard.py).
+        self.add_on_set_parameters_callback(param_guard.refusing(self, self._on_set_parameters))
         if hasattr(self, "add_pre_set_parameters_callback"):  # rclpy of Iron and later
             self.add_pre_set_parameters_callback(params.typed_string_arrays)
+        param_guard.guard_parameter_services(self)
         self._query_ids = itertools.count(1)
         self._frames = LatestFrame()
         self._config: Config | None = None

@@ -14,7 +14,15 @@ Overrides of names the node does not know (a typo: ``llm.backnd``) are problems 
 with a corrected value; the others by a runtime set (``Problem.fixed_by_restart``).
 
 ``ReadOnlyParameters`` (a mixin for the node) answers a runtime set of a read-only parameter
-with a reason that says how to change it.
+with a reason that says how to change it, and turns anything a set raises (a callback, rclpy's
+own checks) into a refusal with the reason: a peer's value never takes the node down.
+``guard_parameter_services`` does the same for what rclpy does before any of it (reading the
+request: a value of an unknown type raises there).
+
+Credentials in ``llm.base_url`` are refused at start-up: the parameter is declared with the URL
+redacted (never with the secret, which the parameter services and ``/parameter_events`` would hand
+to any peer), and the node cannot configure until it is restarted with the key in the variable
+named by ``llm.api_key_env``.
 """
 
 from __future__ import annotations
@@ -29,9 +37,14 @@ from rcl_interfaces.msg import (
     ParameterDescriptor,
     SetParametersResult,
 )
-from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+from rclpy.exceptions import (
+    InvalidParameterTypeException,
+    InvalidParameterValueException,
+    ParameterNotDeclaredException,
+)
 from rclpy.parameter import Parameter as RosParameter
 
+from sam3_agent_ros.backends import base_url_credentials_problem
 from sam3_agent_ros.config import (
     PARAMETERS,
     PARAMETERS_BY_NAME,
@@ -42,6 +55,7 @@ from sam3_agent_ros.config import (
     unknown_parameter_message,
 )
 from sam3_agent_ros.redact import redact_text
+from sam3_agent_ros.ros import param_guard
 
 _INT64_MAX = 2**63 - 1
 # Parameters rclpy may declare itself, by prefix (use_sim_time and the like are declared before
@@ -124,6 +138,12 @@ def declare_parameters(node: Any) -> list[Problem]:
         if param.type is tuple:
             problems += _declare_string_array(node, param, descriptor)
             continue
+        secret = _credentials_in_override(param, overrides)
+        if secret is not None:  # declared redacted: no service or event ever holds the secret
+            redacted, reason = secret
+            node.declare_parameter(param.name, redacted, descriptor, ignore_override=True)
+            problems.append(Problem(param.name, reason))
+            continue
         try:
             node.declare_parameter(param.name, param.default, descriptor)
             continue
@@ -137,6 +157,20 @@ def declare_parameters(node: Any) -> list[Problem]:
                 problems.append(_declare_problem(param, given, exc))
         node.declare_parameter(param.name, param.default, descriptor, ignore_override=True)
     return problems
+
+
+def _credentials_in_override(param: Parameter, overrides: dict) -> tuple[str, str] | None:
+    """``(the URL redacted, the refusal)`` when the start-up value of ``llm.base_url`` carries
+    credentials, else None."""
+    if param.name != "llm.base_url" or param.name not in overrides:
+        return None
+    given = overrides[param.name].value
+    key_env = overrides.get("llm.api_key_env")
+    key_env = PARAMETERS_BY_NAME["llm.api_key_env"].default if key_env is None else key_env.value
+    if not isinstance(given, str) or not isinstance(key_env, str):
+        return None  # a wrong type: the usual problem
+    reason = base_url_credentials_problem(given, key_env)
+    return None if reason is None else (redact_text(given), reason)
 
 
 def _declare_string_array(node: Any, param: Parameter,
@@ -267,7 +301,7 @@ def _takes_effect(name: str, configured: bool) -> str:
     or at the next configure."""
     if not configured:
         return ""
-    if PARAMETERS_BY_NAME[name].live:
+    if PARAMETERS_BY_NAME[name].applies == "now":
         return " (applied now)"
     return " (takes effect at the next configure: deactivate, cleanup, configure, activate)"
 
@@ -308,15 +342,17 @@ class ReadOnlyParameters:
 
     def set_parameters(self, parameter_list: list[Any]) -> list[SetParametersResult]:
         # One parameter at a time, as rclpy does: the others of the list are still set.
-        results = []
-        for parameter in parameter_list:
-            refusal = self._read_only_refusal([parameter])
-            results.append(refusal or super().set_parameters([parameter])[0])
-        return results
+        return [self.set_parameters_atomically([parameter]) for parameter in parameter_list]
 
     def set_parameters_atomically(self, parameter_list: list[Any]) -> SetParametersResult:
-        return self._read_only_refusal(parameter_list) or super().set_parameters_atomically(
-            parameter_list)
+        try:
+            return self._read_only_refusal(parameter_list) or super().set_parameters_atomically(
+                parameter_list)
+        except ParameterNotDeclaredException:
+            raise  # rclpy's parameter services answer it themselves
+        except Exception as exc:  # noqa: BLE001 (a callback's or rclpy's: never out of a set)
+            return param_guard.refusal(self, [getattr(p, "name", "?") for p in parameter_list],
+                                       exc)
 
     def _read_only_refusal(self, parameter_list: list[Any]) -> SetParametersResult | None:
         names = [p.name for p in parameter_list
@@ -326,3 +362,4 @@ class ReadOnlyParameters:
         reason = read_only_reason(names)
         self.get_logger().warning(f"parameter change refused: {reason}")
         return SetParametersResult(successful=False, reason=reason)
+

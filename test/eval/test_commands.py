@@ -224,21 +224,19 @@ def test_a_sample_outside_the_set_is_refused_not_drawn_and_the_others_go_on(tmp_
 
 def test_url_credentials_are_in_no_eval_output(tmp_path, capsys):
     """Issue 17 item 8: llm.base_url=http://user:pass@host/v1?api-key=K appeared in
-    samples.jsonl, report.md and summary.json (and the summary dropped llm.max_tokens)."""
+    samples.jsonl, report.md and summary.json. Issue 25: such a URL is refused before anything
+    runs (exit 2, one line saying where the key goes); nothing is written."""
     host_port = closed_port()
     out = tmp_path / "run"
     status = main(["eval", "--dataset", str(TABLETOP), "--out", str(out), "--limit", "2",
                    "-p", "llm.backend:=openai", "-p", f"llm.base_url:={attack_url(host_port)}",
                    "-p", "llm.max_retries:=0", "-p", "llm.api_key_env:=",
                    "-p", "segmenter.backend:=color"])
-    assert status == 0
-    assert leaks_in_files(out) == {}
-    assert leaks(capsys.readouterr().err) == []
-    rows = read_samples_file(out / "samples.jsonl")
-    assert all(redacted_url(host_port) in r["error"] for r in rows)
-    config = json.loads((out / "summary.json").read_text())["config"]
-    assert config["llm.base_url"] == redacted_url(host_port) and "llm.max_tokens" in config
-    assert redacted_url(host_port) in (out / "report.md").read_text()
+    assert status == 2
+    err = capsys.readouterr().err
+    assert leaks(err) == [] and f"llm.base_url {redacted_url(host_port)} carries credentials" \
+        in err
+    assert not out.exists() or leaks_in_files(out) == {}
 
 
 def test_eval_compare(tabletop_run, tmp_path, capsys):

@@ -71,11 +71,58 @@ def test_param_verbs_read_set_and_explain(ros):
     described = sam3_agent("param", "describe", "agent.max_rounds", "--node", NODE).stdout
     assert "type: integer" in described and "integer range: 1 .. 200" in described
     done = sam3_agent("param", "set", "agent.max_rounds", "12", "--node", NODE)
-    assert (done.returncode, done.stdout) == (0, "set: agent.max_rounds = 12\n")
+    assert (done.returncode, done.stdout) == (0, f"set: agent.max_rounds = 12{AT_CONFIGURE}\n")
     assert sam3_agent("param", "get", "agent.max_rounds", "--node", NODE).stdout == "12\n"
     # A double given as an integer is converted to the declared type, not refused for its type.
     done = sam3_agent("param", "set", "agent.query_timeout_s", "90", "--node", NODE)
-    assert (done.returncode, done.stdout) == (0, "set: agent.query_timeout_s = 90.0\n")
+    assert (done.returncode, done.stdout) == (0, "set: agent.query_timeout_s = 90.0"
+                                                 f"{AT_CONFIGURE}\n")
+
+
+AT_CONFIGURE = (" (takes effect at the next configure: deactivate, cleanup, configure, activate "
+                f"(sam3-agent lifecycle VERB --node {NODE}))")
+
+
+def test_param_takes_the_ros2_order_and_says_when_a_value_applies(ros):
+    """``ros2 param set <node> <name> <value>`` was refused (issue 25); a value that applies
+    only after a reconfigure said ``set:`` like one applied at once."""
+    done = sam3_agent("param", "set", NODE, "agent.max_rounds", "11")
+    assert (done.returncode, done.stdout) == (0, f"set: agent.max_rounds = 11{AT_CONFIGURE}\n"), \
+        done.stderr
+    assert sam3_agent("param", "get", NODE, "agent.max_rounds").stdout == "11\n"
+    assert "type: integer" in sam3_agent("param", "describe", NODE, "agent.max_rounds").stdout
+    assert "agent.max_rounds" in sam3_agent("param", "list", NODE).stdout.splitlines()
+    live = sam3_agent("param", "set", NODE, "concepts.rate_hz", "4.0")
+    assert (live.returncode, live.stdout) == (0, "set: concepts.rate_hz = 4.0 (applied now)\n")
+    same = sam3_agent("param", "set", NODE, "concepts.rate_hz", "5.0", "--node", NODE)
+    assert same.returncode == 0, same.stderr
+    read_only = sam3_agent("param", "set", NODE, "llm.backend", "openai")
+    assert read_only.returncode == 1 and "read-only after start-up: restart the node" \
+        in read_only.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["param", "set", "/a/sam3_agent", "agent.max_rounds", "3", "--node", "/b/sam3_agent"],
+     "the node is given twice: /a/sam3_agent and --node /b/sam3_agent"),
+    (["param", "set", "concepts.prompts", "[a,", "b]"],
+     "concepts.prompts is a parameter, not a node: quote a value with spaces"),
+    (["param", "get", "/a/sam3_agent", "x", "y"], "expected [NODE] NAME"),
+    (["param", "set", "/a/sam3_agent"], "expected [NODE] NAME VALUE"),
+])
+def test_param_words_that_do_not_fit_exit_2(args, message, capsys):
+    from sam3_agent_ros.cli import main
+
+    with pytest.raises(SystemExit) as caught:
+        main(args)
+    assert caught.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_deep_or_huge_value_on_the_command_line_is_a_usage_error(ros):
+    deep = sam3_agent("param", "set", NODE, "concepts.prompts", "[" * 5000)
+    assert deep.returncode == 2 and "is not a list of strings" in deep.stderr
+    huge = sam3_agent("param", "set", NODE, "agent.max_rounds", "[" * 100_000)
+    assert huge.returncode == 2 and "more than 65536" in huge.stderr
+    assert "Traceback" not in deep.stderr + huge.stderr
 
 
 def test_param_set_prints_the_nodes_refusal_and_usage_mistakes(ros):

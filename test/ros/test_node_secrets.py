@@ -1,51 +1,56 @@
-"""Issue 17 item 8 on the node: ``llm.base_url=http://user:pass@host/v1?api-key=K`` appeared whole
-in the result's error. The node answers a query through an endpoint given with credentials;
-neither its result, its status nor its log may show them."""
+"""Credentials in ``llm.base_url`` on the node. Issue 17 item 8: the URL appeared whole in the
+result's error; issue 25: redacted in every output, but any peer read it in clear with
+``get_parameters``. The node now refuses such a URL at start-up: it stays unconfigured with an
+ERROR saying where the key goes (the variable named by ``llm.api_key_env``), and the parameter
+holds the redacted URL from its declaration on, so no parameter service, no
+``/parameter_events`` message and no log line ever carries the secret."""
 
 from __future__ import annotations
 
-import json
 import os
 
-from sam3_agent_ros.demo.scene import render_scene
-from sam3_agent_ros.ros.conversions import rgb8_image
-from test.fakes.scripted_server import ScriptedServer, http_error
+from rcl_interfaces.msg import ParameterEvent
+from rcl_interfaces.srv import ListParameters
+from rclpy.qos import qos_profile_parameter_events
+
 from test.fakes.secret_url import attack_url, leaks, redacted_url
-from test.ros.helpers import Camera, Harness, NodeProcess
+from test.ros.helpers import TRANSITION, Harness, NodeProcess
 
 NS = "/secrets"
+NODE = f"{NS}/sam3_agent"
+HOST_PORT = "127.0.0.1:9"
 
 
-def test_credentials_of_the_endpoint_are_in_no_result_status_or_log(ros_env, tmp_path):
-    # The server answers every request with a 404 that quotes the path it got (the SDK puts the
-    # query string of base_url in it): the key travels to the server, never back to the user.
-    with ScriptedServer([http_error(404, "unused")] * 8) as server:
-        host_port = server.base_url.split("//", 1)[1].split("/", 1)[0]
-        parameters = {"llm": {"backend": "openai", "base_url": attack_url(host_port),
-                              "max_retries": 0},
-                      "segmenter": {"backend": "color"}}
-        env = dict(os.environ, **ros_env, OPENAI_API_KEY="sk-test-placeholder")
-        node = NodeProcess(NS, parameters, tmp_path, env)
-        harness = Harness("secrets_test")
-        try:
-            harness.listen(f"{NS}/sam3_agent/result")
-            harness.listen(f"{NS}/sam3_agent/status")
-            harness.wait_state(node.name, "active", timeout=60)
-            harness.wait_subscribed(f"{NS}/query")
-            frame = rgb8_image(render_scene().rgb)
-            with Camera(harness, f"{NS}/image", frame):
-                harness.wait_subscribed(f"{NS}/image", type(frame))
-                harness.send_query(NS, {"id": "leak-1", "query": "the blue cube"})
-                result = harness.wait_result(NS, "leak-1", timeout=60)
-        finally:
-            node.stop()
-            harness.close()
-        assert server.requests, "the query must have reached the endpoint"
-    assert result["status"] == "failed"
-    assert result["error"].startswith(
-        f"LLM request failed: HTTP 404 from {redacted_url(host_port)}: ")
-    statuses = [m.data for m in harness.messages(f"{NS}/sam3_agent/status")]
-    assert leaks(json.dumps(result)) == [] and leaks("".join(statuses)) == []
+def test_credentials_in_the_endpoint_are_refused_and_never_readable_by_a_peer(ros_env, tmp_path):
+    harness = Harness("secrets_test")
+    # Subscribed before the node starts: its declarations are published there too.
+    harness.listen("/parameter_events", ParameterEvent, qos_profile_parameter_events)
+    parameters = {"llm": {"backend": "openai", "base_url": attack_url(HOST_PORT),
+                          "api_key_env": "SAM3_SECRET_TEST_KEY"},
+                  "segmenter": {"backend": "color"},
+                  "autostart": False}  # as under a lifecycle manager: it stays up, refusing
+    env = dict(os.environ, **ros_env, SAM3_SECRET_TEST_KEY="sk-test-placeholder")
+    node = NodeProcess(NS, parameters, tmp_path, env, offline=False)
+    try:
+        harness.wait_for(lambda: "the node cannot configure" in node.log()
+                         or "autostart is false" in node.log(), 60, "the node's start-up")
+        assert not harness.change_state(NODE, TRANSITION.TRANSITION_CONFIGURE)
+        assert harness.lifecycle_state(NODE) == "unconfigured"
+        names = harness._call(ListParameters, f"{NODE}/list_parameters",
+                              ListParameters.Request(), 10).result.names
+        values = harness.get_parameters(NODE, list(names))
+        assert values["llm.base_url"] == redacted_url(HOST_PORT)
+        assert leaks(repr(values)) == []
+        # The declarations may go out before this subscription matched (test_params.py checks
+        # them in-process); whatever came is free of the secret.
+        assert leaks(repr(harness.messages("/parameter_events"))) == []
+    finally:
+        assert node.stop() == 0
+        harness.close()
     log = node.log()
-    assert redacted_url(host_port) in log  # the failure is logged, redacted
+    assert (f"parameter refused at start-up: llm.base_url {redacted_url(HOST_PORT)} carries "
+            "credentials") in log
+    assert "environment variable named by llm.api_key_env (export " \
+        "SAM3_SECRET_TEST_KEY=<key>)" in log
+    assert "[ERROR]" in log and "restart the node with corrected start-up values" in log
     assert leaks(log) == [], log

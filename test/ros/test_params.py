@@ -296,3 +296,77 @@ def test_the_concept_list_is_checked_at_runtime_and_its_change_applies_now(make_
     # `ros2 param load` of a file with `prompts: []` sends no value (rclpy: undeclare it)
     (loaded,) = node.set_parameters([RosParameter("concepts.prompts")])
     assert loaded.successful and node.get_parameter("concepts.prompts").value == []
+
+
+# --- issue 25: a peer's value never takes the node down, no secret in a parameter -------------
+class GuardedNode(params.ReadOnlyParameters, rclpy.node.Node):
+    """The node's set path (the mixin) on a plain rclpy node."""
+
+
+@pytest.fixture
+def guarded(context):
+    node = GuardedNode("guarded_under_test", context=context)
+    params.declare_parameters(node)
+    node.add_on_set_parameters_callback(
+        lambda changes: params.on_set_parameters(node, changes, configured=True))
+    node.add_pre_set_parameters_callback(params.typed_string_arrays)
+    yield node
+    node.destroy_node()
+
+
+@pytest.mark.parametrize("value", ["[" * 2000, "[cup, bottle]", " " * 1_000_000 + "[cup]"],
+                         ids=["deep", "list-text", "padded"])
+def test_a_string_for_the_concept_list_is_refused_never_parsed(guarded, value):
+    (result,) = guarded.set_parameters([RosParameter("concepts.prompts", value=value)])
+    assert not result.successful and "is not a list of strings" in result.reason
+    assert len(result.reason) < 300
+    assert guarded.get_parameter("concepts.prompts").value == []
+
+
+def test_padding_counts_in_the_concept_length(guarded):
+    padded = [" " * 8_000_000 + "cup"]
+    (result,) = guarded.set_parameters([RosParameter("concepts.prompts", value=padded)])
+    assert not result.successful
+    assert "8000003 characters, more than concepts.max_prompt_chars (100)" in result.reason
+    assert guarded.get_parameter("concepts.prompts").value == []
+
+
+def test_what_a_callback_raises_is_a_refusal_with_the_reason(guarded):
+    def deep(changes):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    guarded.add_on_set_parameters_callback(deep)
+    (result,) = guarded.set_parameters([RosParameter("agent.max_rounds", value=5)])
+    assert not result.successful
+    assert result.reason == ("agent.max_rounds: refused, the value could not be checked "
+                             "(RecursionError: maximum recursion depth exceeded)")
+    guarded.remove_on_set_parameters_callback(deep)
+
+    def broken(parameters):
+        raise MemoryError
+
+    guarded.add_pre_set_parameters_callback(broken)
+    atomic = guarded.set_parameters_atomically([RosParameter("llm.model", value="x")])
+    assert not atomic.successful and "(MemoryError: )" in atomic.reason
+    guarded.remove_pre_set_parameters_callback(broken)
+    assert guarded.get_parameter("agent.max_rounds").value == 16
+    assert guarded.set_parameters([RosParameter("agent.max_rounds", value=5)])[0].successful
+
+
+def test_credentials_in_the_endpoint_are_never_declared(make_node):
+    url = "http://operator7:pass-hunter2@llm.example:8000/v1?api-key=K-9f3a7c1e"
+    node = make_node(**{"llm.base_url": url, "llm.api_key_env": "MY_KEY"})
+    events = []  # what /parameter_events would carry to every peer
+    node._parameter_event_publisher.publish = events.append
+    (problem,) = params.declare_parameters(node)
+    declared = [p for event in events for p in event.new_parameters]
+    assert "llm.base_url" in {p.name for p in declared}
+    assert not any(secret in repr(events) for secret in ("pass-hunter2", "K-9f3a7c1e"))
+    assert problem.name == "llm.base_url" and problem.fixed_by_restart
+    assert problem.text.startswith("llm.base_url http://***@llm.example:8000/v1?api-key=*** "
+                                   "carries credentials")
+    assert "environment variable named by llm.api_key_env (export MY_KEY=<key>)" in problem.text
+    assert node.get_parameter("llm.base_url").value == \
+        "http://***@llm.example:8000/v1?api-key=***"
+    plain = make_node(**{"llm.base_url": "https://api.openai.com/v1"})
+    assert params.declare_parameters(plain) == []

@@ -126,9 +126,12 @@ def test_every_set_path_refuses_read_only_parameters_and_keeps_the_rest(trusted)
 
 
 def test_an_accepted_change_is_logged_once_escaped_and_bounded(trusted):
-    """A peer's value with a newline cannot forge a log line, and 1 MB is not logged whole."""
+    """A peer's value with a newline cannot forge a log line, and 4 kB are not logged whole
+    (1 MB is not even accepted: a string parameter holds at most 4096 characters)."""
     harness, proc = trusted
-    forged = "x\n[ERROR] [0.0] [sam3_agent]: forged line" + "y" * 1_000_000
+    huge = harness.set_parameter(NODE, "llm.model", "y" * 1_000_000)
+    assert not huge.successful and "1000000 characters, more than the 4096" in huge.reason
+    forged = "x\n[ERROR] [0.0] [sam3_agent]: forged line" + "y" * 4000
     assert harness.set_parameter(NODE, "llm.model", forged).successful
     line = harness.wait_for(
         lambda: [ln for ln in proc.log().splitlines() if "parameter changed: llm.model" in ln
