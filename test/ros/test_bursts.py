@@ -5,8 +5,9 @@ Two nodes for the module:
 - /burst1: the default policy (preempt): 100 topic queries back to back (each preempts the one
   before: a ``cancelled`` result each, the last one answered), 100 concurrent goals, and ids
   holding a lone surrogate;
-- /burst2: ``query_policy: queue`` with ``queue_size: 2``: a burst answered mostly by ``failed``
-  "queue full" results, each at once and each exactly once.
+- /burst2: ``query_policy: queue`` with ``queue_size: 2``: a burst of queries answered mostly by
+  ``failed`` "queue full" results, each at once and each exactly once; a burst of goals mostly
+  rejected, each with its goal response.
 
 The test side reads and writes with a history deeper than a burst (``DEEP``), so that a loss
 seen here is the node's, not this process's.
@@ -107,13 +108,16 @@ def test_a_burst_on_a_full_queue_is_answered_queue_full_each_once(ros):
     assert all("queue_size=2" in r["error"] for r in full)
 
 
-def test_a_burst_of_concurrent_goals_gets_every_response_and_result(ros, frame):
+@pytest.mark.parametrize("ns", [N1, N2], ids=["preempt", "queue-of-2"])
+def test_a_burst_of_concurrent_goals_gets_every_response_and_result(ros, frame, ns):
+    """Preempt: all accepted, each cancelled by the next but the last. Queue of 2: most are
+    rejected at once (a goal response each), the accepted ones run in turn."""
     harness, _ = ros
-    client = ActionClient(harness.node, Segment, f"{N1}/sam3_agent/segment",
+    client = ActionClient(harness.node, Segment, f"{ns}/sam3_agent/segment",
                           goal_service_qos_profile=DEEP, result_service_qos_profile=DEEP,
                           cancel_service_qos_profile=DEEP)
     assert client.wait_for_server(timeout_sec=30)
-    harness.wait_outputs_reach_us(N1)
+    harness.wait_outputs_reach_us(ns)
     changed = threading.Condition()
     responses: dict[str, object] = {}
     outcomes: dict[str, object] = {}
@@ -132,8 +136,9 @@ def test_a_burst_of_concurrent_goals_gets_every_response_and_result(ros, frame):
             outcomes[query_id] = response
             changed.notify_all()
 
-    ids = [f"goal-{k}" for k in range(BURST)]
-    with Camera(harness, f"{N1}/image", frame):
+    prefix = f"goal-{ns.strip('/')}-"
+    ids = [f"{prefix}{k}" for k in range(BURST)]
+    with Camera(harness, f"{ns}/image", frame):
         for query_id in ids:
             client.send_goal_async(Segment.Goal(query=QUERY, query_id=query_id)) \
                 .add_done_callback(lambda f, q=query_id: on_response(q, f))
@@ -144,9 +149,11 @@ def test_a_burst_of_concurrent_goals_gets_every_response_and_result(ros, frame):
             assert changed.wait_for(lambda: accepted <= set(outcomes), WAIT_S), \
                 f"{len(accepted - set(outcomes))} accepted goals got no result"
     assert accepted, "no goal accepted"
+    if ns == N2:
+        assert len(accepted) < BURST // 2, f"{len(accepted)} accepted by a queue of 2"
     for query_id in accepted:
         assert outcomes[query_id].result.status in ("succeeded", "cancelled"), query_id
-    wait_one_result_each(harness, N1, "goal-", sorted(accepted))
+    wait_one_result_each(harness, ns, prefix, sorted(accepted))
 
 
 @pytest.mark.parametrize("field", ["id", "refines"])
