@@ -94,8 +94,10 @@ def test_a_burst_of_topic_queries_gets_one_result_each(ros, frame):
         ids = send_topic_burst(harness, N1, "topic-")
         results = wait_one_result_each(harness, N1, "topic-", ids)
     assert results[ids[-1]]["status"] == "succeeded", results[ids[-1]]
-    for query_id in ids[:-1]:  # preempted: each by the next one
-        assert results[query_id]["status"] == "cancelled", results[query_id]
+    for query_id in ids[:-1]:  # preempted by a later one (or done before the next one came)
+        result = results[query_id]
+        assert result["status"] in ("cancelled", "succeeded"), result
+        assert result["status"] == "succeeded" or "preempted by query topic-" in result["error"]
 
 
 def test_a_burst_on_a_full_queue_is_answered_queue_full_each_once(ros):
@@ -151,8 +153,10 @@ def test_a_burst_of_concurrent_goals_gets_every_response_and_result(ros, frame, 
     assert accepted, "no goal accepted"
     if ns == N2:
         assert len(accepted) < BURST // 2, f"{len(accepted)} accepted by a queue of 2"
-    for query_id in accepted:
-        assert outcomes[query_id].result.status in ("succeeded", "cancelled"), query_id
+    for query_id in accepted:  # accepted, then the queue filled before it was handed over
+        result = outcomes[query_id].result
+        assert result.status in ("succeeded", "cancelled") or (
+            result.status == "failed" and result.error.startswith("queue full")), result
     wait_one_result_each(harness, ns, prefix, sorted(accepted))
 
 
