@@ -162,7 +162,7 @@ def test_a_burst_of_concurrent_goals_gets_every_response_and_result(ros, frame, 
 
 @pytest.mark.parametrize("field", ["id", "refines"])
 def test_a_lone_surrogate_id_gets_one_result_with_an_escaped_id(ros, field):
-    harness, _ = ros
+    harness, procs = ros
     harness.wait_outputs_reach_us(N1)
     marker = f"surrogate-{field}"
     payload = ('{"id": "\\ud800", "query": "' + marker + '"}' if field == "id" else
@@ -178,3 +178,5 @@ def test_a_lone_surrogate_id_gets_one_result_with_an_escaped_id(ros, field):
     shown = result["query_id"] if field == "id" else result.get("refines")
     assert shown == "\\ud800", result
     result["query_id"].encode("utf-8")  # echoable: valid UTF-8
+    assert "query callback failed" not in procs[N1].log()
+    assert f"'{marker}'" in procs[N1].log()  # its "query ...: 'text'" line was logged
