@@ -2,7 +2,9 @@
 
 ``clip`` bounds what a result or a log repeats of a long text; ``for_log`` also escapes control
 characters (newlines, carriage returns, ANSI escapes), so a query id like ``"x\\n[ERROR] ..."``
-stays on its own log line and cannot forge another one.
+stays on its own log line and cannot forge another one. ``echoable`` escapes what no UTF-8 output
+can carry: a lone surrogate (JSON ``"\\ud800"`` decodes to one), which rclpy's logger and every
+``std_msgs/String`` refuse, so a query id holding one used to get no result at all.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ import re
 
 LOG_CHARS = 200  # the most of one outside text that a log line carries
 
-# C0 and C1 control characters and the Unicode line/paragraph separators.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# C0 and C1 control characters, the Unicode line/paragraph separators, lone surrogates.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# In a Python str every surrogate code point is a lone one (a valid pair decodes to one character).
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def clip(text: str, limit: int) -> str:
@@ -24,7 +28,13 @@ def clip(text: str, limit: int) -> str:
 
 
 def for_log(text: object, limit: int = LOG_CHARS) -> str:
-    """``text`` clipped to ``limit`` characters with every control character escaped
-    (``\\n``, ``\\x1b``...): one log line whatever it holds."""
+    """``text`` clipped to ``limit`` characters with every control character and lone surrogate
+    escaped (``\\n``, ``\\x1b``, ``\\ud800``...): one log line whatever it holds."""
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
                         clip(str(text), limit))
+
+
+def echoable(text: str) -> str:
+    """``text`` with each lone surrogate written as its escape (``\\ud800``): valid UTF-8, so it
+    can be logged, published and echoed; any other text is returned unchanged."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -370,7 +370,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         try:
             self._handle_query(msg)
         except Exception as exc:  # a callback that raises would stop the executor
-            self.get_logger().error(f"query callback failed: {type(exc).__name__}: {exc}")
+            self.get_logger().error(f"query callback failed: {for_log(repr(exc))}")
 
     def _handle_query(self, msg: String) -> None:
         runner, config = self._runner, self._config
@@ -460,22 +460,21 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
     def _publish_result(self, result: Result) -> None:
         """Images (lazily), the result JSON and the 3D targets: see ``ros/outputs.py``."""
         if not self.context.ok():  # Ctrl-C: rclpy is shut down; the process is exiting
-            logging.getLogger(__name__).info(
-                "query %s ended (%s) during shutdown; not published", result.query_id,
-                result.status.value)
+            logging.getLogger(__name__).info("query %s ended (%s) during shutdown; not published",
+                                             for_log(result.query_id), result.status.value)
             return
         if not result.backends:  # every result names its backends (interface §6), also those
             result.backends = self._backends()  # that never reached the agent (no frame...)
-        answers = self._answers
-        published = answers.publish(result, self._depth) if answers is not None else None
-        if self._segment is not None:
-            self._segment.on_result(result, published)  # ends the goal of this query, if any
-        if answers is None:
-            return
-        self.get_logger().info(result_line(result))
-        follow = self._follow
-        if follow is not None:
-            follow.after_result(result)
+        answers, published = self._answers, None
+        try:
+            published = answers.publish(result, self._depth) if answers is not None else None
+        finally:  # whatever publish raised (the worker logs it), the goal of this query ends
+            if self._segment is not None:
+                self._segment.on_result(result, published)
+        if answers is not None:
+            self.get_logger().info(result_line(result))
+            if (follow := self._follow) is not None:  # None once released meanwhile
+                follow.after_result(result)
 
 
 def main(args: list[str] | None = None) -> int:

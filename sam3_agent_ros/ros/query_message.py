@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sam3_agent_ros.core import guarded_json
-from sam3_agent_ros.core.untrusted_text import clip
+from sam3_agent_ros.core.untrusted_text import clip, echoable
 
 MAX_QUERY_ID_CHARS = 128  # ids name queries in results, logs and goals: short labels
 ECHO_CHARS = 200  # how much of a rejected message its failed result repeats
@@ -76,6 +76,7 @@ def parse_query_message(raw: str, max_chars: int) -> ParsedQuery | StopFollow:
     if not isinstance(text, str):
         raise QueryRejected("invalid JSON query: 'query' must be a string", query_id,
                             text=stripped)
+    text = echoable(text)  # a lone surrogate ("\\ud800") could be neither logged nor published
     if not text.strip():
         raise QueryRejected("empty query", query_id)
     refines = _id_field(payload, "refines", query_id, stripped)
@@ -84,12 +85,13 @@ def parse_query_message(raw: str, max_chars: int) -> ParsedQuery | StopFollow:
 
 def _id_field(payload: dict, name: str, query_id: str | None, raw: str) -> str | None:
     """An id field (``id``, ``refines``): a string (a number is taken as one), at most
-    ``MAX_QUERY_ID_CHARS`` long; missing or empty: None."""
+    ``MAX_QUERY_ID_CHARS`` long once its lone surrogates are escaped (``echoable``: the id is
+    logged, published and echoed); missing or empty: None."""
     value = payload.get(name)
     if isinstance(value, bool) or not isinstance(value, (str, int, type(None))):
         raise QueryRejected(f"invalid JSON query: '{name}' must be a string, got "
                             f"{clip(repr(value), 60)}", query_id, text=raw[:ECHO_CHARS])
-    value = None if value is None or value == "" else str(value)
+    value = None if value is None or value == "" else echoable(str(value))
     if value is not None and len(value) > MAX_QUERY_ID_CHARS:
         raise QueryRejected(f"invalid JSON query: '{name}' is {len(value)} characters long, "
                             f"more than {MAX_QUERY_ID_CHARS}", query_id, text=raw[:ECHO_CHARS])

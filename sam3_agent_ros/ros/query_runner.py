@@ -102,6 +102,15 @@ class _Pending:
 Answer = Callable[[Frame | None, Query, CancelToken, Callable[[StatusEvent], None]], Result]
 
 
+def queue_full_reason(queue_size: int) -> str:
+    """The error of a query refused by a full queue (``query_policy: queue``): said at once, with
+    what to do (the refused query is not kept: it is sent again or it is gone)."""
+    waiting = "1 query is" if queue_size == 1 else f"{queue_size} queries are"
+    return (f"queue full (queue_size={queue_size}): {waiting} already waiting; send it again "
+            "once one has finished, or raise queue_size, or set query_policy to preempt (a new "
+            "query replaces the waiting ones)")
+
+
 class QueryRunner:
     """Runs queries one at a time on a worker thread.
 
@@ -207,7 +216,7 @@ class QueryRunner:
         if self._stopping:
             return "the node is shutting down"
         if self.policy == QUEUE and len(self._pending) >= self.queue_size:
-            return f"queue full (queue_size={self.queue_size})"
+            return queue_full_reason(self.queue_size)
         return None
 
     def cancel(self, query_id: str, reason: str) -> bool:

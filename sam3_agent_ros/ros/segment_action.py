@@ -47,6 +47,7 @@ from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusE
 from sam3_agent_ros.core.untrusted_text import clip, for_log
 from sam3_agent_ros.ros.conversions import frame_header
 from sam3_agent_ros.ros.outputs import image_messages, refines_note
+from sam3_agent_ros.ros.qos import ACTION_SERVICE_QOS
 from sam3_agent_ros.ros.query_message import ECHO_CHARS, MAX_QUERY_ID_CHARS
 
 ACTION_NAME = "~/segment"
@@ -228,7 +229,9 @@ class SegmentActionServer:
         self._server = ActionServer(
             node, self._action, ACTION_NAME, execute_callback=self._execute,
             goal_callback=self._on_goal, cancel_callback=self._on_cancel,
-            result_timeout=int(result_timeout_s))
+            goal_service_qos_profile=ACTION_SERVICE_QOS,  # a burst of goals: ros/qos.py
+            result_service_qos_profile=ACTION_SERVICE_QOS,
+            cancel_service_qos_profile=ACTION_SERVICE_QOS, result_timeout=int(result_timeout_s))
 
     # --- executor side -------------------------------------------------------------------------
     def _on_goal(self, goal: Any) -> Any:

@@ -133,3 +133,37 @@ def test_a_bad_refines_is_rejected_with_its_query_id_and_a_bounded_echo(refines,
         parse_query_message(raw, 2000)
     assert reason in caught.value.reason and caught.value.query_id == "q-2"
     assert len(caught.value.text) <= ECHO_CHARS
+
+
+@pytest.mark.parametrize("raw,expected", [
+    ('{"id": "\\ud800", "query": "x"}', ParsedQuery("\\ud800", "x")),
+    ('{"id": "a\\udfffb", "query": "x"}', ParsedQuery("a\\udfffb", "x")),
+    ('{"id": "q-3", "refines": "\\ud800", "query": "x"}', ParsedQuery("q-3", "x", None, "\\ud800")),
+    ('{"id": "q-4", "query": "cup \\ud800"}', ParsedQuery("q-4", "cup \\ud800")),
+    ('{"id": "\\ud800", "stop_follow": true}', StopFollow("\\ud800")),
+])
+def test_a_lone_surrogate_is_escaped_so_the_query_can_be_logged_and_answered(raw, expected):
+    parsed = parse_query_message(raw, 2000)
+    assert parsed == expected
+    for value in vars(parsed).values():  # every field can go out as UTF-8 (a String, a log)
+        if isinstance(value, str):
+            value.encode("utf-8")
+
+
+def test_a_rejected_query_carries_its_id_escaped():
+    with pytest.raises(QueryRejected) as caught:
+        parse_query_message('{"id": "\\ud800", "follow": 3, "query": "x"}', 2000)
+    assert caught.value.query_id == "\\ud800"
+    caught.value.query_id.encode("utf-8")
+
+
+def test_an_id_too_long_once_escaped_is_rejected():
+    raw = '{"id": "' + "\\ud800" * (MAX_QUERY_ID_CHARS // 6 + 1) + '", "query": "x"}'
+    with pytest.raises(QueryRejected) as caught:
+        parse_query_message(raw, 10_000)
+    assert "'id' is" in caught.value.reason and caught.value.query_id is None
+
+
+def test_a_control_character_id_is_kept_as_sent():
+    # JSON escapes it in the result and for_log in the log: it can be echoed as it is.
+    assert parse_query_message('{"id": "a\\nb", "query": "x"}', 2000).query_id == "a\nb"

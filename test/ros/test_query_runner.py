@@ -174,7 +174,7 @@ def test_queue_runs_fifo_and_rejects_overflow(stop_runners):
         runner.submit(Query(query_id, query_id))
     (overflow,) = outputs.wait_results(1)
     assert overflow.query_id == "d" and overflow.status == QueryStatus.FAILED
-    assert overflow.error == "queue full (queue_size=2)"
+    assert overflow.error.startswith("queue full (queue_size=2): 2 queries are already waiting")
     assert runner.load() == (2, "a")  # what /diagnostics reports
     for query_id in ("a", "b", "c"):
         agent.release(query_id)
@@ -333,7 +333,7 @@ def test_refusal_follows_the_queue_and_stop(stop_runners):
     agent.wait_started("a")
     assert runner.refusal() is None
     runner.submit(Query("b", "y"))  # waits: the queue is now full
-    assert runner.refusal() == "queue full (queue_size=1)"
+    assert runner.refusal().startswith("queue full (queue_size=1): ")
     agent.release("a")
     agent.release("b")
     outputs.wait_results(2)
@@ -418,3 +418,22 @@ def test_a_refinement_that_never_ran_still_names_what_it_refines(stop_runners):
     assert cancelled.to_json()["refines"] == "a"
     agent.release("a")
     outputs.wait_results(2)
+
+
+def test_a_full_queue_fails_the_query_at_once_saying_what_to_do(stop_runners):
+    runner, agent, outputs, frames = make_runner(QUEUE, queue_size=1)
+    stop_runners(runner)
+    frames.put(Message("f"))
+    runner.submit(Query("a", "x"))
+    agent.wait_started("a")
+    runner.submit(Query("b", "y"))  # waits
+    runner.submit(Query("c", "z"))  # the queue is full: its result is out before submit returns
+    (refused,) = outputs.results
+    assert (refused.query_id, refused.status) == ("c", QueryStatus.FAILED)
+    assert refused.error.startswith("queue full (queue_size=1)")
+    assert "1 query is already waiting" in refused.error
+    assert "send it again" in refused.error and "query_policy" in refused.error
+    assert outputs.phases("c") == ["done"]
+    agent.release("a")
+    agent.release("b")
+    assert [r.query_id for r in outputs.wait_results(3)] == ["c", "a", "b"]
