@@ -27,6 +27,7 @@ import cv2
 import numpy as np
 
 from sam3_agent_ros.core.types import Frame, stamp_ns
+from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.image_header import (
     DEFAULT_MAX_PIXELS,
     ImageHeaderError,
@@ -44,6 +45,7 @@ _ENCODINGS: dict[str, tuple[int, str, tuple[int, ...] | None]] = {
     "mono16": (1, "u2", None),
 }
 SUPPORTED_ENCODINGS: tuple[str, ...] = tuple(_ENCODINGS)
+QUOTED_CHARS = 40  # the most of a peer's encoding / format name a frame problem repeats
 
 
 class ImageConversionError(ValueError):
@@ -98,12 +100,18 @@ class _Layout:
     order: tuple[int, ...] | None
 
 
+def _quoted(text: Any) -> str:
+    """A peer's encoding or format name quoted for a reason: clipped and escaped, so a frame
+    problem logged or echoed stays one short line whatever the peer sent."""
+    return repr(for_log(text, QUOTED_CHARS))
+
+
 def _layout(msg: Any, max_pixels: int) -> _Layout:
     """The validated memory layout of an Image message, or ``ImageConversionError``."""
     encoding = str(msg.encoding).strip().lower()
     if encoding not in _ENCODINGS:
         raise ImageConversionError(
-            f"unsupported image encoding {msg.encoding!r} (supported: "
+            f"unsupported image encoding {_quoted(msg.encoding)} (supported: "
             f"{', '.join(SUPPORTED_ENCODINGS)})")
     channels, kind, order = _ENCODINGS[encoding]
     height, width, step = int(msg.height), int(msg.width), int(msg.step)
@@ -246,7 +254,7 @@ def _check_compressed(msg: Any, max_pixels: int) -> None:
     try:
         _, width, height = encoded_size(data)
     except ImageHeaderError as exc:
-        raise ImageConversionError(f"cannot decode compressed image (format {msg.format!r}, "
+        raise ImageConversionError(f"cannot decode compressed image (format {_quoted(msg.format)}, "
                                    f"{len(data)} bytes): {exc}") from None
     too_large = pixel_cap_problem(width, height, max_pixels)
     if too_large:
@@ -262,7 +270,7 @@ def compressed_to_rgb(msg: Any, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndar
     decoded = cv2.imdecode(encoded, cv2.IMREAD_COLOR)
     if decoded is None or decoded.size == 0:
         raise ImageConversionError(
-            f"cannot decode compressed image (format {msg.format!r}, {len(data)} bytes)")
+            f"cannot decode compressed image (format {_quoted(msg.format)}, {len(data)} bytes)")
     if decoded.dtype != np.uint8:  # 16-bit PNG
         decoded = _scale_to_u8(decoded)
     rgb = cv2.cvtColor(decoded, cv2.COLOR_BGR2RGB)
@@ -279,7 +287,7 @@ def array_to_image(array: np.ndarray, encoding: str, header: Any = None) -> Any:
     from sensor_msgs.msg import Image
 
     if encoding not in _ENCODINGS:
-        raise ImageConversionError(f"unsupported image encoding {encoding!r}")
+        raise ImageConversionError(f"unsupported image encoding {_quoted(encoding)}")
     channels, kind, _ = _ENCODINGS[encoding]
     array = np.asarray(array)
     if array.dtype != np.dtype(kind):

@@ -382,3 +382,18 @@ def test_the_frame_reader_converts_under_its_cap_and_says_what_it_refuses():
     assert unusable.value.frame.stamp_sec == 3 and unusable.value.frame.image.size == 0
     # The image callback's check never raises, whatever arrives.
     assert capped.problem(object()).startswith("AttributeError: ")
+
+
+def test_a_peers_encoding_or_format_is_clipped_and_escaped_in_the_reason():
+    """Issue 25: a frame problem quotes the peer's encoding / format name, which is logged by the
+    node (throttled) and echoed in results: one short line whatever the peer sent."""
+    msg = Image(height=2, width=2, step=6, encoding="x\n[ERROR] [0.0] forged" + "y" * 100_000,
+                data=bytes(12))
+    with pytest.raises(ImageConversionError) as raised:
+        image_to_rgb(msg)
+    reason = str(raised.value)
+    assert "\n" not in reason and len(reason) < 300
+    compressed = CompressedImage(format="png\n" + "z" * 100_000, data=b"not an image")
+    with pytest.raises(ImageConversionError) as raised:
+        compressed_to_rgb(compressed)
+    assert "\n" not in str(raised.value) and len(str(raised.value)) < 300
