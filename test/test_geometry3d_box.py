@@ -1,5 +1,5 @@
 """geometry3d's oriented box (fit_box, measure_mask) against scenes of known geometry: the sample
-bag's tabletop, the rotated scene (turned and leaning top faces) of sam3_agent_ros/demo/scene.py,
+bag's tabletop, the rotated scene (turned and leaning top faces) of demo/sam3_agent_demo/scene.py,
 and test_geometry3d's ray-cast boxes whose side walls are in view.
 
 Targets (issue 19): centre within 1 cm, the two largest sizes within 10 %, the in-plane angle of
@@ -12,13 +12,13 @@ import math
 import numpy as np
 import pytest
 
-from sam3_agent_ros.config import Config
-from sam3_agent_ros.demo.scene import (
+from sam3_agent_demo.scene import (
     box_errors,
     default_scene,
     render_scene,
     rotated_scene,
 )
+from sam3_agent_ros.config import Config
 from sam3_agent_ros.geometry3d import (
     Box3D,
     depth_for_colour,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sam3_agent_ros.demo import sample
-from sam3_agent_ros.demo.node_process import node_arguments
+from sam3_agent_demo import sample
+from sam3_agent_demo.node_process import node_arguments
 
 
 def test_node_arguments_order_files_then_overrides_then_remaps():

@@ -7,10 +7,10 @@ import threading
 import time
 from dataclasses import dataclass
 
+from sam3_agent_demo import sample
 from sam3_agent_ros.concepts import SegmenterGate, StandingConcepts
 from sam3_agent_ros.core.errors import SegmenterError
 from sam3_agent_ros.core.types import Frame
-from sam3_agent_ros.demo import sample
 from sam3_agent_ros.ros.concepts_runner import ConceptsRunner
 from sam3_agent_ros.ros.conversions import FrameUnusable
 from sam3_agent_ros.segmenters.color import ColorSegmenter

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 
-from sam3_agent_ros.demo.scene import render_scene
+from sam3_agent_demo.scene import render_scene
 from sam3_agent_ros.ros.conversions import rgb8_image
 from test.fakes.scripted_server import ScriptedServer, http_error
 from test.fakes.secret_url import attack_url, leaks, redacted_url
