@@ -35,6 +35,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+if str(ROOT / "demo") not in sys.path:  # the demo package (sam3_agent_demo)
+    sys.path.insert(1, str(ROOT / "demo"))
 
 from sam3_agent_demo.scene import (  # noqa: E402
     CameraIntrinsics,

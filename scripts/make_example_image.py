@@ -19,6 +19,7 @@ from pathlib import Path
 import cv2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "demo"))  # sam3_agent_demo
 
 from sam3_agent_demo.scene import render_scene, save_ground_truth  # noqa: E402
 

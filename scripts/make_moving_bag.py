@@ -18,6 +18,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
+sys.path.insert(1, str(REPO_ROOT / "demo"))  # the demo package (sam3_agent_demo)
 
 from sam3_agent_demo import moving_sample, sample  # noqa: E402
 
