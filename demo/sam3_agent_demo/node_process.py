@@ -114,7 +114,9 @@ class NodeProcess:
 
 
 def _die_with_parent() -> None:
-    """In the child before exec (Linux): SIGTERM it when the demo dies, even by SIGKILL."""
+    """In the child before exec (Linux): SIGTERM it when the demo (or pytest) dies, even by
+    SIGKILL. Linux sends it when the THREAD that started the child ends: start nodes from a
+    thread that outlives them (the main thread, as the demos and the tests do)."""
     try:
         import ctypes
 
