@@ -24,7 +24,10 @@ setup(
     description="Language-driven segmentation for ROS 2: an LLM agent calling SAM 3 as a tool",
     license="Apache-2.0",
     python_requires=">=3.10",
-    packages=find_packages(exclude=["test", "test.*"]),
+    # demo/ (the sam3_agent_demo package: the synthetic world) is never deployed: it is a package
+    # of its own, demo/setup.py, installed into the venvs by scripts/setup_venv.sh.
+    packages=find_packages(exclude=["test", "test.*", "demo", "demo.*", "sam3_agent_demo",
+                                    "sam3_agent_demo.*"]),
     package_dir={"": "."},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE_NAME}"]),

@@ -2,7 +2,7 @@
 position's (locate_mask), at 640x480 and 1920x1080.
 
 Scenes: the sample bag's tabletop and the rotated scene (turned and leaning top faces) of
-sam3_agent_ros/demo/scene.py, camera 0.85-1 m above the faces, f = 600 px at 640x480 (900 px at
+demo/sam3_agent_demo/scene.py, camera 0.85-1 m above the faces, f = 600 px at 640x480 (900 px at
 1920x1080: the same field of view). Depth as a camera sends it: 16-bit millimetres, plus
 Gaussian noise of sigma 0, 2, 5 and 10 mm, 10 % holes, 1 % flying pixels (uniform 0.2-0.8 m);
 the masks exact, then spilling 2 px onto the table around the objects
@@ -41,14 +41,14 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import command_line, write_result  # noqa: E402
-from sam3_agent_ros.config import Config  # noqa: E402
-from sam3_agent_ros.demo.scene import (  # noqa: E402
+from sam3_agent_demo.scene import (  # noqa: E402
     CameraIntrinsics,
     box_errors,
     default_scene,
     render_scene,
     rotated_scene,
 )
+from sam3_agent_ros.config import Config  # noqa: E402
 from sam3_agent_ros.geometry.box import fit_box  # noqa: E402
 from sam3_agent_ros.geometry.depth_image import depth_to_metres  # noqa: E402
 from sam3_agent_ros.geometry.locate import locate_mask  # noqa: E402

@@ -24,6 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # the repository at the end, after the standard library's own `test` package: put it first.
 if sys.path[0] != str(ROOT):
     sys.path.insert(0, str(ROOT))
+if str(ROOT / "demo") not in sys.path:  # the demo package (sam3_agent_demo) of this checkout
+    sys.path.insert(1, str(ROOT / "demo"))
 
 RESULTS_DIR = ROOT / "build" / "bench"
 EXAMPLE_IMAGE = ROOT / "data" / "example_tabletop.png"

@@ -36,8 +36,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import RESULTS_DIR, command_line, quiet, write_result  # noqa: E402
+from sam3_agent_demo import sample  # noqa: E402
 from sam3_agent_ros.core.ports import segment_prompts  # noqa: E402
-from sam3_agent_ros.demo import sample  # noqa: E402
 from sam3_agent_ros.segmenters.color import ColorSegmenter  # noqa: E402
 
 PROMPTS = ("blue object", "red object", "green object", "yellow object")

@@ -1,7 +1,7 @@
 """Follow mode cost per frame: ``flow`` vs ``redetect`` at 640x480 and 1920x1080, on ONE core.
 
 Frames: the first ``--frames`` of the moving tabletop sequence
-(sam3_agent_ros/demo/moving_scene.py), while both followed objects are in view, rendered at each
+(demo/sam3_agent_demo/moving_scene.py), while both followed objects are in view, rendered at each
 resolution beforehand (rendering is not timed). Following the two blue objects (prompt "blue")
 from frame 0 with the color segmenter, every later frame goes through ``FollowSession.update``;
 its wall time and process CPU time are measured per frame. Variants, side by side:
@@ -47,8 +47,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import RESULTS_DIR, write_result  # noqa: E402
+from sam3_agent_demo.moving_scene import MovingSequence, intrinsics_for  # noqa: E402
 from sam3_agent_ros.config import Config  # noqa: E402
-from sam3_agent_ros.demo.moving_scene import MovingSequence, intrinsics_for  # noqa: E402
 from sam3_agent_ros.follow import FollowSession  # noqa: E402
 from sam3_agent_ros.segmenters.color import ColorSegmenter  # noqa: E402
 

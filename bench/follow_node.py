@@ -28,7 +28,7 @@ from pathlib import Path
 import psutil
 from common import ROOT, command_line, median, process_cpu_s, wait_for, write_result
 
-from sam3_agent_ros.ros.dds import loopback_env  # noqa: E402  (after common sets sys.path)
+from sam3_agent_demo.domains import reserved_loopback_env  # noqa: E402  (after common sets sys.path)
 
 RATE_HZ = 30.0
 RESOLUTIONS = {"480p": (640, 480), "1080p": (1920, 1080)}
@@ -41,7 +41,7 @@ def render_frames(width: int, height: int) -> list:
     """Image messages of the sweep's frames at one resolution (rendered before timing)."""
     from sensor_msgs.msg import Image
 
-    from sam3_agent_ros.demo.moving_scene import MovingSequence, intrinsics_for
+    from sam3_agent_demo.moving_scene import MovingSequence, intrinsics_for
 
     moving = MovingSequence(intrinsics=intrinsics_for(width, height))
     frames = {}
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--window", type=float, default=6.0, help="measured seconds per phase")
     args = parser.parse_args(argv)
-    os.environ.update(loopback_env())
+    os.environ.update(reserved_loopback_env())
     import rclpy
 
     rclpy.init()

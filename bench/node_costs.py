@@ -54,7 +54,8 @@ from common import (
     write_result,
 )
 
-from sam3_agent_ros.ros.dds import loopback_env, profiles_file  # noqa: E402  (after common sets sys.path)
+from sam3_agent_demo.domains import reserved_loopback_env  # noqa: E402  (after common sets sys.path)
+from sam3_agent_ros.ros.dds import profiles_file  # noqa: E402
 
 RATE_HZ = 30.0
 NAMESPACE = "/bench"
@@ -233,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=8.0, help="measured seconds per phase")
     parser.add_argument("--publishes", type=int, default=20)
     args = parser.parse_args(argv)
-    env = loopback_env()
+    env = reserved_loopback_env()
     os.environ.update(env)  # before rclpy.init: this process publishes the frames
     import rclpy
     from sensor_msgs.msg import Image

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from common import ROOT, bench_frame, command_line, median, write_result
 
-from sam3_agent_ros.ros.dds import loopback_env  # noqa: E402  (after common sets sys.path)
+from sam3_agent_demo.domains import reserved_loopback_env  # noqa: E402  (after common sets sys.path)
 
 SCENARIOS = ("following", "mid_query", "mid_goal", "mid_redetect")
 QUERY = "the leftmost blue object"
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--segment-s", type=float, default=10.0,
                         help="seconds the segmenter takes for the slow query")
     args = parser.parse_args(argv)
-    os.environ.update(loopback_env())  # before rclpy: this process is the test side
+    os.environ.update(reserved_loopback_env())  # before rclpy: this process is the test side
     tmp = Path(tempfile.mkdtemp(prefix="sam3_bench_exit_"))
     runs: dict[str, list[dict]] = {scenario: [] for scenario in SCENARIOS}
     counter = 0

@@ -25,11 +25,11 @@ from pathlib import Path
 import psutil
 from common import ROOT, write_result
 
-from sam3_agent_ros.ros.dds import apply_loopback_env
+from sam3_agent_demo.domains import apply_reserved_loopback_env
 
-apply_loopback_env()  # before rclpy creates any participant
+apply_reserved_loopback_env()  # before rclpy creates any participant
 
-from sam3_agent_ros.demo.scene import render_scene  # noqa: E402
+from sam3_agent_demo.scene import render_scene  # noqa: E402
 from sam3_agent_ros.ros.conversions import rgb8_image  # noqa: E402
 from test.ros.helpers import Camera, Harness, NodeProcess  # noqa: E402
 

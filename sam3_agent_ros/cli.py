@@ -6,7 +6,9 @@ without the ros2 CLI).
 This module only builds the parser from each command's ``register`` and calls the chosen handler,
 which returns the exit status: ``run_command.py`` (run), ``concepts_command.py`` (concepts),
 ``bags/commands.py`` (replay, record),
-``demo/commands.py`` (demo, demo-follow), ``eval/commands.py`` (eval, eval-compare),
+``sam3_agent_demo.commands`` (demo, demo-follow: the demo package of the source repository,
+imported here only, lazily; a robot's install has none and the two commands say so),
+``eval/commands.py`` (eval, eval-compare),
 ``client.py`` (ask --ros), ``ros/graph_cli.py`` (lifecycle, param, ask --topic / --stop-follow).
 """
 
@@ -18,6 +20,10 @@ import sys
 
 from sam3_agent_ros.redact import install_log_redaction
 from sam3_agent_ros.ros.python_logging import quiet_request_lines
+
+DEMO_PACKAGE = "sam3_agent_demo"  # demo/ of the source repository; never deployed (colcon)
+DEMO_COMMANDS = ("demo", "demo-follow")
+EXIT_USAGE = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,11 +38,17 @@ def build_parser() -> argparse.ArgumentParser:
     concepts_command.register(commands)  # concepts (docs/concepts.md)
     try:
         from sam3_agent_ros.bags import commands as bag_commands
-        from sam3_agent_ros.demo import commands as demo_commands
-    except ImportError:  # bag tools and demos not installed in this build
+    except ImportError:  # bag tools not installed in this build
         pass
     else:
         bag_commands.register(commands)  # replay, record
+    try:
+        from sam3_agent_demo import commands as demo_commands
+    except ModuleNotFoundError as exc:
+        if exc.name != DEMO_PACKAGE:
+            raise
+        _register_missing_demo(commands)
+    else:
         demo_commands.register(commands)  # demo, demo-follow
     eval_commands.register(commands)  # eval, eval-compare (docs/eval.md)
     client.register(commands)  # ask --ros: one goal to a running node (docs/ros.md)
@@ -44,9 +56,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _register_missing_demo(commands) -> None:
+    """``demo`` and ``demo-follow`` where the demo package is not installed (a robot): whatever
+    the arguments, one line saying how to get it, exit 2."""
+    for name in DEMO_COMMANDS:
+        stub = commands.add_parser(name, add_help=False,
+                                   help=f"(needs {DEMO_PACKAGE}, not installed)")
+        stub.set_defaults(handler=_demo_missing, takes_any_arguments=True)
+
+
+def _demo_missing(args: argparse.Namespace) -> int:
+    print(f"sam3-agent {args.command}: the demo package ({DEMO_PACKAGE}) is not installed; it "
+          "comes with the source repository: run `make setup` there, or "
+          "`pip install -e demo/` in its venv", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and not getattr(args, "takes_any_arguments", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")  # as parse_args does
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="[%(levelname)s] %(name)s: %(message)s")
     install_log_redaction()  # no URL credentials in any log line (httpx, openai, ours)

@@ -2,8 +2,9 @@
 each in.
 
 The colour segmenter (``segmenters/color.py``) recognises these names by hue and saturation; the
-scenes (``demo/scene.py``) paint objects in these albedos, saturated enough that the segmenter
-and a human agree on the name under a mild lighting gradient (test/test_palette.py checks it).
+scenes (``sam3_agent_demo.scene``, demo/) paint objects in these albedos, saturated enough that
+the segmenter and a human agree on the name under a mild lighting gradient (test/test_palette.py
+checks it).
 Nothing else of the package is imported here.
 """
 

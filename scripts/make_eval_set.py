@@ -1,6 +1,6 @@
 """Generate the labelled sets that ship: data/eval_tabletop/ and data/eval_reasonseg_mini/.
 
-Synthetic tabletop scenes (``sam3_agent_ros.demo.scene``) with varied layouts, colours, sizes,
+Synthetic tabletop scenes (``sam3_agent_demo.scene``) with varied layouts, colours, sizes,
 camera offsets, resolutions and lighting; each scene gets a few queries whose answer is decided
 from the scene's own ground truth (visible-pixel centroids and areas), never from what any backend
 does:
@@ -35,8 +35,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+if str(ROOT / "demo") not in sys.path:  # the demo package (sam3_agent_demo)
+    sys.path.insert(1, str(ROOT / "demo"))
 
-from sam3_agent_ros.demo.scene import (  # noqa: E402
+from sam3_agent_demo.scene import (  # noqa: E402
     CameraIntrinsics,
     CameraPose,
     Lighting,

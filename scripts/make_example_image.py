@@ -4,7 +4,7 @@
     python scripts/make_example_image.py [--out-dir data]
 
 Outputs ``example_tabletop.png`` (640x480 RGB), ``example_tabletop_gt.npz`` (see
-``sam3_agent_ros.demo.scene.save_ground_truth``), the registered depth as a 16-bit PNG in
+``sam3_agent_demo.scene.save_ground_truth``), the registered depth as a 16-bit PNG in
 millimetres (``example_tabletop_depth.png``) and the colour camera's calibration
 (``example_tabletop_camera_info.yaml``, the ROS calibration format): what ``sam3-agent run
 --depth`` reads (docs/pick.md). Prints the objects with their pixel centroids.
@@ -19,8 +19,9 @@ from pathlib import Path
 import cv2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "demo"))  # sam3_agent_demo
 
-from sam3_agent_ros.demo.scene import render_scene, save_ground_truth  # noqa: E402
+from sam3_agent_demo.scene import render_scene, save_ground_truth  # noqa: E402
 
 EXAMPLE_SEED = 7
 IMAGE_NAME = "example_tabletop.png"

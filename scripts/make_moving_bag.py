@@ -18,8 +18,9 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
+sys.path.insert(1, str(REPO_ROOT / "demo"))  # the demo package (sam3_agent_demo)
 
-from sam3_agent_ros.demo import moving_sample, sample  # noqa: E402
+from sam3_agent_demo import moving_sample, sample  # noqa: E402
 
 SAMPLES = {"moving": moving_sample.MOVING, "grasp": moving_sample.GRASP}
 

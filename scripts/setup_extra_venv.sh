@@ -12,7 +12,8 @@
 # Requirements: requirements/extra-venvs/{core,tests}.txt (+ jazzy.txt), pinned exactly by
 # requirements/extra-venvs/constraints-<name>.txt. Idempotent: does nothing when the venv's stamp
 # (.requirements.sha256: hash of those files, setup.py and the interpreter version)
-# matches. This package is installed editable, so .venv-<name>/bin/sam3-agent exists.
+# matches. This package and demo/ (sam3_agent_demo) are installed editable, so
+# .venv-<name>/bin/sam3-agent exists and runs the demos.
 #
 #   --freeze   resolve without the constraints file, then rewrite it from what got installed
 #              (after changing a requirements file; check that the tests pass, then commit it)
@@ -62,7 +63,7 @@ requirements_hash() {
         cd "$repo_root"
         for list in "${lists[@]}"; do cat "requirements/extra-venvs/$list"; done
         cat "$constraints" 2>/dev/null || true
-        cat setup.py scripts/setup_extra_venv.sh
+        cat setup.py demo/setup.py scripts/setup_extra_venv.sh
         echo "python=$python_version"
     ) | sha256sum | cut -d' ' -f1
 }
@@ -142,6 +143,9 @@ else
     pip_install -c "$constraints" "${requirement_args[@]}"
 fi
 pip_install --no-deps --no-build-isolation -e "$repo_root"
+# The demo package: the Jazzy venv runs `sam3-agent demo`, and every venv's tests use its scenes,
+# samples and scoring (pytest --ros-free collects those too).
+pip_install --no-deps --no-build-isolation -e "$repo_root/demo"
 if ! entry_points_exist; then
     echo "setup: .venv-$name/bin/sam3-agent or sam3_agent_node missing after install" >&2
     exit 1

@@ -3,7 +3,7 @@
 # (editable), so that .venv/bin/sam3-agent and .venv/bin/sam3_agent_node exist, plus the package's
 # ROS interfaces (action/, msg/) generated into it by scripts/build_interfaces.sh.
 #
-# Idempotent: does nothing when .venv is up to date with requirements/*, setup.py and
+# Idempotent: does nothing when .venv is up to date with requirements/*, setup.py, demo/setup.py and
 # the interface build files (hash stored in .venv/.requirements.sha256); otherwise installs on top
 # of the existing venv.
 #
@@ -37,7 +37,7 @@ fi
 wanted_hash=$(
     cd "$repo_root"
     {
-        cat requirements/*.txt setup.py CMakeLists.txt package.xml action/* msg/* \
+        cat requirements/*.txt setup.py demo/setup.py CMakeLists.txt package.xml action/* msg/* \
             interfaces/README.md interfaces/*/CMakeLists.txt interfaces/*/package.xml \
             interfaces/*/msg/*.msg
         echo "cuda=$cuda torch_index=$torch_index"
@@ -112,6 +112,9 @@ pip_install "${constraints[@]}" \
 pip_install --no-deps "${constraints[@]}" -r "$requirements/sam3-nodeps.txt"
 # 3. This package, editable: source edits apply without reinstalling.
 pip_install --no-deps --no-build-isolation -e "$repo_root"
+# 3b. The demo package (demo/: scenes, sample bags, scoring, the demos, the node-process harness
+#     of the tests), editable: `sam3-agent demo` and the suite use it; a robot never gets it.
+pip_install --no-deps --no-build-isolation -e "$repo_root/demo"
 # 4. The ROS interfaces (action/, msg/) generated into the venv (cached; after 3, which clears them).
 "$repo_root/scripts/build_interfaces.sh" "$venv"
 

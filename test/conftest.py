@@ -1,9 +1,10 @@
 """Shared fixtures: the repository root and the loopback-only DDS environment.
 
-The loopback environment (sam3_agent_ros.ros.dds) is applied to os.environ when this file is
-imported, i.e. before any test module imports rclpy: every participant created by a test, in this
-process or in a subprocess that inherits the environment, stays on this host, on a domain id
-reserved once per test session (no other run on this host has it). Markers are registered in
+The loopback environment (sam3_agent_ros.ros.dds, on a domain id reserved by
+sam3_agent_demo.domains) is applied to os.environ when this file is imported, i.e. before any
+test module imports rclpy: every participant created by a test, in this process or in a
+subprocess that inherits the environment, stays on this host, on a domain id reserved once per
+test session (no other run on this host has it). Markers are registered in
 pyproject.toml; tests under test/ros/ and test/bags/ get the `ros` marker automatically, and so
 does any test whose module imports ROS 2 (`torch` likewise for torch/SAM 3; test/heavy_imports.py
 reads the imports). `pytest --ros-free` (the Python 3.10/3.13 venvs, without rclpy and torch)
@@ -19,18 +20,19 @@ from pathlib import Path
 
 import pytest
 
-from sam3_agent_ros.ros.dds import DOMAIN_ID_VAR, PROFILES_FILE_VARS, apply_loopback_env
+from sam3_agent_demo.domains import apply_reserved_loopback_env
+from sam3_agent_ros.ros.dds import DOMAIN_ID_VAR, PROFILES_FILE_VARS
 from test import heavy_imports
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 # The suite's DDS, whatever the shell exported: loopback only, on a domain id that no other run on
-# this host holds (dds.reserve_domain_id). An exported ROS_DOMAIN_ID shared with another clone's
-# suite, CI or a robot would let their nodes (same names, same topics) answer ours; an exported
-# Fast DDS profile may send multicast out of the machine.
+# this host holds (sam3_agent_demo.domains.reserve_domain_id). An exported ROS_DOMAIN_ID shared
+# with another clone's suite, CI or a robot would let their nodes (same names, same topics)
+# answer ours; an exported Fast DDS profile may send multicast out of the machine.
 for _name in (DOMAIN_ID_VAR, *PROFILES_FILE_VARS):
     os.environ.pop(_name, None)
-_SESSION_ROS_ENV = apply_loopback_env()
+_SESSION_ROS_ENV = apply_reserved_loopback_env()
 
 _ROS_TEST_DIRS = ("ros", "bags")
 

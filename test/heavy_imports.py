@@ -22,7 +22,10 @@ from functools import cache
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-FIRST_PARTY = ("sam3_agent_ros", "test")
+FIRST_PARTY = ("sam3_agent_ros", "sam3_agent_demo", "test")
+# Where a first-party top-level package lives, relative to the repository root (the demo package
+# is a package of its own in demo/: demo/setup.py).
+_FIRST_PARTY_DIRS = {"sam3_agent_demo": ("demo",)}
 
 ROS = "ros"
 TORCH = "torch"
@@ -107,9 +110,10 @@ def import_time_imports(tree: ast.Module, package: str) -> list[str]:
 
 def module_file(module: str, root: Path = REPO_ROOT) -> Path | None:
     """The source file of a first-party module (package ``__init__.py`` or module file)."""
-    if module.split(".", 1)[0] not in FIRST_PARTY:
+    top = module.split(".", 1)[0]
+    if top not in FIRST_PARTY:
         return None
-    base = root.joinpath(*module.split("."))
+    base = root.joinpath(*_FIRST_PARTY_DIRS.get(top, ()), *module.split("."))
     for candidate in (base / "__init__.py", base.with_suffix(".py")):
         if candidate.is_file():
             return candidate
@@ -121,7 +125,11 @@ def _package_of(path: Path, root: Path) -> str:
     are both in ``a.b``."""
     if not path.is_relative_to(root):  # outside the repository: no first-party package
         return ""
-    return ".".join(path.relative_to(root).parts[:-1])
+    parts = path.relative_to(root).parts[:-1]
+    for top, folder in _FIRST_PARTY_DIRS.items():
+        if parts[:len(folder) + 1] == (*folder, top):
+            parts = parts[len(folder):]
+    return ".".join(parts)
 
 
 @cache

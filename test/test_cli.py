@@ -43,7 +43,7 @@ def first_contact_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def leftmost_blue_ground_truth() -> np.ndarray:
-    from sam3_agent_ros.demo.scene import load_ground_truth_masks
+    from sam3_agent_demo.scene import load_ground_truth_masks
 
     masks = load_ground_truth_masks(GROUND_TRUTH)
     blue = [name for name in masks if "blue" in name]
@@ -149,7 +149,7 @@ def _example_depth_files(tmp_path: Path) -> tuple[Path, Path]:
 def test_run_with_depth_gives_each_mask_a_position_and_a_box(tmp_path):
     """3D without ROS, both ways: a full-size 16-bit PNG with --intrinsics, and a half-size
     float .npy with the colour camera's calibration file (its size says how to scale)."""
-    from sam3_agent_ros.demo.scene import box_errors, render_scene
+    from sam3_agent_demo.scene import box_errors, render_scene
     from sam3_agent_ros.geometry.rotations import quaternion_to_matrix
 
     png, npy = _example_depth_files(tmp_path)
@@ -367,3 +367,40 @@ def test_refines_usage_errors(tmp_path):
                "-p", f"segmenter.backend:={plugin}", "--out", str(failed_dir))
     failed = sam3_agent("run", "--refines", str(failed_dir), "--query", "x", *OFFLINE)
     assert failed.returncode == 2 and "ended failed without an answer" in failed.stderr
+
+
+# --- the demo package: part of the source repository, not of what a robot deploys ----------------
+
+@pytest.mark.parametrize("argv", [["demo"], ["demo-follow", "--out", "x", "-p", "a:=b"],
+                                  ["demo", "--help"]])
+def test_demo_without_the_demo_package_says_how_to_get_it(monkeypatch, capsys, argv):
+    """A robot's install has no sam3_agent_demo: ``sam3-agent demo`` is one line and exit 2."""
+    for name in [m for m in sys.modules if m.split(".")[0] == "sam3_agent_demo"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "sam3_agent_demo", None)  # `import` of it now fails
+    from sam3_agent_ros.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert f"sam3-agent {argv[0]}: the demo package (sam3_agent_demo) is not installed" in err
+    assert "make setup" in err and "pip install -e demo/" in err
+
+
+def test_other_commands_still_refuse_unknown_arguments_without_the_demo_package(monkeypatch):
+    monkeypatch.setitem(sys.modules, "sam3_agent_demo", None)
+    from sam3_agent_ros.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["run", "--image", "x.png", "--query", "q", "--no-such-option"])
+    assert info.value.code == 2
+
+
+def test_demo_commands_come_from_the_demo_package():
+    from sam3_agent_demo import commands as demo_commands
+    from sam3_agent_ros.cli import build_parser
+
+    parser = build_parser()
+    args = parser.parse_args(["demo", "--out", "o"])
+    assert args.handler is demo_commands.cmd_demo
+    assert parser.parse_args(["demo-follow"]).handler is demo_commands.cmd_demo_follow

@@ -13,7 +13,7 @@ import cv2
 import numpy as np
 import pytest
 
-from sam3_agent_ros.demo.scene import load_ground_truth_masks
+from sam3_agent_demo.scene import load_ground_truth_masks
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_tabletop.png"

@@ -54,7 +54,12 @@ def project(tmp_path):
             except ImportError:
                 torch = None
             """,
+        "demo/sam3_agent_demo/__init__.py": "",
+        "demo/sam3_agent_demo/eager.py": "from . import lazy\nimport rclpy\n",
+        "demo/sam3_agent_demo/lazy.py": "def load():\n    import rclpy\n",
         "test/__init__.py": "",
+        "test/test_demo_eager.py": "from sam3_agent_demo import eager\n",
+        "test/test_demo_lazy.py": "import sam3_agent_demo.lazy\n",
         "test/test_eager.py": "from sam3_agent_ros.eager import *\n",
         "test/test_lazy.py": "from sam3_agent_ros import lazy\n",
         "test/test_typed.py": "import sam3_agent_ros.typed\n",
@@ -74,6 +79,8 @@ def project(tmp_path):
     ("test_sub.py", {ROS}),              # a package's __init__ runs, relative imports resolve
     ("test_cycle.py", set()),            # import cycles end
     ("test_guarded.py", {TORCH}),        # a guarded import still counts
+    ("test_demo_eager.py", {ROS}),       # the demo package (demo/sam3_agent_demo) is followed
+    ("test_demo_lazy.py", set()),        # ...with its lazy imports left out like the package's
 ])
 def test_needs(project, test_file, expected):
     assert needs(project / "test" / test_file, root=project) == expected

@@ -21,14 +21,14 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "sam3_agent_ros"
 CONSOLE_SCRIPTS = ("sam3-agent", "sam3_agent_node")
 # Subpackages allowed to import rclpy; everything else is the ROS-free core.
-ROS_SUBPACKAGES = ("sam3_agent_ros.ros", "sam3_agent_ros.bags", "sam3_agent_ros.demo")
+ROS_SUBPACKAGES = ("sam3_agent_ros.ros", "sam3_agent_ros.bags", "sam3_agent_demo")
 # Pure-Python modules inside the ROS subpackages that must stay importable without rclpy.
 ROS_FREE_EXCEPTIONS = ("sam3_agent_ros.ros.dds", "sam3_agent_ros.ros.query_runner",
                        "sam3_agent_ros.ros.query_message", "sam3_agent_ros.ros.conversions",
                        "sam3_agent_ros.ros.follow_runner", "sam3_agent_ros.bags.commands",
-                       "sam3_agent_ros.demo.commands", "sam3_agent_ros.demo.scene",
-                       "sam3_agent_ros.demo.moving_scene", "sam3_agent_ros.ros.concepts_runner",
-                       "sam3_agent_ros.demo.concepts_scoring")
+                       "sam3_agent_demo.commands", "sam3_agent_demo.scene",
+                       "sam3_agent_demo.moving_scene", "sam3_agent_ros.ros.concepts_runner",
+                       "sam3_agent_demo.concepts_scoring")
 # The core modules the architecture promises; a missing one is a failure, not a skip.
 REQUIRED_MODULES = (
     "sam3_agent_ros.config",
@@ -74,7 +74,7 @@ def _setup_py_distribution() -> dict:
         "setuptools.setup = lambda **kwargs: arguments.update(kwargs)\n"
         "runpy.run_path('setup.py')\n"
         "print(json.dumps({key: arguments[key] for key in"
-        " ('version', 'data_files', 'entry_points')}))\n"
+        " ('version', 'data_files', 'entry_points', 'packages')}))\n"
     )
     completed = _run_python(code)
     assert completed.returncode == 0, completed.stderr
@@ -121,6 +121,18 @@ def test_setup_py_installs_share_files_and_marker():
         installed = data_files.get(f"share/{PACKAGE}/{directory}", [])
         assert sorted(Path(p).name for p in installed) == names, directory
     assert _source_share_files()["prompts"], "prompts/ holds the system and verifier prompts"
+
+
+def test_the_deployed_package_carries_no_demo():
+    """The synthetic world is the package demo/sam3_agent_demo, installed by make setup only:
+    setup.py (pip, ament) and CMakeLists.txt (colcon) ship sam3_agent_ros without it."""
+    packages = _setup_py_distribution()["packages"]
+    assert PACKAGE in packages
+    assert not [p for p in packages if "demo" in p.split(".")], packages
+    assert not (REPO_ROOT / PACKAGE / "demo").exists()
+    assert (REPO_ROOT / "demo" / "sam3_agent_demo" / "__init__.py").is_file()
+    assert not (REPO_ROOT / "demo" / "__init__.py").exists()  # no package for find_packages
+    assert "demo" not in (REPO_ROOT / "CMakeLists.txt").read_text().split()
 
 
 def test_setup_py_console_scripts():
@@ -276,6 +288,7 @@ def test_colcon_build_installs_like_a_ros_package(tmp_path):
     assert (share / "package.xml").is_file()
     assert (share / "action" / "Segment.action").is_file()
     assert (prefix / "share/ament_index/resource_index/packages" / PACKAGE).is_file()
+    assert not list(prefix.rglob("sam3_agent_demo")) and not list(prefix.rglob(f"{PACKAGE}/demo"))
     for script in CONSOLE_SCRIPTS:  # where `ros2 run sam3_agent_ros <script>` looks
         assert os.access(prefix / "lib" / PACKAGE / script, os.X_OK), script
 

@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
-from sam3_agent_ros.demo.scene import render_scene
+from sam3_agent_demo.scene import render_scene
 from sam3_agent_ros.masks import pixel_box, resize_mask
 from sam3_agent_ros.render import (
     LABEL_LIMIT,

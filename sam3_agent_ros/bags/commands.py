@@ -1,5 +1,5 @@
 """``sam3-agent replay | record``: argparse registration and handlers (the demos, which use
-both, are ``sam3_agent_ros.demo.commands``).
+both, are ``sam3_agent_demo.commands``).
 
 Nothing ROS is imported at module import (``sam3-agent run`` stays ROS-free): each handler imports
 rclpy and rosbags itself. Handlers return the exit status: 0 ok, 1 failure, 2 bad usage.

@@ -1,11 +1,11 @@
-"""Environment that keeps DDS traffic on this host (tests, CI, demo, benchmarks).
+"""Environment that keeps DDS traffic on this host (the CLI verbs' ``--loopback``, tests, demos).
 
 By default Fast DDS announces every participant by multicast on every network interface. Anything
 we start ourselves must instead stay on loopback:
 
 - ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and an explicit ``ROS_DOMAIN_ID`` (unless one is
-  exported: a random one that no other run on this host holds, ``reserve_domain_id``, so that runs
-  beside each other, e.g. two clones' test suites, never share a domain);
+  exported: a random one; the tests and demos, which start nodes, reserve one that no other run on
+  this host holds, ``sam3_agent_demo.domains``);
 - the Fast DDS profile ``config/fastdds_loopback.xml`` (shared memory with 64 MiB segments plus
   UDPv4 limited to 127.0.0.1, builtin transports off), under the variable name the installed Fast
   DDS reads: ``FASTDDS_DEFAULT_PROFILES_FILE`` for Fast DDS 3.x (Kilted and later; it also reads
@@ -24,9 +24,7 @@ from __future__ import annotations
 import os
 import random
 import re
-import socket
 import sys
-import tempfile
 from collections.abc import Iterable, Mapping, MutableMapping
 from pathlib import Path
 
@@ -38,10 +36,6 @@ LARGE_IMAGES_PROFILE = "fastdds_large_images.xml"
 # the 16-bit port range. We draw from a band well away from the default domain 0.
 MAX_DOMAIN_ID = 232
 RANDOM_DOMAIN_RANGE = (100, 200)
-# Ids reserved by a process of this host (reserve_domain_id): one advisory lock file per id, held
-# until the process exits (the kernel releases it even when the process is killed).
-DOMAIN_LOCKS_DIR = Path(tempfile.gettempdir()) / "sam3_agent_ros-domains"
-_held_domain_locks: dict[int, int] = {}  # domain id -> open lock file descriptor
 
 DISCOVERY_RANGE_VAR = "ROS_AUTOMATIC_DISCOVERY_RANGE"
 DOMAIN_ID_VAR = "ROS_DOMAIN_ID"
@@ -134,66 +128,9 @@ def random_domain_id() -> int:
     return random.SystemRandom().randint(low, high)
 
 
-def discovery_port(domain_id: int, participant_id: int = 0) -> int:
-    """The UDP port a participant listens on for discovery (RTPS: 7400 + 250 d + 10 + 2 p)."""
-    return 7400 + 250 * domain_id + 10 + 2 * participant_id
-
-
-def domain_in_use(domain_id: int) -> bool:
-    """Whether a DDS participant of this host already runs on ``domain_id``: the first one holds
-    its discovery port (participant 0), on loopback or on every interface."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.bind(("127.0.0.1", discovery_port(domain_id)))
-        except OSError:
-            return True
-    return False
-
-
-def reserve_domain_id(domain_ids: Iterable[int] | None = None,
-                      locks_dir: Path | None = None) -> int:
-    """A random id of ``domain_ids`` (default: RANDOM_DOMAIN_RANGE) that no other process of this
-    host has reserved and no DDS participant uses yet, reserved for this process until it exits.
-
-    Runs beside each other (two clones' test suites, CI beside a developer, two demos) must not
-    share a domain: their nodes have the same names and topics and would answer each other. A
-    random draw alone collides now and then (a suite draws several ids); a lock file per id
-    (``DOMAIN_LOCKS_DIR``) makes the draw exclusive, and the port check skips a domain that a
-    ROS graph without these locks already uses. When every id is taken, a random one it is (a
-    run must never be refused for it)."""
-    import fcntl  # POSIX, like ROS 2 here; imported here so the module imports anywhere
-
-    folder = DOMAIN_LOCKS_DIR if locks_dir is None else locks_dir
-    try:
-        folder.mkdir(mode=0o777, exist_ok=True)
-        os.chmod(folder, 0o1777)  # shared by every user of the host, like /tmp
-    except OSError:
-        pass
-    low, high = RANDOM_DOMAIN_RANGE
-    ids = list(range(low, high + 1) if domain_ids is None else domain_ids)
-    candidates = [d for d in ids if d not in _held_domain_locks]
-    random.SystemRandom().shuffle(candidates)
-    for domain_id in candidates:
-        try:
-            fd = os.open(folder / f"domain-{domain_id}.lock", os.O_RDWR | os.O_CREAT, 0o666)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # reserved by another process
-            os.close(fd)
-            continue
-        if domain_in_use(domain_id):
-            os.close(fd)  # releases the lock
-            continue
-        _held_domain_locks[domain_id] = fd
-        return domain_id
-    return random.SystemRandom().choice(ids)
-
-
 def _checked_domain_id(domain_id: int | None) -> int:
     if domain_id is None:
-        domain_id = reserve_domain_id()
+        domain_id = random_domain_id()
     if isinstance(domain_id, bool) or not isinstance(domain_id, int):
         raise ValueError(f"ROS domain id must be an int, got {domain_id!r}")
     if not 0 <= domain_id <= MAX_DOMAIN_ID:
@@ -205,8 +142,8 @@ def loopback_env(domain_id: int | None = None, fastdds_major: int | None = INSTA
                  ) -> dict[str, str]:
     """The environment variables that confine DDS to this host.
 
-    ``domain_id`` None reserves one (``reserve_domain_id``). Raises ValueError for an id Fast
-    DDS cannot use.
+    ``domain_id`` None draws one (``random_domain_id``; the tests and demos pass the one they
+    reserved, ``sam3_agent_demo.domains``). Raises ValueError for an id Fast DDS cannot use.
     ``fastdds_major``: which profile variable to set (default: the installed Fast DDS's; None:
     both names).
     """
@@ -263,25 +200,6 @@ def exported_domain_id(environ: Mapping[str, str] | None = None) -> int | None:
     except ValueError:
         raise ValueError(f"{DOMAIN_ID_VAR}={text!r} is not a domain id in "
                          f"0..{MAX_DOMAIN_ID}") from None
-
-
-def apply_demo_env(environ: MutableMapping[str, str] | None = None,
-                   fastdds_major: int | None = INSTALLED) -> str:
-    """Put a demo (``make demo``, ``make demo-follow``) on loopback in ``environ`` (default
-    ``os.environ``) and return a line saying where it runs: the loopback profile, on the exported
-    ``ROS_DOMAIN_ID`` if there is one (so the user's own tools can watch the demo), else on a
-    random one (printed, so they can). A profile exported under the name the installed Fast DDS
-    does not read is dropped (Fast DDS 3 would only warn about it). ValueError for an exported
-    id that is not a domain id."""
-    target = os.environ if environ is None else environ
-    exported = exported_domain_id(target)
-    dds = loopback_env(exported, fastdds_major)
-    for name in PROFILES_FILE_VARS:
-        target.pop(name, None)
-    target.update(dds)
-    how = "exported" if exported is not None else \
-        "picked at random; export ROS_DOMAIN_ID to choose it"
-    return f"DDS on loopback, ROS_DOMAIN_ID={dds[DOMAIN_ID_VAR]} ({how})"
 
 
 def profile_assignment(name: str, fastdds_major: int | None = INSTALLED) -> str:

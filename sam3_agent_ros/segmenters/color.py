@@ -1,7 +1,7 @@
 """DEMO/TEST segmenter backend (``segmenter.backend: color``): no model, no GPU.
 
 It understands just enough of a phrase to drive the agent loop offline on simple tabletop
-images (``sam3_agent_ros.demo.scene``), and it is NOT a general segmenter:
+images (``sam3_agent_demo.scene``), and it is NOT a general segmenter:
 
 - colour words ("red", "blue", "grey", ...) select pixels by HSV range (hue is insensitive to
   brightness, so a mild lighting gradient does not matter; red wraps around hue 0/180);

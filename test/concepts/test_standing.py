@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from sam3_agent_demo import sample
 from sam3_agent_ros.concepts import StandingConcepts
 from sam3_agent_ros.core.types import Frame
-from sam3_agent_ros.demo import sample
 from sam3_agent_ros.segmenters.color import ColorSegmenter
 
 CONCEPTS = ("blue object", "red object")

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from sam3_agent_ros.ros.dds import loopback_env
+from sam3_agent_demo.domains import reserved_loopback_env
 
 pytestmark = pytest.mark.ros
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_ctrl_c_in_the_demo_ends_it_cleanly_with_130(tmp_path):
-    env = dict(os.environ, **loopback_env(),
+    env = dict(os.environ, **reserved_loopback_env(),
                PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
     env.pop("_ROS_WHEELS_BOOTSTRAP_COMPLETE", None)
     out = tmp_path / "demo"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sam3_agent_ros.demo import concepts_scoring as scoring
-from sam3_agent_ros.demo import sample
-from sam3_agent_ros.demo.report import DemoReport
-from sam3_agent_ros.demo.tabletop_scoring import format_summary
+from sam3_agent_demo import concepts_scoring as scoring
+from sam3_agent_demo import sample
+from sam3_agent_demo.report import DemoReport
+from sam3_agent_demo.tabletop_scoring import format_summary
 
 IDS = {"blue_box": 1, "blue_cylinder": 2, "red_box": 3, "red_cylinder": 4}
 

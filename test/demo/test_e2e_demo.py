@@ -21,11 +21,11 @@ import pytest
 from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_typestore
 
+from sam3_agent_demo import sample
+from sam3_agent_demo.domains import reserved_loopback_env
+from sam3_agent_demo.scene import box_errors
 from sam3_agent_ros.bags.message_types import register_message_type
-from sam3_agent_ros.demo import sample
-from sam3_agent_ros.demo.scene import box_errors
 from sam3_agent_ros.geometry.rotations import quaternion_to_matrix
-from sam3_agent_ros.ros.dds import loopback_env
 
 pytestmark = pytest.mark.ros
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ def _stamp(header) -> int:
 def demo_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
     env = dict(os.environ)
-    env.update(loopback_env())  # a fresh random domain: nothing else talks to this run
+    env.update(reserved_loopback_env())  # a fresh random domain: nothing else talks to this run
     # A shell that exported a profile under both Fast DDS variable names (as older docs said):
     # the demo must keep only the one the installed Fast DDS reads, so nothing warns.
     env["FASTDDS_DEFAULT_PROFILES_FILE"] = env["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from sam3_agent_ros.ros.dds import loopback_env
+from sam3_agent_demo.domains import reserved_loopback_env
 from test.demo.test_e2e_demo import REPO_ROOT, run_demo_cli
 
 pytestmark = pytest.mark.ros
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.ros
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    env.update(loopback_env())
+    env.update(reserved_loopback_env())
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")])
     env.pop("_ROS_WHEELS_BOOTSTRAP_COMPLETE", None)
     return env

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sam3_agent_ros.demo import moving_sample, sample
-from sam3_agent_ros.demo.follow_scoring import (
+from sam3_agent_demo import moving_sample, sample
+from sam3_agent_demo.follow_scoring import (
     FollowOutcome,
     format_outcome,
     lost_bound_s,

@@ -13,11 +13,11 @@ import threading
 import pytest
 import yaml
 
+from sam3_agent_demo import harness, sample
+from sam3_agent_demo.harness import DemoOptions
+from sam3_agent_demo.listener import Listener
+from sam3_agent_demo.report import DemoReport
 from sam3_agent_ros.config import OFFLINE_BACKENDS, nest
-from sam3_agent_ros.demo import harness, sample
-from sam3_agent_ros.demo.harness import DemoOptions
-from sam3_agent_ros.demo.listener import Listener
-from sam3_agent_ros.demo.report import DemoReport
 
 PARAMETERS = {**nest(OFFLINE_BACKENDS), "image_qos": "reliable"}
 

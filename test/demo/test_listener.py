@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from sam3_agent_ros.demo.listener import header_stamp_ns, mono8_to_mask
+from sam3_agent_demo.listener import header_stamp_ns, mono8_to_mask
 
 
 def test_mono8_masks_drop_the_row_padding():

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from sam3_agent_ros.demo import moving_sample, sample
-from sam3_agent_ros.demo.moving_scene import GRASPED_OBJECT, LEAVING_OBJECT, LOOK_ALIKE
+from sam3_agent_demo import moving_sample, sample
+from sam3_agent_demo.moving_scene import GRASPED_OBJECT, LEAVING_OBJECT, LOOK_ALIKE
 
 
 def test_messages_are_in_time_order_with_the_follow_queries():

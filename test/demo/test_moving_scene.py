@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sam3_agent_ros.demo.moving_scene import (
+from sam3_agent_demo.moving_scene import (
     GRASPED_OBJECT,
     LEAVING_OBJECT,
     LOOK_ALIKE,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from sam3_agent_ros.demo.follow_scoring import FollowOutcome
-from sam3_agent_ros.demo.report import DemoReport, backends_lines
-from sam3_agent_ros.demo.tabletop_scoring import QueryOutcome
+from sam3_agent_demo.follow_scoring import FollowOutcome
+from sam3_agent_demo.report import DemoReport, backends_lines
+from sam3_agent_demo.tabletop_scoring import QueryOutcome
 
 OFFLINE = {"llm": "offline", "segmenter": "color"}
 

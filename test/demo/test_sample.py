@@ -9,7 +9,7 @@ import pytest
 from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_typestore
 
-from sam3_agent_ros.demo import sample
+from sam3_agent_demo import sample
 
 SAMPLE_DIR = sample.default_sample_dir()
 BAG_DIR = SAMPLE_DIR / sample.BAG_DIRNAME

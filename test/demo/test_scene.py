@@ -9,7 +9,7 @@ import cv2
 import numpy as np
 import pytest
 
-from sam3_agent_ros.demo.scene import (
+from sam3_agent_demo.scene import (
     COLORS,
     CameraIntrinsics,
     CameraPose,

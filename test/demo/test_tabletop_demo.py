@@ -9,15 +9,15 @@ import re
 
 import pytest
 
-from sam3_agent_ros.demo import follow_demo, tabletop_demo
-from sam3_agent_ros.demo.harness import DemoOptions
-from sam3_agent_ros.ros.dds import loopback_env
+from sam3_agent_demo import follow_demo, tabletop_demo
+from sam3_agent_demo.domains import reserved_loopback_env
+from sam3_agent_demo.harness import DemoOptions
 from test.demo.test_e2e_demo import REPO_ROOT, run_demo_cli
 
 
 def _env(**changes: str | None) -> dict[str, str]:
     env = dict(os.environ)
-    env.update(loopback_env())
+    env.update(reserved_loopback_env())
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")])
     env.pop("_ROS_WHEELS_BOOTSTRAP_COMPLETE", None)
     for name, value in changes.items():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sam3_agent_ros.demo import sample, tabletop_scoring
-from sam3_agent_ros.demo.report import DemoReport
+from sam3_agent_demo import sample, tabletop_scoring
+from sam3_agent_demo.report import DemoReport
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """The shipped labelled sets are what scripts/make_eval_set.py generates (no hand edits, no
-drift from sam3_agent_ros/demo/scene.py)."""
+drift from demo/sam3_agent_demo/scene.py)."""
 
 from __future__ import annotations
 

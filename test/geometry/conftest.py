@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sam3_agent_ros.demo.scene import render_scene
+from sam3_agent_demo.scene import render_scene
 from test.geometry.scenes import CENTRED, SCENES, render
 
 

@@ -1,7 +1,7 @@
 """Synthetic scenes of known geometry for the geometry tests: a table plane at 1 m seen from
 above, boxes standing on it (their top faces nearer the camera), depth ray-cast exactly (side walls
 included); and SCENES, the sample bag's tabletop and the rotated scene (turned and leaning top
-faces) of sam3_agent_ros/demo/scene.py."""
+faces) of demo/sam3_agent_demo/scene.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sam3_agent_ros.demo.scene import default_scene, rotated_scene
+from sam3_agent_demo.scene import default_scene, rotated_scene
 from sam3_agent_ros.geometry.camera_model import Intrinsics
 
 TABLE_Z = 1.0

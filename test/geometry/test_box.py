@@ -1,5 +1,5 @@
 """The oriented box (fit_box) against scenes of known geometry: the sample
-bag's tabletop, the rotated scene (turned and leaning top faces) of sam3_agent_ros/demo/scene.py,
+bag's tabletop, the rotated scene (turned and leaning top faces) of demo/sam3_agent_demo/scene.py,
 and scenes.py's boxes whose side walls are in view.
 
 Targets (issue 19): centre within 1 cm, the two largest sizes within 10 %, the in-plane angle of
@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from sam3_agent_ros.demo.scene import box_errors
+from sam3_agent_demo.scene import box_errors
 from sam3_agent_ros.geometry.box import Box3D, fit_box
 from sam3_agent_ros.geometry.depth_image import depth_to_metres
 from test.geometry.scenes import BOXES, CENTRED, SCENES, TABLE_Z, render

@@ -156,8 +156,8 @@ def test_unknown_statistic_raises(scene):
 
 
 def test_scene_module_ground_truth():
-    """Cross-check with the shared synthetic scenes (sam3_agent_ros/demo/scene.py)."""
-    from sam3_agent_ros.demo.scene import render_scene
+    """Cross-check with the shared synthetic scenes (demo/sam3_agent_demo/scene.py)."""
+    from sam3_agent_demo.scene import render_scene
 
     frame = render_scene(depth_noise_m=0.002)
     k = frame.intrinsics

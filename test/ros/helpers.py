@@ -1,7 +1,8 @@
 """Test-side ROS harness: the node under test in a subprocess, a test node in this process.
 
 ``NodeProcess`` starts ``sam3_agent_node`` the way a user does (``--ros-args --params-file ...
--r __ns:=...``). ``Harness`` is an rclpy node spinning in a background thread (``Spinner``) that
+-r __ns:=...``), through the demos' node-process harness (``sam3_agent_demo.node_process``).
+``Harness`` is an rclpy node spinning in a background thread (``Spinner``) that
 publishes frames (``Camera``) and queries and records everything the node publishes. The caller
 must have put DDS on loopback (``sam3_agent_ros.ros.dds``) before creating either.
 
@@ -21,11 +22,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
 import weakref
@@ -56,21 +53,14 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import String
 
+from sam3_agent_demo import node_process
+from sam3_agent_demo.node_process import node_command  # noqa: F401 (the tests' import)
 from sam3_agent_ros.config import OFFLINE_BACKENDS, nest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RELIABLE = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
                       depth=50, durability=DurabilityPolicy.VOLATILE)
 OFFLINE = nest(OFFLINE_BACKENDS)  # {"llm": {"backend": "offline"}, "segmenter": {...}}
-
-
-def node_command() -> list[str]:
-    """How a user starts the node: the installed console script, else the module."""
-    script = Path(sys.executable).parent / "sam3_agent_node"
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("sam3_agent_node")
-    return [found] if found else [sys.executable, "-m", "sam3_agent_ros.ros.node"]
 
 
 def deep_merge(base: dict, extra: dict) -> dict:
@@ -161,6 +151,7 @@ class NodeDied(AssertionError):
 # with its log instead of after every timeout of the test.
 _RUNNING: weakref.WeakSet[NodeProcess] = weakref.WeakSet()
 LOG_TAIL_LINES = 40
+STOP_TIMEOUT_S = 15.0  # a node's Ctrl-C shutdown, before SIGABRT
 RESEND_AFTER_S = 3.0  # a service request without a reply by then is sent again (see _call)
 
 
@@ -170,10 +161,11 @@ def check_nodes_alive() -> None:
         proc.check_alive()
 
 
-class NodeProcess:
-    """``sam3_agent_node`` in a subprocess, with its parameters in a YAML file: ``parameters``
-    over the offline backends (``OFFLINE``), or over the node's own defaults (the real backends)
-    with ``offline=False``."""
+class NodeProcess(node_process.NodeProcess):
+    """``sam3_agent_node`` in a subprocess (the demos' ``sam3_agent_demo.node_process``), with
+    its parameters in a YAML file: ``parameters`` over the offline backends (``OFFLINE``), or over
+    the node's own defaults (the real backends) with ``offline=False``. Every wait of a
+    ``Harness`` checks it still runs until the test stops it."""
 
     def __init__(self, namespace: str, parameters: dict, tmp_dir: Path,
                  env: dict[str, str] | None = None, ros_args: tuple[str, ...] = (),
@@ -186,24 +178,20 @@ class NodeProcess:
         self.params_file.write_text(
             yaml.safe_dump({"/**/sam3_agent": {
                 "ros__parameters": deep_merge(OFFLINE if offline else {}, parameters)}}))
-        self.log_file = tmp_dir / f"{slug}.log"
-        proc_env = dict(os.environ if env is None else env)
-        proc_env["PYTHONPATH"] = os.pathsep.join(
-            [str(REPO_ROOT)] + [p for p in proc_env.get("PYTHONPATH", "").split(os.pathsep) if p])
-        proc_env["PYTHONUNBUFFERED"] = "1"
+        proc_env = node_process.node_env(env)
         # A node that does not exit after Ctrl-C gets SIGABRT (stop): Python then writes every
         # thread's stack into the log, which says where it hangs.
         proc_env.setdefault("PYTHONFAULTHANDLER", "1")
-        proc_env.pop("_ROS_WHEELS_BOOTSTRAP_COMPLETE", None)
-        self._log = open(self.log_file, "wb")  # noqa: SIM115 (closed in stop)
-        self.process = subprocess.Popen(
-            node_command() + ["--ros-args", "--params-file", str(self.params_file),
-                              "-r", f"__ns:={namespace}", *ros_args],
-            stdout=self._log, stderr=subprocess.STDOUT, env=proc_env, cwd=str(tmp_dir))
+        command = node_process.node_command() + [
+            "--ros-args", "--params-file", str(self.params_file), "-r", f"__ns:={namespace}",
+            *ros_args]
+        super().__init__(command, tmp_dir / f"{slug}.log", proc_env, cwd=tmp_dir,
+                         stop_timeout_s=STOP_TIMEOUT_S, hung_signal=signal.SIGABRT)
         _RUNNING.add(self)
 
-    def log(self) -> str:
-        return self.log_file.read_text(errors="replace")
+    @property
+    def log_file(self) -> Path:
+        return self.log_path
 
     def check_alive(self) -> None:
         """Raise NodeDied (with the tail of its stdout/stderr) if the process has exited."""
@@ -211,27 +199,15 @@ class NodeProcess:
         if status is None:
             return
         _RUNNING.discard(self)
-        tail = "\n".join(self.log().splitlines()[-LOG_TAIL_LINES:])
         raise NodeDied(f"node process {self.name} exited with status {status} before the test "
-                       f"stopped it; last lines of {self.log_file}:\n{tail}")
+                       f"stopped it; last lines of {self.log_file}:\n"
+                       f"{self.log_tail(LOG_TAIL_LINES)}")
 
-    def stop(self, timeout: float = 15.0) -> int:
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> int:
         """Ctrl-C, like a user; returns the exit status. A node still running ``timeout`` s
         later gets SIGABRT (its threads' stacks go to the log: status -6), then SIGKILL."""
         _RUNNING.discard(self)
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.send_signal(signal.SIGABRT)
-                try:
-                    self.process.wait(5)
-                except subprocess.TimeoutExpired:
-                    self.process.kill()
-                    self.process.wait(5)
-        self._log.close()
-        return self.process.returncode
+        return super().stop(timeout)
 
 
 @dataclass

@@ -22,9 +22,9 @@ from rclpy.action import ActionClient
 from sensor_msgs.msg import Image
 from std_msgs.msg import String
 
+from sam3_agent_demo.scene import render_scene
 from sam3_agent_ros.action import Segment
 from sam3_agent_ros.client import SegmentClient, SegmentError
-from sam3_agent_ros.demo.scene import render_scene
 from sam3_agent_ros.ros.conversions import rgb8_image
 from test.ros.helpers import TRANSITION, Camera, Harness, NodeProcess
 

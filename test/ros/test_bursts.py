@@ -26,8 +26,8 @@ from rclpy.action import ActionClient
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
+from sam3_agent_demo.scene import render_scene
 from sam3_agent_ros.action import Segment
-from sam3_agent_ros.demo.scene import render_scene
 from sam3_agent_ros.ros.conversions import rgb8_image
 from test.ros.helpers import Camera, Harness, NodeProcess, is_probe
 

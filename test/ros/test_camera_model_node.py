@@ -15,7 +15,7 @@ from geometry_msgs.msg import PointStamped
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 
-from sam3_agent_ros.demo import sample
+from sam3_agent_demo import sample
 from sam3_agent_ros.ros.conversions import rgb8_image
 from test.ros.test_depth import COLOUR_FRAME, error_cm
 

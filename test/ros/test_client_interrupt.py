@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from std_msgs.msg import String
 
-from sam3_agent_ros.demo.scene import render_scene
+from sam3_agent_demo.scene import render_scene
 from sam3_agent_ros.ros.conversions import rgb8_image
 from test.ros.helpers import Camera, Harness, NodeProcess
 

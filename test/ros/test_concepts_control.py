@@ -24,7 +24,7 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import String
 from visualization_msgs.msg import Marker, MarkerArray
 
-from sam3_agent_ros.demo import sample
+from sam3_agent_demo import sample
 from sam3_agent_ros.msg import ConceptDetections
 from test.ros.helpers import Harness, NodeProcess
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import threading
 import time
 
+from sam3_agent_demo import sample
 from sam3_agent_ros.concepts import SegmenterGate, StandingConcepts
 from sam3_agent_ros.core.errors import SegmenterError
 from sam3_agent_ros.core.types import Frame
-from sam3_agent_ros.demo import sample
 from sam3_agent_ros.ros.concepts_runner import ConceptsRunner
 from sam3_agent_ros.segmenters.color import ColorSegmenter
 from test.ros.runner_support import Collected, Msg, frame_converter

@@ -111,70 +111,6 @@ def test_fast_dds_version_from_install_prefixes(tmp_path):
     assert dds.fastdds_major_from_prefixes([empty, broken]) is None
 
 
-def test_drawn_domain_ids_stay_in_the_safe_band_and_are_never_drawn_twice():
-    low, high = dds.RANDOM_DOMAIN_RANGE
-    assert high <= dds.MAX_DOMAIN_ID
-    ids = [int(dds.loopback_env()["ROS_DOMAIN_ID"]) for _ in range(5)]
-    assert all(low <= i <= high for i in ids)
-    assert len(set(ids)) == 5, "a drawn id stays reserved by this process"
-    assert int(os.environ["ROS_DOMAIN_ID"]) not in ids  # the session's own id is reserved too
-
-
-HOLDER = """
-import sys
-from pathlib import Path
-from sam3_agent_ros.ros import dds
-ids, locks = [int(i) for i in sys.argv[1].split(",")], Path(sys.argv[2])
-held = [dds.reserve_domain_id(ids, locks) for _ in range(len(ids) - 1)]
-print(" ".join(map(str, held)), flush=True)
-sys.stdin.read()  # hold them until killed
-"""
-
-
-def _ids_of_our_own(count: int) -> list[int]:
-    """Ids above RANDOM_DOMAIN_RANGE (usable, but no real run draws them), reserved for this
-    session in the real locks folder: a second copy of the suite running these tests at the same
-    moment works on other ids."""
-    return [dds.reserve_domain_id(range(dds.RANDOM_DOMAIN_RANGE[1] + 1, dds.MAX_DOMAIN_ID + 1))
-            for _ in range(count)]
-
-
-def test_another_process_never_gets_a_reserved_domain_id_until_it_exits(tmp_path):
-    """Runs beside each other (two clones' suites) reserve disjoint ids, whatever chance draws;
-    a killed holder's ids are free again (the kernel drops its locks)."""
-    ids = _ids_of_our_own(5)
-    # This process holds them in the real folder; the test plays with its own folder.
-    for domain_id in ids:
-        dds._held_domain_locks.pop(domain_id)
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, ",".join(map(str, ids)),
-                               str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              text=True)
-    try:
-        held = {int(i) for i in holder.stdout.readline().split()}
-        assert len(held) == len(ids) - 1
-        (free,) = set(ids) - held
-        assert dds.reserve_domain_id(ids, tmp_path) == free
-    finally:
-        holder.kill()
-        holder.wait(10)
-    assert {dds.reserve_domain_id(ids, tmp_path) for _ in held} == held
-
-
-def test_a_domain_that_a_participant_already_uses_is_skipped(tmp_path):
-    """A ROS graph without our lock files (e.g. a robot on that domain) holds the domain's
-    discovery port: that id is not reserved."""
-    import socket
-
-    used, free = _ids_of_our_own(2)
-    for domain_id in (used, free):
-        dds._held_domain_locks.pop(domain_id)
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as participant:
-        participant.bind(("127.0.0.1", dds.discovery_port(used)))
-        assert dds.domain_in_use(used) and not dds.domain_in_use(free)
-        assert dds.reserve_domain_id([used, free], tmp_path) == free
-    assert not dds.domain_in_use(used)
-
-
 @pytest.mark.parametrize("bad_id", [-1, 233, 1000, "5", True, 1.5])
 def test_unusable_domain_ids_are_rejected(bad_id):
     with pytest.raises(ValueError, match="domain id"):
@@ -220,40 +156,6 @@ def test_apply_treats_empty_values_as_unset():
     assert environ["ROS_DOMAIN_ID"] == "9"
     assert environ[NEW_NAME].endswith("fastdds_loopback.xml")
     assert environ[OLD_NAME] == environ[NEW_NAME]
-
-
-def test_a_demo_runs_on_the_exported_domain_id():
-    environ = {"ROS_DOMAIN_ID": "42", "PATH": "/bin"}
-    line = dds.apply_demo_env(environ, fastdds_major=3)
-    assert environ["ROS_DOMAIN_ID"] == "42"
-    assert line == "DDS on loopback, ROS_DOMAIN_ID=42 (exported)"
-    assert environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
-    assert environ["PATH"] == "/bin"
-
-
-def test_a_demo_without_an_exported_domain_id_picks_one_and_says_so():
-    environ = {"ROS_DOMAIN_ID": " "}
-    line = dds.apply_demo_env(environ, fastdds_major=3)
-    low, high = dds.RANDOM_DOMAIN_RANGE
-    assert low <= int(environ["ROS_DOMAIN_ID"]) <= high
-    assert line == (f"DDS on loopback, ROS_DOMAIN_ID={environ['ROS_DOMAIN_ID']} "
-                    "(picked at random; export ROS_DOMAIN_ID to choose it)")
-
-
-@pytest.mark.parametrize("exported", ["abc", "300", "-1"])
-def test_a_demo_refuses_an_exported_domain_id_that_is_not_one(exported):
-    with pytest.raises(ValueError, match=f"ROS_DOMAIN_ID='{exported}' is not a domain id"):
-        dds.apply_demo_env({"ROS_DOMAIN_ID": exported}, fastdds_major=3)
-
-
-@pytest.mark.parametrize(("major", "kept", "dropped"), [(3, NEW_NAME, OLD_NAME),
-                                                        (2, OLD_NAME, NEW_NAME)])
-def test_a_demo_uses_the_loopback_profile_under_the_name_fast_dds_reads_only(
-        major, kept, dropped):
-    environ = {NEW_NAME: "/robot/large.xml", OLD_NAME: "/robot/large.xml"}
-    dds.apply_demo_env(environ, fastdds_major=major)
-    assert environ[kept].endswith("fastdds_loopback.xml")
-    assert dropped not in environ  # Fast DDS 3 would warn about the old name
 
 
 @pytest.mark.parametrize(("major", "name"), [(3, NEW_NAME), (2, OLD_NAME), (None, NEW_NAME)])

@@ -26,10 +26,10 @@ from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header, String
 from visualization_msgs.msg import Marker, MarkerArray
 
+from sam3_agent_demo import sample
+from sam3_agent_demo.scene import box_errors, render_scene
 from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.types import Frame, Mask
-from sam3_agent_ros.demo import sample
-from sam3_agent_ros.demo.scene import box_errors, render_scene
 from sam3_agent_ros.geometry.rotations import quaternion_to_matrix
 from sam3_agent_ros.ros.conversions import rgb8_image
 from sam3_agent_ros.ros.dds import apply_loopback_env

@@ -12,7 +12,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
-from sam3_agent_ros.demo.scene import render_scene
+from sam3_agent_demo.scene import render_scene
 from sam3_agent_ros.ros import health
 from sam3_agent_ros.ros.conversions import rgb8_image
 from sam3_agent_ros.ros.diagnostics import DiagnosticsPublisher, diagnostic_array, status_message

@@ -22,9 +22,9 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 
-from sam3_agent_ros.demo import moving_sample, sample
-from sam3_agent_ros.demo.follow_scoring import touches_border
-from sam3_agent_ros.demo.moving_scene import GRASPED_OBJECT, LEAVING_OBJECT, LOOK_ALIKE
+from sam3_agent_demo import moving_sample, sample
+from sam3_agent_demo.follow_scoring import touches_border
+from sam3_agent_demo.moving_scene import GRASPED_OBJECT, LEAVING_OBJECT, LOOK_ALIKE
 from test.ros.helpers import Harness, NodeProcess
 
 NS, NS_REGROUND = "/follower", "/regrounder"

@@ -291,8 +291,8 @@ def test_a_bag_replayed_in_a_loop_is_followed_across_the_jump_back(clocked):
 def test_zero_stamps_a_real_session_goes_lost_when_the_object_is_taken_away():
     """The grasp sequence with every frame stamped 0 (arrival 0.1 s apart): tracking while
     blue_box stands there, then ``lost`` (the lost clock runs on arrival time)."""
+    from sam3_agent_demo.moving_scene import GRASPED_OBJECT, GraspSequence
     from sam3_agent_ros.config import Config
-    from sam3_agent_ros.demo.moving_scene import GRASPED_OBJECT, GraspSequence
     from sam3_agent_ros.follow import FollowSession
     from sam3_agent_ros.segmenters.color import ColorSegmenter
 

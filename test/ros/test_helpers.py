@@ -124,3 +124,15 @@ def test_a_race_that_never_ends_is_no_race():
         assert spinner.wait_set_races == Spinner.MAX_WAIT_SET_RACES
     finally:
         spinner.stop()
+
+
+def test_the_test_node_process_is_the_demos_harness(tmp_path):
+    """One node-process harness: the tests' NodeProcess adds its parameters file, namespace and
+    the running-nodes check to the demos' (sam3_agent_demo.node_process), which starts, logs and
+    stops the process for both."""
+    from sam3_agent_demo import node_process
+
+    assert issubclass(NodeProcess, node_process.NodeProcess)
+    assert NodeProcess.stop is not node_process.NodeProcess.stop  # the registry, then the base
+    for own in ("running", "log", "log_tail", "startup_failure", "check_starting"):
+        assert getattr(NodeProcess, own) is getattr(node_process.NodeProcess, own), own

@@ -19,7 +19,7 @@ import pytest
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import String
 
-from sam3_agent_ros.demo.scene import render_scene
+from sam3_agent_demo.scene import render_scene
 from sam3_agent_ros.ros.conversions import rgb8_image
 from test.ros.helpers import TRANSITION, Camera, Harness, NodeProcess, png_message
 

@@ -24,8 +24,8 @@ from rclpy.action import ActionClient
 from sensor_msgs.msg import CompressedImage
 from std_msgs.msg import String
 
+from sam3_agent_demo.scene import render_scene
 from sam3_agent_ros.action import Segment
-from sam3_agent_ros.demo.scene import render_scene
 from test.ros.helpers import Camera, Harness, NodeProcess, png_message
 
 NS = "/bounds1"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 
-from sam3_agent_ros.demo.scene import render_scene
+from sam3_agent_demo.scene import render_scene
 from sam3_agent_ros.ros.conversions import rgb8_image
 from test.fakes.scripted_server import ScriptedServer, http_error, tool_call
 from test.ros.helpers import Camera, Harness, NodeProcess

@@ -21,8 +21,8 @@ from rcl_interfaces.msg import ParameterType, ParameterValue
 from rcl_interfaces.srv import ListParameters, SetParameters, SetParametersAtomically
 from rclpy.parameter import Parameter
 
+from sam3_agent_demo.scene import render_scene
 from sam3_agent_ros.config import PARAMETERS, PARAMETERS_BY_NAME
-from sam3_agent_ros.demo.scene import render_scene
 from sam3_agent_ros.ros.conversions import rgb8_image
 from test.ros.helpers import NOT_SET, TRANSITION, Camera, Harness, NodeProcess
 

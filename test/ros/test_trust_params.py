@@ -16,7 +16,7 @@ import time
 import pytest
 from rcl_interfaces.msg import ParameterType
 
-from sam3_agent_ros.demo.scene import render_scene
+from sam3_agent_demo.scene import render_scene
 from sam3_agent_ros.ros.conversions import rgb8_image
 from test.fakes.offline_responder import offline_responder
 from test.fakes.scripted_server import ScriptedServer

@@ -5,10 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sam3_agent_ros.core.errors import SegmenterError
-from sam3_agent_ros.core.ports import Detections
-from sam3_agent_ros.demo import sample
-from sam3_agent_ros.demo.scene import (
+from sam3_agent_demo import sample
+from sam3_agent_demo.scene import (
     CameraPose,
     Lighting,
     Scene,
@@ -17,6 +15,8 @@ from sam3_agent_ros.demo.scene import (
     render_scene,
     render_sequence_frame,
 )
+from sam3_agent_ros.core.errors import SegmenterError
+from sam3_agent_ros.core.ports import Detections
 from sam3_agent_ros.segmenters.color import ColorSegmenter, make_color_segmenter, parse_phrase
 
 

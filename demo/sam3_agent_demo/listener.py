@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 
+from sam3_agent_demo.node_process import NodeProcess
 from sam3_agent_ros.core.types import stamp_ns
-from sam3_agent_ros.demo.node_process import NodeProcess
 
 SETTLE_S = 0.5  # after the node is up: let our subscriptions match its publishers
 

@@ -19,9 +19,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sam3_agent_ros.demo import sample
-from sam3_agent_ros.demo.node_process import NodeProcess, node_arguments, node_command, node_env
-from sam3_agent_ros.demo.report import DemoReport
+from sam3_agent_demo import sample
+from sam3_agent_demo.node_process import NodeProcess, node_arguments, node_command, node_env
+from sam3_agent_demo.report import DemoReport
 
 INTERRUPTED = "interrupted"  # report.error of a demo stopped by Ctrl-C / SIGTERM
 EXIT_INTERRUPTED = 128 + 2  # as a shell reports a process ended by SIGINT
@@ -64,7 +64,7 @@ def run_node(tag: str, options: DemoOptions, parameters: dict, sample_dir: Path,
     """The node under ``parameters`` (then ``options.params_file``, then ``-p``) for the length
     of ``session(process)``; errors (``RuntimeError``, ``OSError``, ``ValueError``, an
     interruption) go into ``report.error``. Call it holding ``output_lock(options.out_dir)``."""
-    from sam3_agent_ros.ros.dds import apply_demo_env
+    from sam3_agent_demo.domains import apply_demo_env
 
     out_dir = options.out_dir
     params_file = out_dir / PARAMS_FILE

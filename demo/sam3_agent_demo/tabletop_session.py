@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
+from sam3_agent_demo import concepts_scoring, sample
+from sam3_agent_demo.listener import Listener, header_stamp_ns, mono8_to_mask
+from sam3_agent_demo.node_process import NodeProcess
+from sam3_agent_demo.tabletop_scoring import QueryOutcome, format_outcome, score_outcome
 from sam3_agent_ros.bags.record import NODE_OUTPUT_TOPICS
 from sam3_agent_ros.core.types import stamp_ns
-from sam3_agent_ros.demo import concepts_scoring, sample
-from sam3_agent_ros.demo.listener import Listener, header_stamp_ns, mono8_to_mask
-from sam3_agent_ros.demo.node_process import NodeProcess
-from sam3_agent_ros.demo.tabletop_scoring import QueryOutcome, format_outcome, score_outcome
 
 RESULT_TOPIC = "/sam3_agent/result"
 MASK_TOPIC = "/sam3_agent/mask"

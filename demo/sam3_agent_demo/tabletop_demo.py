@@ -20,11 +20,11 @@ import sys
 import time
 from pathlib import Path
 
+from sam3_agent_demo import concepts_scoring, harness, sample
+from sam3_agent_demo.harness import DemoOptions
+from sam3_agent_demo.report import DemoReport
+from sam3_agent_demo.tabletop_scoring import QueryOutcome, format_summary
 from sam3_agent_ros.config import OFFLINE_BACKENDS, nest
-from sam3_agent_ros.demo import concepts_scoring, harness, sample
-from sam3_agent_ros.demo.harness import DemoOptions
-from sam3_agent_ros.demo.report import DemoReport
-from sam3_agent_ros.demo.tabletop_scoring import QueryOutcome, format_summary
 
 TAG = "demo"
 DEMO_PARAMETERS = {
@@ -75,7 +75,7 @@ def _run(options: DemoOptions, out) -> DemoReport:
 
 def _run_locked(options: DemoOptions, out, truth: sample.GroundTruth, report: DemoReport,
                 sample_dir: Path) -> None:
-    from sam3_agent_ros.demo.tabletop_session import TabletopSession
+    from sam3_agent_demo.tabletop_session import TabletopSession
 
     out_dir = options.out_dir
     for old in out_dir.glob("*_overlay.png"):

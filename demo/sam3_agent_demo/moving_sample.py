@@ -29,9 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sam3_agent_ros.demo import sample
-from sam3_agent_ros.demo import scene as scene_mod
-from sam3_agent_ros.demo.moving_scene import (
+from sam3_agent_demo import sample
+from sam3_agent_demo import scene as scene_mod
+from sam3_agent_demo.moving_scene import (
     GRASPED_OBJECT,
     LEAVING_OBJECT,
     LOOK_ALIKE,
@@ -195,13 +195,13 @@ class MovingSample:
 
 MOVING = MovingSample(
     DIRNAME, MovingSequence(n_frames=N_FRAMES, fps=FPS), MOVING_QUERIES,
-    about="Synthetic moving tabletop (sam3_agent_ros.demo.moving_scene): the camera pans and "
+    about="Synthetic moving tabletop (sam3_agent_demo.moving_scene): the camera pans and "
           "objects move; blue_box leaves the view. 10 Hz. Positions are the centres of the "
           "objects' top faces in the camera optical frame (m).")
 GRASP = MovingSample(
     "sample_grasp", GraspSequence(n_frames=45, fps=FPS, removed_at=15, put_back_at=None),
     GRASP_QUERIES, start_s=10.0,
-    about="Synthetic grasp (sam3_agent_ros.demo.moving_scene.GraspSequence): blue_box is taken "
+    about="Synthetic grasp (sam3_agent_demo.moving_scene.GraspSequence): blue_box is taken "
           "away in place beside its look-alike blue_twin; the camera wobbles. 10 Hz. Positions "
           "are the centres of the objects' top faces in the camera optical frame (m), NaN "
           "while an object is away.")

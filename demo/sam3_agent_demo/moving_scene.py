@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from sam3_agent_ros.demo.scene import (
+from sam3_agent_demo.scene import (
     CameraIntrinsics,
     CameraPose,
     Lighting,

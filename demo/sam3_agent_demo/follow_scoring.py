@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from sam3_agent_demo import sample
+from sam3_agent_demo.report import DemoReport, backends_lines
 from sam3_agent_ros.core.types import stamp_ns
-from sam3_agent_ros.demo import sample
-from sam3_agent_ros.demo.report import DemoReport, backends_lines
 
 MIN_MEAN_IOU = 0.85
 MAX_MEAN_ERROR_CM = 2.0

@@ -21,18 +21,18 @@ from pathlib import Path
 
 import numpy as np
 
-from sam3_agent_ros.config import OFFLINE_BACKENDS, nest
-from sam3_agent_ros.demo import harness, moving_sample, sample
-from sam3_agent_ros.demo.follow_scoring import (
+from sam3_agent_demo import harness, moving_sample, sample
+from sam3_agent_demo.follow_scoring import (
     FollowOutcome,
     format_summary,
     lost_bound_s,
     score_follow,
 )
-from sam3_agent_ros.demo.harness import DemoOptions
-from sam3_agent_ros.demo.listener import Listener, header_stamp_ns, mono8_to_mask
-from sam3_agent_ros.demo.node_process import NodeProcess
-from sam3_agent_ros.demo.report import DemoReport
+from sam3_agent_demo.harness import DemoOptions
+from sam3_agent_demo.listener import Listener, header_stamp_ns, mono8_to_mask
+from sam3_agent_demo.node_process import NodeProcess
+from sam3_agent_demo.report import DemoReport
+from sam3_agent_ros.config import OFFLINE_BACKENDS, nest
 
 TAG = "demo-follow"
 RESULT_TIMEOUT_S = 10.0  # after the bag: how long to wait for the final statuses
@@ -240,8 +240,8 @@ def _write_overlays(out_dir: Path, query_id: str, statuses: list[dict],
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import Image
 
+    from sam3_agent_demo.follow_scoring import stamp_of
     from sam3_agent_ros import render
-    from sam3_agent_ros.demo.follow_scoring import stamp_of
     from sam3_agent_ros.ros.conversions import image_to_rgb
 
     tracked = [stamp_of(s) for s in statuses if s["state"] == "tracking"]

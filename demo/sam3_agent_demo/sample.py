@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sam3_agent_ros.demo import scene as scene_mod
+from sam3_agent_demo import scene as scene_mod
 
 COLOR_TOPIC = "/camera/color/image_raw"
 DEPTH_TOPIC = "/camera/aligned_depth_to_color/image_raw"
@@ -253,7 +253,7 @@ def write_description(out_dir: Path, spec: SampleSpec = SampleSpec(),
     3D box: ``GroundTruth.true_box``)."""
     scene = scene or render_frame(0.0, spec).scene
     description = {
-        "description": "Synthetic tabletop (sam3_agent_ros.demo.scene.default_scene) seen from 1 m "
+        "description": "Synthetic tabletop (sam3_agent_demo.scene.default_scene) seen from 1 m "
                        "above, 10 Hz, slight camera motion and lighting change. Positions are "
                        "the centres of the objects' top faces in the camera optical frame (m); "
                        "size_m is a top face's extent along x and y before its yaw_deg turn "

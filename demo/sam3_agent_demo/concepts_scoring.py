@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from sam3_agent_ros.demo import sample
+from sam3_agent_demo import sample
 
 DEMO_CONCEPTS = ("blue object", "red object")
 CONCEPTS_RATE_HZ = 5.0

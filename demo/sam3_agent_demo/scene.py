@@ -13,24 +13,32 @@ A top face may also be tilted (``SceneObject.tilt_deg``: an object leaning on so
 outline is projected vertex by vertex (exact: a pinhole maps lines to lines) and its depth is
 ray-cast onto its plane, pixel by pixel. ``SceneFrame.true_box(name)`` is the face's true
 oriented box: its centre, the two sides of its minimum-area rectangle and its axes, in the camera
-frame (what ``geometry.box.fit_box`` estimates from the depth).
+frame (what ``geometry.box.fit_box`` estimates from the depth; ``scene_boxes.py``, with the errors
+of an estimated box). The ground truth files: ``scene_files.py``.
 
 Everything is deterministic given the seed; one 640x480 frame renders in a few milliseconds.
 """
 
 from __future__ import annotations
 
-import io
 import math
-import zipfile
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 
 import cv2
 import numpy as np
 
+from sam3_agent_demo.scene_boxes import (  # noqa: F401 (re-exported: the scene's API)
+    SQUARE_TOLERANCE,
+    BoxErrors,
+    TrueBox,
+    box_errors,
+    true_box,
+)
+from sam3_agent_demo.scene_files import (  # noqa: F401 (re-exported)
+    load_ground_truth_masks,
+    save_ground_truth,
+)
 from sam3_agent_ros.palette import COLORS, TABLE_COLOR
 
 SHAPES = ("circle", "ellipse", "rectangle", "triangle")
@@ -213,52 +221,6 @@ class SceneFrame:
         return true_box(self.scene.object(name), self.positions[name])
 
 
-@dataclass(frozen=True)
-class TrueBox:
-    """An object's top face as a box: ``center`` (camera frame, m) of its minimum-area
-    rectangle, ``sizes`` (longest, second) of that rectangle, ``long_axis`` and ``normal``
-    (unit vectors, camera frame). ``symmetry_deg``: the long axis is defined modulo this angle
-    (180; 90 for a square; None when not at all: circles, and triangles). ``ambiguous``: the
-    face has several minimum-area rectangles of different centres and sides (a triangle: one
-    flush with each side, all of the same area), so only its plane is defined."""
-
-    center: tuple[float, float, float]
-    sizes: tuple[float, float]
-    long_axis: tuple[float, float, float]
-    normal: tuple[float, float, float]
-    symmetry_deg: float | None
-    ambiguous: bool = False
-
-
-SQUARE_TOLERANCE = 0.02  # sides within 2 %: a square (the long axis is defined modulo 90 deg)
-
-
-def true_box(obj: SceneObject, top_centre: tuple[float, float, float]) -> TrueBox:
-    """``obj``'s top face as a ``TrueBox``, its face centre at ``top_centre`` (camera frame)."""
-    if obj.shape == "triangle":  # one of its minimum-area rectangles
-        flat = (obj.top_outline() - np.asarray(obj.position)).astype(np.float32)
-        (mid_x, mid_y), (width, height), angle = cv2.minAreaRect(flat)
-    else:  # rectangles and ellipses are their own rectangles' axes
-        (mid_x, mid_y), angle = (0.0, 0.0), obj.yaw_deg
-        width, height = obj.size if obj.shape != "circle" else (obj.size[0], obj.size[0])
-    direction = np.array([math.cos(math.radians(angle)), math.sin(math.radians(angle)), 0.0])
-    if height > width:
-        direction = np.array([-direction[1], direction[0], 0.0])
-        width, height = height, width
-    tilt = obj.tilt()
-    center = np.asarray(top_centre) + tilt @ np.array([mid_x, mid_y, 0.0])
-    if obj.shape in ("circle", "triangle"):
-        symmetry = None
-    elif obj.shape == "ellipse":
-        symmetry = 180.0 if abs(width - height) > SQUARE_TOLERANCE * width else None
-    else:
-        symmetry = 90.0 if abs(width - height) <= SQUARE_TOLERANCE * width else 180.0
-    return TrueBox(center=tuple(float(c) for c in center), sizes=(float(width), float(height)),
-                   long_axis=tuple(float(c) for c in tilt @ direction),
-                   normal=tuple(float(c) for c in tilt @ np.array([0.0, 0.0, 1.0])),
-                   symmetry_deg=symmetry, ambiguous=obj.shape == "triangle")
-
-
 def default_scene(intrinsics: CameraIntrinsics | None = None) -> Scene:
     """Six objects on a table, 1 m below the camera.
 
@@ -398,59 +360,6 @@ def render_scene(scene: Scene | None = None, pose: CameraPose | None = None,
                       scene=scene, pose=pose, lighting=lighting)
 
 
-@dataclass(frozen=True)
-class BoxErrors:
-    """An estimated box against a ``TrueBox``: centre distance (cm), the two largest sizes'
-    relative errors (%), the in-plane angle between the long axes (deg; None where the truth has
-    no long axis); None for what an ambiguous truth does not define."""
-
-    center_cm: float | None
-    size_pct: tuple[float, float] | None
-    angle_deg: float | None
-
-    def within(self, center_cm: float = 1.0, size_pct: float = 10.0,
-               angle_deg: float = 10.0) -> bool:
-        """Within the accuracy targets (centre 1 cm, sizes 10 %, angle 10 degrees)."""
-        return ((self.center_cm is None or self.center_cm <= center_cm)
-                and (self.size_pct is None or max(map(abs, self.size_pct)) <= size_pct)
-                and (self.angle_deg is None or self.angle_deg <= angle_deg))
-
-    def describe(self) -> str:
-        parts = []
-        if self.center_cm is not None:
-            parts.append(f"centre {self.center_cm:.2f} cm")
-        if self.size_pct is not None:
-            parts.append("sizes " + "/".join(f"{v:+.1f}" for v in self.size_pct) + " %")
-        if self.angle_deg is not None:
-            parts.append(f"angle {self.angle_deg:.1f} deg")
-        return ", ".join(parts) or "undefined for this shape"
-
-
-def box_errors(truth: TrueBox, center: Sequence[float], size: Sequence[float],
-               rotation: np.ndarray) -> BoxErrors:
-    """Compare a box (centre, sizes longest first, rotation matrix whose columns are its axes)
-    with the truth: the sizes and the long axis are those of the box's two axes in the face's
-    plane (the third is the one nearest the face's normal), the angle is measured in the face's
-    plane, modulo the truth's symmetry."""
-    if truth.ambiguous:
-        return BoxErrors(None, None, None)
-    center_cm = float(np.linalg.norm(np.asarray(center) - np.asarray(truth.center))) * 100.0
-    normal, long_axis = np.asarray(truth.normal), np.asarray(truth.long_axis)
-    axes = [np.asarray(rotation)[:, i] for i in range(3)]
-    across = max(range(3), key=lambda i: abs(axes[i] @ normal))
-    in_plane = [i for i in range(3) if i != across]  # longest first, as the sizes are
-    size_pct = tuple(float(size[i] / truth.sizes[n] - 1.0) * 100.0
-                     for n, i in enumerate(in_plane))
-    angle = None
-    if truth.symmetry_deg is not None:
-        axis = axes[in_plane[0]] - (axes[in_plane[0]] @ normal) * normal
-        axis /= np.linalg.norm(axis)
-        turned = math.degrees(math.atan2(np.cross(long_axis, axis) @ normal,
-                                         long_axis @ axis)) % truth.symmetry_deg
-        angle = min(turned, truth.symmetry_deg - turned)
-    return BoxErrors(center_cm, size_pct, angle)
-
-
 def _fill_plane(depth: np.ndarray, points: np.ndarray, obj: SceneObject,
                 centre: tuple[float, float, float], k: CameraIntrinsics) -> None:
     """Ray-cast the tilted top face (its pixels: the polygon ``points``) onto its plane."""
@@ -481,34 +390,3 @@ def render_sequence_frame(t_s: float, scene: Scene | None = None, seed: int = 0,
     pose, lighting = sequence_conditions(t_s, period_s)
     frame_seed = seed * 1_000_003 + int(round(t_s * 1000.0))
     return render_scene(scene, pose, lighting, seed=frame_seed)
-
-
-def save_ground_truth(frame: SceneFrame, path: str | Path) -> None:
-    """Write the frame's ground truth as a small compressed ``.npz``: ``labels`` (uint8, k on the
-    k-th name), ``names``, ``colors``, ``shapes``, ``positions_m`` (N, 3), ``centroids_px`` (N, 2),
-    ``depth_mm`` (uint16) and ``K`` (3x3)."""
-    objs = frame.scene.objects
-    arrays = {
-        "labels": frame.label_image(), "names": np.array([o.name for o in objs]),
-        "colors": np.array([o.color_name for o in objs]),
-        "shapes": np.array([o.shape for o in objs]),
-        "positions_m": np.array([frame.positions[o.name] for o in objs], np.float64),
-        "centroids_px": np.array([frame.centroid_px(o.name) for o in objs], np.float64),
-        "depth_mm": frame.depth_mm(), "K": frame.intrinsics.K,
-    }
-    # Like np.savez_compressed, but with a fixed timestamp so the bytes are reproducible.
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for key, array in arrays.items():
-            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            buffer = io.BytesIO()
-            np.lib.format.write_array(buffer, np.ascontiguousarray(array), allow_pickle=False)
-            archive.writestr(info, buffer.getvalue())
-
-
-def load_ground_truth_masks(path: str | Path) -> dict[str, np.ndarray]:
-    """``{name: bool (H, W) mask}`` from a file written by ``save_ground_truth``."""
-    with np.load(path) as data:
-        labels = data["labels"]
-        names = [str(n) for n in data["names"]]
-    return {name: labels == index for index, name in enumerate(names, start=1)}

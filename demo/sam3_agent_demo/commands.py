@@ -49,7 +49,7 @@ def register(subparsers) -> None:
 
 
 def _options(args: argparse.Namespace, **timeouts: float):
-    from sam3_agent_ros.demo.harness import DemoOptions
+    from sam3_agent_demo.harness import DemoOptions
 
     return DemoOptions(out_dir=Path(args.out),
                        sample_dir=Path(args.sample) if args.sample else None,
@@ -58,7 +58,7 @@ def _options(args: argparse.Namespace, **timeouts: float):
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from sam3_agent_ros.demo.tabletop_demo import run_demo
+    from sam3_agent_demo.tabletop_demo import run_demo
 
     try:
         return run_demo(_options(args, startup_timeout_s=args.startup_timeout,
@@ -68,7 +68,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_demo_follow(args: argparse.Namespace) -> int:
-    from sam3_agent_ros.demo.follow_demo import RESULT_TIMEOUT_S, run_follow_demo
+    from sam3_agent_demo.follow_demo import RESULT_TIMEOUT_S, run_follow_demo
 
     try:
         return run_follow_demo(_options(args, result_timeout_s=RESULT_TIMEOUT_S))
@@ -77,7 +77,7 @@ def cmd_demo_follow(args: argparse.Namespace) -> int:
 
 
 def _interrupted(tag: str) -> int:
-    from sam3_agent_ros.demo.harness import EXIT_INTERRUPTED
+    from sam3_agent_demo.harness import EXIT_INTERRUPTED
 
     print(f"[{tag}] interrupted", flush=True)
     return EXIT_INTERRUPTED

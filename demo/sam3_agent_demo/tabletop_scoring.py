@@ -8,11 +8,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from sam3_agent_demo import sample
+from sam3_agent_demo.concepts_scoring import format_concepts
+from sam3_agent_demo.report import DemoReport, backends_lines
+from sam3_agent_demo.scene import BoxErrors, box_errors
 from sam3_agent_ros.core.types import stamp_ns
-from sam3_agent_ros.demo import sample
-from sam3_agent_ros.demo.concepts_scoring import format_concepts
-from sam3_agent_ros.demo.report import DemoReport, backends_lines
-from sam3_agent_ros.demo.scene import BoxErrors, box_errors
 from sam3_agent_ros.geometry.rotations import quaternion_to_matrix
 
 IOU_THRESHOLD = 0.8
