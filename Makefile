@@ -64,17 +64,20 @@ test-py310 test-py313: test-%: setup-%
 test-fast: setup
 	$(VENV)/bin/pytest --durations=15 -m "not slow_sam3 and not slow_docs" $(PYTEST_ARGS)
 
-# ruff, then the layers of the package (import-linter contracts in pyproject.toml,
-# docs/ARCHITECTURE.md): no module imports from a layer above its own, no import cycle.
+# ruff, the type checker (mypy, [tool.mypy] in pyproject.toml: the whole package, strict on core/
+# and pipeline/; its cache is .mypy_cache), then the layers of the package (import-linter
+# contracts in pyproject.toml, docs/ARCHITECTURE.md): no module imports from a layer above its
+# own, no import cycle.
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 
 bench: setup
 	bench/run_all.sh
 
 clean:
-	rm -rf out build install log .pytest_cache .ruff_cache *.egg-info
+	rm -rf out build install log .pytest_cache .ruff_cache .mypy_cache *.egg-info
 	find . -path './$(VENV)*' -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean

@@ -140,16 +140,21 @@ def read_camera_model(path: str | Path) -> CameraModel:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"camera matrix: {exc}") from None
     width, height = data.get(size[0]), data.get(size[1])
-    known = isinstance(width, int) and isinstance(height, int) and width > 0 and height > 0
-    roi = data.get("roi") if isinstance(data.get("roi"), dict) else {}
+    if not (isinstance(width, int) and isinstance(height, int) and width > 0 and height > 0):
+        width = height = 0
+    known = width > 0
+    roi = data.get("roi")
+    if not isinstance(roi, dict):
+        roi = {}
+    x_offset, y_offset, roi_width, roi_height = (
+        _count(roi, key) for key in ("x_offset", "y_offset", "width", "height"))
     model = CameraModel.from_values(
-        values, width if known else 0, height if known else 0, _count(data, "binning_x"),
-        _count(data, "binning_y"),
-        tuple(_count(roi, key) for key in ("x_offset", "y_offset", "width", "height")))
+        values, width, height, _count(data, "binning_x"), _count(data, "binning_y"),
+        (x_offset, y_offset, roi_width, roi_height))
     return model if known else dataclasses.replace(model, size=None)
 
 
-def _count(data: dict, key: str) -> int:
+def _count(data: dict[str, object], key: str) -> int:
     """A non-negative integer field (binning, ROI) of a dumped CameraInfo; 0 when absent."""
     value = data.get(key, 0)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:

@@ -188,8 +188,9 @@ def zoom_crop(image: np.ndarray, mask: np.ndarray, margin: float = 0.25, min_sid
     x0, y0, x1, y1 = box
     crop_x0, crop_x1 = _grow_span(x0, x1, margin, min_side, width)
     crop_y0, crop_y1 = _grow_span(y0, y1, margin, min_side, height)
-    crop = image[crop_y0:crop_y1, crop_x0:crop_x1]
-    region = np.ascontiguousarray(mask[crop_y0:crop_y1, crop_x0:crop_x1]).view(np.uint8)
+    crop: np.ndarray = image[crop_y0:crop_y1, crop_x0:crop_x1]
+    region: np.ndarray = np.ascontiguousarray(
+        mask[crop_y0:crop_y1, crop_x0:crop_x1]).view(np.uint8)
     longest = max(crop.shape[:2])
     if min_output_side and longest < min_output_side:
         factor = min_output_side / longest
@@ -214,13 +215,13 @@ def _check_image(image: np.ndarray) -> None:
         raise ValueError(f"expected an RGB uint8 image (H, W, 3), got {got}")
 
 
-def _checked(mask: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+def _checked(mask: np.ndarray | None, shape: tuple[int, int]) -> np.ndarray:
     """``mask`` as a C-contiguous bool (H, W) array of the frame's shape (no copy when it
-    already is one)."""
-    mask = np.asarray(mask)
-    if mask.shape != tuple(shape):
-        raise ValueError(f"mask shape {mask.shape} does not match the image {tuple(shape)}")
-    return np.ascontiguousarray(mask if mask.dtype == bool else mask != 0)
+    already is one); a missing mask (None) is refused like any of another shape."""
+    array = np.asarray(mask)
+    if array.shape != tuple(shape):
+        raise ValueError(f"mask shape {array.shape} does not match the image {tuple(shape)}")
+    return np.ascontiguousarray(array if array.dtype == bool else array != 0)
 
 
 def _crop(mask: np.ndarray, box: PixelBox) -> np.ndarray:
@@ -235,7 +236,9 @@ def _tint(out: np.ndarray, region: np.ndarray, box: tuple[int, int, int, int],
     keep = 1.0 - alpha
     scaled = cv2.addWeighted(roi, keep, roi, 0.0, 0.0)
     tint = (alpha * color[0], alpha * color[1], alpha * color[2], 0.0)
-    cv2.add(scaled, tint, dst=roi, mask=region)  # writes through the view into ``out``
+    # Writes through the view into ``out``. OpenCV takes a 4-tuple as a Scalar; its stubs type
+    # src2 as an array only.
+    cv2.add(scaled, tint, dst=roi, mask=region)  # type: ignore[call-overload]
 
 
 def _outline(out: np.ndarray, region: np.ndarray, box: tuple[int, int, int, int],

@@ -14,7 +14,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -26,10 +26,11 @@ from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import LlmError, Mistake, QueryEnded, SegmenterError
 from sam3_agent_ros.core.ports import LlmClient, Segmenter
 from sam3_agent_ros.core.prompts import Prompts, load_prompts
-from sam3_agent_ros.core.tools import Continue, Finish, QueryState, ToolBox
+from sam3_agent_ros.core.tools import Continue, Examiner, Finish, QueryState, ToolBox
 from sam3_agent_ros.core.types import (
     Frame,
     LlmReply,
+    Mask,
     Message,
     Phase,
     Query,
@@ -47,6 +48,7 @@ log = logging.getLogger(__name__)
 REFUSED_REPLY_CHARS = 4000  # the most of a refused reply's text kept in the conversation
 StatusCallback = Callable[[StatusEvent], None]
 _query_serial = itertools.count(1)
+_NO_FRAME = Frame(np.zeros((0, 0, 3), np.uint8))  # the tools' frame when the inputs are bad
 
 
 class Agent:
@@ -95,9 +97,12 @@ class _QueryRun:
         self.parent_cancel = cancel
         self.cancel = cancel.child(self.started + self.cfg.query_timeout_s)
         self.on_status = on_status
-        # LlmView is lazy: nothing touches the image before _check_inputs has run.
-        view = LlmView(getattr(frame, "image", None), self.cfg.max_image_side)
-        self.state = QueryState(frame, view, query.text, key_prefix=f"q{next(_query_serial)}")
+        # The tools see the frame only after _check_inputs (LlmView is lazy: nothing touches the
+        # image before); a query that ends before any tool runs gives them an empty one.
+        tool_frame = frame if isinstance(frame, Frame) else _NO_FRAME
+        view = LlmView(tool_frame.image, self.cfg.max_image_side)
+        self.state = QueryState(tool_frame, view, query.text,
+                                key_prefix=f"q{next(_query_serial)}")
         self.turns: list[context.Turn] = []
         self.native = agent.config.llm.protocol == "tools"
         self.system_prompt = agent.prompts.system_for(agent.config.llm.protocol)
@@ -115,12 +120,12 @@ class _QueryRun:
         try:
             if self.refusal is not None:
                 raise QueryEnded(QueryStatus.FAILED, self.refusal)
-            _check_inputs(self.frame, self.query)
+            frame = _check_inputs(self.frame, self.query)
             if self.refined is not None and self.refined.masks:
                 self.turns.append(self._earlier_answer_turn(self.refined))
             while True:
                 self._check_limits()
-                messages = self._next_request()
+                messages = self._next_request(frame)
                 reply = self._ask(messages)
                 outcome = self._act(reply)
                 if isinstance(outcome, Finish):
@@ -134,14 +139,15 @@ class _QueryRun:
             self.parent_cancel.release(self.cancel)
             # The examiner closure in the tools refers back to this run: without this, the run
             # (frame, views, masks) would wait for the next full garbage collection.
-            self.tools = None
+            del self.tools
 
     def _check_limits(self, llm_error: LlmError | None = None) -> None:
         """``llm_error``: the LLM call that just failed; when the query's time ran out while
         waiting for it, the reason says so and what it waited for (a hung endpoint is named)."""
         if self.cancel.cancelled:
             raise QueryEnded(QueryStatus.CANCELLED, self.cancel.reason or "cancelled")
-        if self.cancel.remaining() <= 0:
+        remaining = self.cancel.remaining()
+        if remaining is not None and remaining <= 0:
             reason = f"query timed out after {self.cfg.query_timeout_s:g} s"
             if llm_error is not None and llm_error.kind not in (LlmError.DEADLINE,
                                                                 LlmError.CANCELLED):
@@ -159,10 +165,10 @@ class _QueryRun:
         return context.earlier_answer_turn(refined.record,
                                            self.state.image("earlier-overlay", overlay))
 
-    def _next_request(self) -> list[Message]:
+    def _next_request(self, frame: Frame) -> list[Message]:
         first_user = context.first_user_message(
-            self.state.image("frame", self.state.view.image), self.query.text, self.frame.width,
-            self.frame.height, replaced_prompts=self.state.prompts[:-1],
+            self.state.image("frame", self.state.view.image), self.query.text, frame.width,
+            frame.height, replaced_prompts=self.state.prompts[:-1],
             earlier=self.refined.chain if self.refined is not None else (),
             table_limit=self.cfg.max_masks_in_table)
         messages = context.build_messages(Message.text("system", self.system_prompt),
@@ -195,7 +201,8 @@ class _QueryRun:
         """Run the reply's call; a mistake (in the reply or in the call) gets a corrective turn."""
         parsed = protocol.interpret(reply, native=self.native)
         self.reasoning = protocol.clip_reasoning(parsed.reasoning, self.cfg.status_reasoning_chars)
-        outcome = parsed.mistake or self._run_tool(parsed.call)
+        wanted = parsed.outcome
+        outcome = wanted if isinstance(wanted, Mistake) else self._run_tool(wanted)
         calls = (parsed.native_call,) if parsed.native_call else ()
         note = protocol.ignored_calls_note(parsed.ignored_calls) if parsed.ignored_calls else None
         if isinstance(outcome, Mistake):
@@ -232,7 +239,7 @@ class _QueryRun:
             raise QueryEnded(QueryStatus.FAILED, f"{self.mistakes} invalid model replies in a "
                                                  f"row; last: {mistake.text}")
 
-    def _examiner(self, verifier: Verifier):
+    def _examiner(self, verifier: Verifier) -> Examiner:
         def examine(state: QueryState) -> list[bool]:
             self.examine_rounds += 1
             started = time.monotonic()
@@ -268,7 +275,8 @@ class _QueryRun:
         except Exception:  # a broken observer must not break the query
             log.exception("status callback failed")
 
-    def _result(self, status: QueryStatus, error: str | None, masks=()) -> Result:
+    def _result(self, status: QueryStatus, error: str | None,
+                masks: Sequence[Mask] = ()) -> Result:
         self.timings.total_s = time.monotonic() - self.started
         self.timings.segment_s = self.state.segment_s
         result = Result(query_id=self.query.id, query=self.query.text, status=status, error=error,
@@ -290,8 +298,8 @@ def _with_note(message: Message, note: str | None) -> Message:
     return message if note is None else Message(message.role, (note, *message.content))
 
 
-def _check_inputs(frame: Frame, query: Query) -> None:
-    """Bad input ends the query before any model call."""
+def _check_inputs(frame: Frame | None, query: Query) -> Frame:
+    """The query's frame, checked: bad input ends the query before any model call."""
     if not isinstance(frame, Frame) or not isinstance(frame.image, np.ndarray):
         raise QueryEnded(QueryStatus.FAILED, "no frame image")
     image = frame.image
@@ -302,3 +310,4 @@ def _check_inputs(frame: Frame, query: Query) -> None:
         raise QueryEnded(QueryStatus.FAILED, f"frame is empty ({image.shape[1]}x{image.shape[0]})")
     if not isinstance(query.text, str) or not query.text.strip():
         raise QueryEnded(QueryStatus.FAILED, "query text is empty")
+    return frame

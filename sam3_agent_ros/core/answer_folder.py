@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -88,7 +89,7 @@ def read_answer_folder(folder: Path, max_pixels: int) -> KeptAnswer:
     return KeptAnswer(record, frame, tuple(masks), earlier[-MAX_EARLIER:])
 
 
-def _read_document(folder: Path) -> dict:
+def _read_document(folder: Path) -> dict[str, Any]:
     path = folder / ANSWER_FILE
     if not folder.is_dir():
         raise AnswerFolderError(f"{folder} is not a folder (give the --out of an earlier run)")

@@ -26,7 +26,16 @@ from typing import Any
 import numpy as np
 
 from sam3_agent_ros.core.packed_mask import PackedMask
-from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
+from sam3_agent_ros.core.types import (
+    Box,
+    Frame,
+    Mask,
+    Point,
+    QueryStatus,
+    Result,
+    float_box,
+    float_point,
+)
 from sam3_agent_ros.core.untrusted_text import for_log
 
 MAX_EARLIER = 3  # the earlier answers of a chain a refinement also shows (beyond the one refined)
@@ -43,20 +52,20 @@ class SelectedMask:
     """One mask of an earlier answer without its pixels: what the mask table shows."""
 
     score: float
-    bbox: tuple[float, float, float, float]
+    bbox: Box
     area: int
-    centroid: tuple[float, float]
+    centroid: Point
 
     @classmethod
     def of(cls, mask: Mask) -> SelectedMask:
-        return cls(float(mask.score), tuple(float(v) for v in mask.bbox), int(mask.area),
-                   tuple(float(v) for v in mask.centroid))
+        return cls(float(mask.score), float_box(mask.bbox), int(mask.area),
+                   float_point(mask.centroid))
 
     @classmethod
     def from_json(cls, entry: dict[str, Any]) -> SelectedMask:
         """From a result JSON mask entry (``score``, ``bbox``, ``area``, ``centroid``)."""
-        return cls(float(entry["score"]), tuple(float(v) for v in entry["bbox"]),
-                   int(entry["area"]), tuple(float(v) for v in entry["centroid"]))
+        return cls(float(entry["score"]), float_box(entry["bbox"]), int(entry["area"]),
+                   float_point(entry["centroid"]))
 
 
 @dataclass(frozen=True)
@@ -111,6 +120,10 @@ class KeptAnswer:
 
     @classmethod
     def of(cls, result: Result, refined: KeptAnswer | None = None) -> KeptAnswer:
+        """``result`` kept; it must have its frame (``AnswerStore.remember`` checks)."""
+        if result.frame is None:
+            raise ValueError(f"query {for_log(result.query_id)}: a result without its frame "
+                             "cannot be kept")
         earlier = refined.chain[-MAX_EARLIER:] if refined is not None else ()
         return cls(AnswerRecord.of(result), result.frame, tuple(result.masks), earlier)
 
@@ -208,7 +221,7 @@ class AnswerStore:
             size = self._added_bytes(stored)
             if self.max_bytes is not None and size > self.max_bytes:
                 self._note_gone(query_id, f"its answer was not kept: its frame and masks "
-                                          f"({_mib(size)}) are over {self._bound()}")
+                                          f"({_mib(size)}) are over {self._bound(self.max_bytes)}")
                 return
             self._kept[query_id] = stored
             self._count(stored, +1)
@@ -217,7 +230,7 @@ class AnswerStore:
                                     "kept")
             while self.max_bytes is not None and self._bytes > self.max_bytes:
                 self._expire_oldest(f"the frames and masks of the kept answers are bounded "
-                                    f"by {self._bound()}")
+                                    f"by {self._bound(self.max_bytes)}")
 
     def find(self, query_id: str) -> KeptAnswer:
         """The kept answer of ``query_id``; ``RefineUnavailable`` says why there is none."""
@@ -238,8 +251,8 @@ class AnswerStore:
         with self._lock:
             return len(self._kept)
 
-    def _bound(self) -> str:
-        return f"{self._max_bytes_name}={self.max_bytes / 2**20:g} MiB"
+    def _bound(self, max_bytes: int) -> str:
+        return f"{self._max_bytes_name}={max_bytes / 2**20:g} MiB"
 
     def _added_bytes(self, stored: _Stored) -> int:
         """(lock held) What keeping ``stored`` adds: its masks, and its frame unless kept."""

@@ -81,5 +81,5 @@ def shape_problem(text: str, max_depth: int = MAX_DEPTH,
 
 
 @functools.lru_cache(maxsize=8)
-def _digit_run(length: int) -> re.Pattern:
+def _digit_run(length: int) -> re.Pattern[str]:
     return re.compile(f"[0-9]{{{length},}}")

@@ -11,12 +11,16 @@ from typing import Protocol
 
 class MaskFacts(Protocol):
     """What a table row shows of a mask: a ``types.Mask``, or an earlier answer's
-    ``answers.SelectedMask`` (no pixels)."""
+    ``answers.SelectedMask`` (no pixels). Read-only: both are frozen dataclasses."""
 
-    score: float
-    bbox: tuple[float, float, float, float]
-    area: int
-    centroid: tuple[float, float]
+    @property
+    def score(self) -> float: ...
+    @property
+    def bbox(self) -> tuple[float, float, float, float]: ...
+    @property
+    def area(self) -> int: ...
+    @property
+    def centroid(self) -> tuple[float, float]: ...
 
 
 HEADER = "id | score | bbox x0,y0,x1,y1 (px) | area % | centroid x,y (px)"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sam3_agent_ros.core.types import Mask
+from sam3_agent_ros.core.types import Box, Mask, Point, float_box, float_point
 from sam3_agent_ros.masks import PixelBox, pixel_box
 
 
@@ -22,9 +22,9 @@ class PackedMask:
     box: PixelBox | None  # the pixels' box (x0, y0, x1, y1, exclusive); None: an empty mask
     bits: np.ndarray  # the box's pixels, row-major, packbits; empty for an empty mask
     score: float
-    bbox: tuple[float, float, float, float]
+    bbox: Box
     area: int
-    centroid: tuple[float, float]
+    centroid: Point
 
     @classmethod
     def of(cls, mask: Mask) -> PackedMask:
@@ -36,7 +36,7 @@ class PackedMask:
             x0, y0, x1, y1 = box
             bits = np.packbits(pixels[y0:y1, x0:x1], axis=None)
         return cls((int(pixels.shape[0]), int(pixels.shape[1])), box, bits, float(mask.score),
-                   tuple(mask.bbox), int(mask.area), tuple(mask.centroid))
+                   float_box(mask.bbox), int(mask.area), float_point(mask.centroid))
 
     @property
     def nbytes(self) -> int:

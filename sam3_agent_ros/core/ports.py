@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -30,7 +30,10 @@ class LlmClient(Protocol):
     converting them to data URLs is the client's job."""
 
     def complete(self, messages: list[Message], cancel: CancelToken,
-                 tools: list[dict] | None = None) -> LlmReply: ...
+                 tools: list[dict[str, Any]] | None = None) -> LlmReply: ...
+
+
+_FIELDS = ("masks", "scores", "boxes")  # what a segmenter's output must have
 
 
 @dataclass(frozen=True)
@@ -60,9 +63,11 @@ class Detections:
         Anything malformed raises ``SegmenterError`` with what was wrong (a system error: the
         query ends ``failed``; the model cannot fix it)."""
         try:
-            masks = np.asarray(raw.masks)
-            scores = np.asarray(raw.scores, dtype=np.float64).reshape(-1)
-            boxes = np.asarray(raw.boxes, dtype=np.float64)
+            # A plugin's output is any object with these attributes: looked up by name.
+            raw_masks, raw_scores, raw_boxes = (getattr(raw, name) for name in _FIELDS)
+            masks = np.asarray(raw_masks)
+            scores = np.asarray(raw_scores, dtype=np.float64).reshape(-1)
+            boxes = np.asarray(raw_boxes, dtype=np.float64)
         except AttributeError as exc:
             raise SegmenterError(f"segmenter output lacks masks/scores/boxes: {exc}") from None
         except (TypeError, ValueError) as exc:

@@ -144,6 +144,15 @@ class Interpretation:
         mistake = outcome if isinstance(outcome, Mistake) else None
         return cls(call, mistake, kept_text, reasoning, native_call, ignored_calls)
 
+    @property
+    def outcome(self) -> ToolCall | Mistake:
+        """The call to run, or the mistake to send back (exactly one of them is set)."""
+        if self.mistake is not None:
+            return self.mistake
+        if self.call is None:
+            raise ValueError("an interpretation has neither a call nor a mistake")
+        return self.call
+
 
 def split_thinking(text: str) -> tuple[str, str]:
     """(thinking, answer): everything up to the last ``</think>`` (opening tag or not) and an
@@ -197,7 +206,7 @@ def _native_call(call: NativeToolCall) -> ToolCall | Mistake:
 
 
 def _interpret_text(reply: LlmReply, answer: str, thinking: str,
-                    opened: re.Match) -> Interpretation:
+                    opened: re.Match[str]) -> Interpretation:
     tag = opened.group(1).lower()
     close = f"</{tag}>"
     end = answer.lower().find(close, opened.end())
@@ -364,7 +373,7 @@ def parse_verdict(reply: str) -> bool | None:
 
     Thinking is ignored; the last verdict of the answer wins (a model may quote the format
     before answering)."""
-    found = _VERDICT.findall(split_thinking(reply)[1])
+    found: list[str] = _VERDICT.findall(split_thinking(reply)[1])
     if not found:
         return None
     return found[-1].lower() == "accept"

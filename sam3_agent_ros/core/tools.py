@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from sam3_agent_ros import render
 from sam3_agent_ros.core import protocol
 from sam3_agent_ros.core.errors import Mistake, SegmenterError
@@ -47,7 +49,7 @@ class QueryState:
     examined: bool = False  # the current masks went through examine_each_mask already
     untrained_weights: bool = False  # a segmentation of this query came from untrained weights
 
-    def image(self, name: str, array) -> ImagePart:
+    def image(self, name: str, array: np.ndarray) -> ImagePart:
         return ImagePart(array, f"{self.key_prefix}/{name}")
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, SupportsFloat
 
 import cv2
 import numpy as np
@@ -37,6 +38,22 @@ def stamp_ns(sec: int, nanosec: int) -> int:
     return int(sec) * 1_000_000_000 + int(nanosec)
 
 
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in pixels
+Point = tuple[float, float]  # u, v in pixels
+
+
+def float_box(values: Iterable[SupportsFloat]) -> Box:
+    """Four numbers (x0, y0, x1, y1) as a ``Box`` of floats; another count raises ValueError."""
+    x0, y0, x1, y1 = (float(v) for v in values)
+    return x0, y0, x1, y1
+
+
+def float_point(values: Iterable[SupportsFloat]) -> Point:
+    """Two numbers (u, v) as a ``Point`` of floats; another count raises ValueError."""
+    u, v = (float(value) for value in values)
+    return u, v
+
+
 @dataclass(frozen=True)
 class Query:
     id: str
@@ -52,15 +69,15 @@ class Mask:
 
     mask: np.ndarray  # (H, W) bool
     score: float
-    bbox: tuple[float, float, float, float]  # x0, y0, x1, y1 in pixels
+    bbox: Box  # x0, y0, x1, y1 in pixels
     area: int
-    centroid: tuple[float, float]  # u, v in pixels
+    centroid: Point  # u, v in pixels
     pixel_box: PixelBox | None = None  # x0, y0, x1, y1 (exclusive) of its pixels; None: empty
 
     @classmethod
     def from_array(cls, mask: np.ndarray, score: float,
-                   bbox: tuple[float, float, float, float]) -> Mask:
-        bbox = tuple(float(v) for v in bbox)
+                   bbox: Iterable[SupportsFloat]) -> Mask:
+        bbox = float_box(bbox)
         box = pixel_box(mask)
         if box is None:
             return cls(mask=mask, score=float(score), bbox=bbox, area=0,
@@ -260,11 +277,12 @@ class StatusEvent:
     refines: str | None = None  # the query_id of the answer this query corrects (Query.refines)
 
     def to_json(self) -> dict[str, Any]:
-        out = {"query_id": self.query_id, "phase": self.phase.value, "round": self.round,
-               "tool": self.tool, "text_prompt": self.text_prompt, "num_masks": self.num_masks,
-               "context": {"messages": self.context_messages, "images": self.context_images},
-               "elapsed_s": round(self.elapsed_s, 3), "reasoning": self.reasoning,
-               "refines": self.refines}
+        out: dict[str, Any] = {
+            "query_id": self.query_id, "phase": self.phase.value, "round": self.round,
+            "tool": self.tool, "text_prompt": self.text_prompt, "num_masks": self.num_masks,
+            "context": {"messages": self.context_messages, "images": self.context_images},
+            "elapsed_s": round(self.elapsed_s, 3), "reasoning": self.reasoning,
+            "refines": self.refines}
         if self.status is not None:
             out["status"] = self.status
         if self.backends is not None:

@@ -18,6 +18,7 @@ import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -75,10 +76,11 @@ def evaluate_sample(agent: Agent, sample: Sample, cancel: CancelToken,
                     out_dir: Path) -> dict:
     """Answer one sample and score it; never raises (an unreadable sample is a failed row, a
     refused one too, marked ``"refused": true``: none of its files is read)."""
-    row = {"id": sample.id, "query": sample.query, "status": "failed", "error": None,
-           "iou": 0.0, "intersection": None, "union": None, "rounds": 0, "llm_calls": 0,
-           "prompt_tokens": 0, "completion_tokens": 0, "latency_s": None, "mask": None,
-           "absent": sample.absent, "is_sentence": sample.is_sentence, "text_prompts": []}
+    row: dict[str, Any] = {
+        "id": sample.id, "query": sample.query, "status": "failed", "error": None,
+        "iou": 0.0, "intersection": None, "union": None, "rounds": 0, "llm_calls": 0,
+        "prompt_tokens": 0, "completion_tokens": 0, "latency_s": None, "mask": None,
+        "absent": sample.absent, "is_sentence": sample.is_sentence, "text_prompts": []}
     if sample.refused:  # a miss like an unreadable sample; unknown truth: not counted as absent
         row.update(error=f"refused: {sample.refused}", refused=True, absent=None)
         return row

@@ -42,7 +42,7 @@ class FlowTracker:
 
     def __init__(self, max_side: int = 320):
         self._max_side = int(max_side)
-        self._dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST)
+        self._dis = cv2.DISOpticalFlow.create(cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST)
         self._previous_gray: np.ndarray | None = None
         self._backward: np.ndarray | None = None  # of the last track()
         self._scale = 1.0
@@ -65,7 +65,9 @@ class FlowTracker:
         gray = self._gray(frame_rgb)
         if gray.shape != self._previous_gray.shape:
             raise ValueError("frame size changed; reset the tracker")
-        backward = self._dis.calc(gray, self._previous_gray, None)  # new(x) ~ old(x + flow(x))
+        # new(x) ~ old(x + flow(x)). No flow to start from: None (OpenCV allocates one; its stubs
+        # want an array).
+        backward = self._dis.calc(gray, self._previous_gray, None)  # type: ignore[call-overload]
         self._previous_gray = gray
         self._backward = backward
         reach = float(np.abs(backward).max()) / self._scale if backward.size else 0.0
@@ -106,8 +108,8 @@ class FlowTracker:
         fx1 = min(backward.shape[1], int(np.ceil(x1 * scale)) + 1)
         fy1 = min(backward.shape[0], int(np.ceil(y1 * scale)) + 1)
         # Map of full-res pixel x to low-res coordinate: (x + 0.5) * scale - 0.5.
-        xs = (np.arange(x0, x1, dtype=np.float32) + 0.5) * scale - 0.5 - fx0
-        ys = (np.arange(y0, y1, dtype=np.float32) + 0.5) * scale - 0.5 - fy0
+        xs: np.ndarray = (np.arange(x0, x1, dtype=np.float32) + 0.5) * scale - 0.5 - fx0
+        ys: np.ndarray = (np.arange(y0, y1, dtype=np.float32) + 0.5) * scale - 0.5 - fy0
         map_x, map_y = np.meshgrid(xs, ys)
         window_flow = cv2.remap(backward[fy0:fy1, fx0:fx1], map_x, map_y, cv2.INTER_LINEAR,
                                 borderMode=cv2.BORDER_REPLICATE)
@@ -115,8 +117,8 @@ class FlowTracker:
         bx0, by0, bx1, by1 = box
         grid_x, grid_y = np.meshgrid(np.arange(x0 - bx0, x1 - bx0, dtype=np.float32),
                                      np.arange(y0 - by0, y1 - by0, dtype=np.float32))
-        source_x = grid_x + window_flow[..., 0] / scale
-        source_y = grid_y + window_flow[..., 1] / scale
+        source_x: np.ndarray = grid_x + window_flow[..., 0] / scale
+        source_y: np.ndarray = grid_y + window_flow[..., 1] / scale
         previous = estimate.mask[by0:by1, bx0:bx1]
         warped = cv2.remap(previous.astype(np.float32), source_x, source_y, cv2.INTER_LINEAR,
                            borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)

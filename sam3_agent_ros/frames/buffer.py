@@ -22,6 +22,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.frames.transform import Transform, interpolate
 
@@ -94,7 +96,7 @@ class TfBuffer:
         ValueError for non-finite numbers or a zero quaternion."""
         if not parent or not child or parent == child:
             return False
-        transform = Transform(translation, rotation)
+        transform = Transform(np.asarray(translation), np.asarray(rotation))
         stamp_ns = int(stamp_ns)
         with self._lock:
             edge = self._edges.get(child)

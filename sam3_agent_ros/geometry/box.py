@@ -167,8 +167,9 @@ def fit_sampled_box(sampled: MaskDepth, intr: Intrinsics, min_valid_pixels: int)
     extents.append(high - low)
     order = sorted(range(3), key=lambda i: -extents[i])
     rotation = _box_axes(axes[order[0]], axes[order[2]], centre)
-    box = Box3D(center=tuple(float(c) for c in centre),
-                size=tuple(float(extents[i]) for i in order),
+    cx, cy, cz = (float(c) for c in centre)
+    sx, sy, sz = (float(extents[i]) for i in order)
+    box = Box3D(center=(cx, cy, cz), size=(sx, sy, sz),
                 orientation=matrix_to_quaternion(rotation))
     return Boxed(box, None, points=len(face))
 
@@ -189,6 +190,7 @@ def _cluster_around(values: np.ndarray, centre: float, min_count: int,
     """(lowest, highest) of the run of sorted ``values`` nearest ``centre`` without a gap wider
     than ``gap`` (default: the depth tolerance of ``min_cluster``)."""
     ordered = np.sort(strided(values, 4 * MAX_STATISTIC_SAMPLES))
+    tolerance: np.ndarray | float
     if gap is None:
         tolerance = np.maximum(MIN_GAP_M, GAP_FRACTION * ordered[:-1])
     else:

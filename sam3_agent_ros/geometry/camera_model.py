@@ -103,8 +103,9 @@ class CameraModel:
                     height: int = 0, binning_x: int = 0, binning_y: int = 0,
                     roi: tuple[int, int, int, int] = (0, 0, 0, 0)) -> CameraModel:
         """From CameraInfo's fields (``width``/``height`` 0 stay (0, 0): a size not filled in)."""
+        x_offset, y_offset, roi_width, roi_height = (int(v) for v in roi)
         return cls(_raw_intrinsics(k), (int(width), int(height)), (int(binning_x),
-                   int(binning_y)), tuple(int(v) for v in roi))
+                   int(binning_y)), (x_offset, y_offset, roi_width, roi_height))
 
     def key(self) -> str:
         """Equal for the same calibration (NaN included): what ``CalibrationHistory`` compares."""

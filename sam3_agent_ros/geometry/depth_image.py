@@ -9,6 +9,7 @@ its intrinsics scaled to match.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import cv2
 import numpy as np
@@ -42,6 +43,7 @@ def depth_from_buffer(data, width: int, height: int, step: int, encoding: str,
     Zero-copy until the unit conversion. Raises ValueError with a clear message for an unsupported
     encoding, a bad size/step or short data.
     """
+    dtype: np.dtype[Any]
     if encoding in MM_ENCODINGS:
         dtype = np.dtype(np.uint16)
     elif encoding in METRE_ENCODINGS:
@@ -95,5 +97,5 @@ def depth_for_colour(depth_m: np.ndarray, colour_size: tuple[int, int],
                          "camera?")
     intrinsics = as_intrinsics(k)
     if k_size is not None and tuple(k_size) != (width, height) and min(k_size) > 0:
-        intrinsics = scale_intrinsics(intrinsics, tuple(k_size), (width, height))
+        intrinsics = scale_intrinsics(intrinsics, (k_size[0], k_size[1]), (width, height))
     return resize_depth_to(depth_m, height, width), intrinsics

@@ -27,6 +27,8 @@ def measure_mask(mask: np.ndarray, depth_m: np.ndarray,
     if sampled is None:
         return {"position": None, "position_error": reason, "box": None, "box_error": reason}
     located = locate_sampled(sampled, intr)
+    if located.position is None or located.spread_m is None:  # a sampled mask has both
+        raise AssertionError("locate_sampled gave no position")
     x, y, z = (round(float(c), POSITION_DECIMALS) for c in located.position)
     extras: dict[str, Any] = {"position": {"x": x, "y": y, "z": z}, "position_error": None,
                               "position_spread_m": round(float(located.spread_m),

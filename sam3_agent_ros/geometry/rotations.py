@@ -28,7 +28,8 @@ def matrix_to_quaternion(rotation: np.ndarray) -> tuple[float, float, float, flo
     quaternion /= np.linalg.norm(quaternion)
     if quaternion[3] < 0:
         quaternion = -quaternion
-    return tuple(float(c) for c in quaternion)
+    x, y, z, w = (float(c) for c in quaternion)
+    return x, y, z, w
 
 
 def quaternion_to_matrix(quaternion: Sequence[float]) -> np.ndarray:

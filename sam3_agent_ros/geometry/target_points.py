@@ -101,7 +101,7 @@ def target_points(masks: Sequence[np.ndarray], depth_m: np.ndarray,
         if box is None:
             continue
         x0, y0, x1, y1 = box
-        inside = np.ascontiguousarray(mask[y0:y1, x0:x1], dtype=bool).view(np.uint8)
+        inside: np.ndarray = np.ascontiguousarray(mask[y0:y1, x0:x1], dtype=bool).view(np.uint8)
         if kernel is not None:
             inside = cv2.erode(inside, kernel, borderType=cv2.BORDER_CONSTANT, borderValue=0)
         # In range: NaN and infinities fail both comparisons.

@@ -63,15 +63,18 @@ def no_answer(endpoint: str, timeout: float, llm_timeout_s: float) -> Retriable:
 def gave_up(last: Retriable, attempts: int, endpoint: str, why: str = "") -> LlmError:
     """The one error that ends the request (the agent prefixes "LLM request failed: ")."""
     tried = f"{attempts} attempt{'s' if attempts > 1 else ''}"
-    fields = {"kind": last.kind, "endpoint": endpoint, "attempts": attempts,
-              "status_code": last.status_code, "cause": last.cause, "waited_s": last.waited_s}
+
+    def error(message: str) -> LlmError:
+        return LlmError(message, kind=last.kind, endpoint=endpoint, attempts=attempts,
+                        status_code=last.status_code, cause=last.cause, waited_s=last.waited_s)
+
     if last.cause is not None:
         because = f"{last.cause}; {why}" if why else last.cause
-        return LlmError(f"{last.reason} after {tried} ({because}): start the server or check "
-                        f"llm.base_url; to try without a model: {OFFLINE_HINT}", **fields)
+        return error(f"{last.reason} after {tried} ({because}): start the server or check "
+                     f"llm.base_url; to try without a model: {OFFLINE_HINT}")
     if last.kind == LlmError.TIMEOUT:
         raise_it = "llm.timeout_s" if last.bound == LLM_TIMEOUT else "agent.query_timeout_s"
-        return LlmError(f"{last.reason} after {tried}{'; ' + why if why else ''}: it accepted "
-                        f"the connection but sent no reply: check the server (its log: stuck, "
-                        f"overloaded, still loading the model?) or raise {raise_it}", **fields)
-    return LlmError(f"{last} ({tried}{', ' + why if why else ''})", **fields)
+        return error(f"{last.reason} after {tried}{'; ' + why if why else ''}: it accepted "
+                     f"the connection but sent no reply: check the server (its log: stuck, "
+                     f"overloaded, still loading the model?) or raise {raise_it}")
+    return error(f"{last} ({tried}{', ' + why if why else ''})")

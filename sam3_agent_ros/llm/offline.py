@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from sam3_agent_ros.core.cancel import CancelToken
@@ -71,13 +72,13 @@ def _singular(word: str) -> str:
     return word
 
 
-def _object_words(query: str, ignore: set[str] = frozenset()) -> list[str]:
+def _object_words(query: str, ignore: AbstractSet[str] = frozenset()) -> list[str]:
     words = re.findall(r"[a-z']+", query.lower())
     return [_singular(w) for w in words
             if w not in FILLER and w not in SELECTORS and w not in ALL_WORDS and w not in ignore]
 
 
-def plan_phrases(query: str, ignore: set[str] = frozenset()) -> list[str]:
+def plan_phrases(query: str, ignore: AbstractSet[str] = frozenset()) -> list[str]:
     """The phrases to try in order: the query's colour + noun, then a more general one
     (``ignore``: words that name no object, e.g. a correction's)."""
     kept = _object_words(query, ignore)

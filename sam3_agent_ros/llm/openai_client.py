@@ -37,8 +37,11 @@ import random
 import threading
 import time
 import weakref
+from collections.abc import Iterable
+from typing import Any, cast
 
 import openai
+from openai.types.chat import ChatCompletionMessageParam
 
 from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import LlmError
@@ -146,6 +149,8 @@ class OpenAiClient:
                         attempt + 1, attempts - 1, delay)
             if cancel.wait(delay):
                 raise self._cancelled()
+        if last is None:  # never: llm.max_retries >= 0 makes at least one attempt
+            raise LlmError("no LLM request was attempted", endpoint=self._endpoint)
         raise gave_up(last, attempts, self._endpoint)
 
     def _cancelled(self) -> LlmError:
@@ -202,7 +207,7 @@ class OpenAiClient:
         return self._parse(completion)
 
     def _request(self, payload: list[dict], tools: list[dict] | None, timeout: float):
-        options: dict = {}
+        options: dict[str, Any] = {}
         if self._config.max_tokens > 0:
             options[self._max_tokens_field] = self._config.max_tokens
         if self._send_temperature:
@@ -210,8 +215,10 @@ class OpenAiClient:
         if tools:
             options["tools"] = tools
             options["tool_choice"] = "auto"
+        # to_openai_messages builds the Chat Completions message dicts (llm/encoding.py).
+        messages = cast("list[ChatCompletionMessageParam]", payload)
         return self._sdk.chat.completions.create(
-            model=self._config.model, messages=payload, timeout=timeout, **options)
+            model=self._config.model, messages=messages, timeout=timeout, **options)
 
     def _classify(self, exc: Exception, timeout: float) -> Exception:
         """An SDK exception -> ``Retriable`` or a final ``LlmError`` with a hint."""
@@ -355,7 +362,9 @@ def _reasoning_text(message: object) -> str:
 def _tool_calls(calls: object) -> tuple[NativeToolCall, ...]:
     if not calls:
         return ()
-    found = []
+    if not isinstance(calls, Iterable):
+        raise TypeError(f"tool_calls is a {type(calls).__name__}, not a list")
+    found: list[NativeToolCall] = []
     for index, call in enumerate(calls):
         function = _field(call, "function")
         name = _field(function, "name") if function is not None else None

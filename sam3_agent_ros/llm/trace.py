@@ -29,7 +29,7 @@ from sam3_agent_ros.redact import redact_text
 
 
 def image_placeholder(part: ImagePart) -> dict[str, str]:
-    shape = getattr(part.array, "shape", ())
+    shape: tuple[int, ...] = getattr(part.array, "shape", ())
     size = f"{shape[1]}x{shape[0]}" if len(shape) >= 2 else "?"
     return {"image": f"{part.key} {size}"}
 

@@ -43,7 +43,8 @@ PROFILES_FILE_VAR = "FASTDDS_DEFAULT_PROFILES_FILE"  # Fast DDS 3.x (Kilted and 
 LEGACY_PROFILES_FILE_VAR = "FASTRTPS_DEFAULT_PROFILES_FILE"  # Fast DDS 2.x (Humble, Jazzy)
 PROFILES_FILE_VARS = (PROFILES_FILE_VAR, LEGACY_PROFILES_FILE_VAR)
 # The variable each Fast DDS major version reads (unknown version: both).
-PROFILES_FILE_VARS_BY_MAJOR = {3: (PROFILES_FILE_VAR,), 2: (LEGACY_PROFILES_FILE_VAR,)}
+PROFILES_FILE_VARS_BY_MAJOR: dict[int | None, tuple[str, ...]] = {
+    3: (PROFILES_FILE_VAR,), 2: (LEGACY_PROFILES_FILE_VAR,)}
 # Fast DDS 3 installs as the CMake package ``fastdds``, Fast DDS 2 as ``fastrtps``; the PyPI wheels
 # are the distributions ``ros-fastdds`` / ``ros-fastrtps``.
 FASTDDS_PACKAGES = ("fastdds", "fastrtps")

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rcl_interfaces.msg import (
     FloatingPointRange,
@@ -328,7 +328,13 @@ def read_only_reason(names: list[str]) -> str:
             f"-p {names[0]}:=VALUE")
 
 
-class ReadOnlyParameters:
+if TYPE_CHECKING:  # what the mixin below is mixed into, for the type checker
+    from rclpy.node import Node as _MixedInto
+else:
+    _MixedInto = object
+
+
+class ReadOnlyParameters(_MixedInto):
     """Mixin for an rclpy ``Node``: a runtime set of a read-only parameter answers
     ``read_only_reason`` and sets nothing.
 

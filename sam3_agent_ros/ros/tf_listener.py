@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
@@ -145,7 +146,8 @@ class Tf2Source:
             return TfLookup(None, f"no transform from '{for_log(source, 80)}' to "
                                   f"'{for_log(target, 80)}': {for_log(exc, 300)}; frames known "
                                   f"({len(known)}): {', '.join(known[:12]) or 'none'}")
-        return TfLookup(Transform(*_from_msg(stamped.transform)))
+        translation, rotation = _from_msg(stamped.transform)
+        return TfLookup(Transform(np.asarray(translation), np.asarray(rotation)))
 
     def frames(self) -> list[str]:
         import yaml

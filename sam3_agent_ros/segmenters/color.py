@@ -160,8 +160,8 @@ def _background_model(rgb: np.ndarray) -> np.ndarray:
         residual = np.abs(colours - design @ coeffs).max(axis=1)
         spread = 1.4826 * float(np.partition(residual[inliers], count // 2)[count // 2]) + 1e-6
         inliers = residual <= max(3.0 * spread, 6.0)
-    model = np.clip(design @ coeffs, 0, 255).reshape(small_h, small_w, 3).astype(np.float32)
-    model = cv2.resize(model, (width, height), interpolation=cv2.INTER_LINEAR)
+    fitted = np.clip(design @ coeffs, 0, 255).reshape(small_h, small_w, 3).astype(np.float32)
+    model = cv2.resize(fitted, (width, height), interpolation=cv2.INTER_LINEAR)
     return cv2.convertScaleAbs(model)  # rounds and saturates to uint8
 
 
@@ -173,7 +173,7 @@ def _color_pixels(analysis: _ImageAnalysis, color: str) -> np.ndarray:
     hsv = analysis.hsv
     hue, sat, val = hsv[..., 0], hsv[..., 1], hsv[..., 2]
     if color in _HUE_RANGES:
-        pixels = np.zeros(hue.shape, np.uint8)
+        pixels: np.ndarray = np.zeros(hue.shape, np.uint8)
         for low, high in _HUE_RANGES[color]:
             pixels |= cv2.inRange(hsv, (low, _MIN_SATURATION, _MIN_VALUE), (high, 255, 255))
         pixels = pixels.astype(bool)

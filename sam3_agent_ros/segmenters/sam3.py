@@ -132,7 +132,7 @@ class Sam3Segmenter:
     def __init__(self, cfg: Any, *, warmup: bool | None = None):
         self._cfg = cfg
         self._lock = threading.Lock()
-        self._state: dict | None = None
+        self._state: dict[str, Any] | None = None
         self._frame_key: tuple | None = None
         self._frame_ref: np.ndarray | None = None  # keeps the cached frame's id from recycling
         self.backbone_calls = 0
@@ -267,17 +267,18 @@ class Sam3Segmenter:
             try:
                 with self._compute_context(), torch.inference_mode():
                     key = frame_key(image)
-                    if key != self._frame_key or self._state is None:
+                    state = self._state
+                    if key != self._frame_key or state is None:
                         self._drop_frame()
                         started = time.perf_counter()
                         chw = torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1)
-                        self._state = self._processor.set_image(chw)
+                        state = self._state = self._processor.set_image(chw)
                         self._sync()
                         self.backbone_calls += 1
                         self._frame_key, self._frame_ref = key, image
                         timings["backbone_s"] = time.perf_counter() - started
                     started = time.perf_counter()
-                    raw = self._ground([p.strip() for p in prompts], image.shape[:2])
+                    raw = self._ground(state, [p.strip() for p in prompts], image.shape[:2])
                     timings["prompt_s"] = time.perf_counter() - started
             except Exception as exc:  # noqa: BLE001 - torch raises RuntimeError, OOM, ...
                 self._drop_frame()
@@ -304,7 +305,7 @@ class Sam3Segmenter:
         self.last_timings = timings  # for tests and benchmarks: stages of the latest call
         return found
 
-    def _ground(self, prompts: list[str], size: tuple[int, int]
+    def _ground(self, state: dict[str, Any], prompts: list[str], size: tuple[int, int]
                 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """The grounding head for every phrase on the cached frame features, batched: one
         (masks, scores, boxes) triple per phrase, kept where score > the confidence threshold
@@ -315,7 +316,7 @@ class Sam3Segmenter:
 
         torch, model = self._torch, self._model
         count = len(prompts)
-        features = dict(self._state["backbone_out"])  # the cached frame's features stay as they are
+        features = dict(state["backbone_out"])  # the cached frame's features stay as they are
         features.update(model.backbone.forward_text(prompts, device=self.device))
         ids = torch.arange(count, device=self.device, dtype=torch.long)
         find = FindStage(img_ids=torch.zeros_like(ids), text_ids=ids, input_boxes=None,

@@ -82,8 +82,7 @@ def stub_triton_only_module() -> None:
     def edt_triton(*_args: Any, **_kwargs: Any) -> Any:
         raise RuntimeError("edt_triton needs triton (SAM 3 video tracker only); not on CPU")
 
-    module.edt_triton = edt_triton
-    module.SAM3_AGENT_STUB = True
+    vars(module).update(edt_triton=edt_triton, SAM3_AGENT_STUB=True)
     sys.modules[EDT_MODULE] = module
 
 
