@@ -250,12 +250,6 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
         return cmd_ask_topic(args)
     action = args.action or topics["segment"]
-    if args.loopback:
-        from sam3_agent_ros.ros.dds import apply_loopback_env
-
-        apply_loopback_env()
-    import rclpy
-
     try:
         from sam3_agent_ros.action import Segment  # noqa: F401 (fail early, clearly)
     except ImportError as exc:
@@ -268,41 +262,30 @@ def cmd_ask(args: argparse.Namespace) -> int:
                   "refines")
         print(json.dumps({name: getattr(feedback, name) for name in fields}), file=sys.stderr)
 
-    from rclpy.signals import SignalHandlerOptions
+    from sam3_agent_ros.ros.short_lived import short_lived_node
 
-    # Ctrl-C / SIGTERM only set ``stop`` (rclpy's own handler would shut the context down under
-    # the wait); the client then cancels the goal and returns within a second.
-    stop = threading.Event()
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    context = rclpy.Context()
-    rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
-    node = rclpy.create_node("sam3_agent_ask", context=context)
-    client = None
+    # Ctrl-C / SIGTERM only set ``ros.stop`` (rclpy's own handler would shut the context down
+    # under the wait); the client then cancels the goal and returns within a second.
     try:
-        for sig in previous:
-            signal.signal(sig, lambda *_: stop.set())
-        client = SegmentClient(node, action)
-        try:
-            result = client.ask(args.query, timeout_s=args.timeout, query_id=args.query_id,
-                                on_feedback=print_feedback if args.feedback else None,
-                                follow=args.follow, refines=args.refines, stop=stop)
-        except SegmentInterrupted as exc:
-            if exc.result is not None and exc.result.result_json:
-                print(exc.result.result_json)
-            print("sam3-agent ask: interrupted (goal cancelled)", file=sys.stderr)
-            return EXIT_INTERRUPTED
-        except SegmentError as exc:
-            print(f"sam3-agent ask: {exc}", file=sys.stderr)
-            return EXIT_FAILED
-        print(result.result_json)
-        return EXIT_OK if result.status in ("succeeded", "no_mask") else EXIT_FAILED
+        with short_lived_node("sam3_agent_ask", args.loopback,
+                              stop_signals=(signal.SIGINT, signal.SIGTERM)) as ros:
+            client = SegmentClient(ros.node, action)
+            try:
+                result = client.ask(args.query, timeout_s=args.timeout, query_id=args.query_id,
+                                    on_feedback=print_feedback if args.feedback else None,
+                                    follow=args.follow, refines=args.refines, stop=ros.stop)
+            except SegmentInterrupted as exc:
+                if exc.result is not None and exc.result.result_json:
+                    print(exc.result.result_json)
+                print("sam3-agent ask: interrupted (goal cancelled)", file=sys.stderr)
+                return EXIT_INTERRUPTED
+            except SegmentError as exc:
+                print(f"sam3-agent ask: {exc}", file=sys.stderr)
+                return EXIT_FAILED
+            finally:
+                client.destroy()
+            print(result.result_json)
+            return EXIT_OK if result.status in ("succeeded", "no_mask") else EXIT_FAILED
     except KeyboardInterrupt:  # before the handlers were in place
         print("sam3-agent ask: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if client is not None:
-            client.destroy()
-        node.destroy_node()
-        rclpy.shutdown(context=context)
