@@ -34,7 +34,11 @@ class LookAlike:
 
     @classmethod
     def detected(cls, found: Estimate, now_s: float) -> LookAlike:
-        x0, y0, x1, y1 = found.pixel_box()
+        """A detection (``found.seen``: a non-empty mask) remembered at ``now_s``."""
+        box = found.pixel_box()
+        if found.mask is None or box is None:
+            raise ValueError("a look-alike is a detection with a non-empty mask")
+        x0, y0, x1, y1 = box
         return cls(found.mask[y0:y1, x0:x1].copy(), float(x0), float(y0), now_s)
 
     def moved(self, dx: float, dy: float) -> LookAlike:
@@ -84,9 +88,9 @@ def without(estimate: Estimate, others: Sequence[tuple[np.ndarray, PixelBox]]) -
     estimate when they share none, else one with a new mask. Only the overlap of the boxes is
     read."""
     box = estimate.pixel_box()
-    if box is None:
+    if box is None or estimate.mask is None:
         return estimate
-    mask = estimate.mask
+    mask: np.ndarray = estimate.mask
     for crop, other_box in others:
         x0, y0 = max(box[0], other_box[0]), max(box[1], other_box[1])
         x1, y1 = min(box[2], other_box[2]), min(box[3], other_box[3])

@@ -107,10 +107,14 @@ def _is_time(value: object) -> bool:
 
 
 def followed_object(estimate: Estimate, index: int) -> FollowedObject:
-    box = estimate.pixel_box()
+    """A seen estimate (a non-empty mask) as the update's object ``index``."""
+    mask, box = estimate.mask, estimate.pixel_box()
+    middle = centroid(mask, box) if mask is not None and box is not None else None
+    if mask is None or box is None or middle is None:
+        raise FollowError(f"object {index} is not seen: it has no mask to show")
     x0, y0, x1, y1 = box
-    return FollowedObject(mask=estimate.mask, bbox=(float(x0), float(y0), float(x1), float(y1)),
-                          centroid=tuple(float(c) for c in centroid(estimate.mask, box)),
+    return FollowedObject(mask=mask, bbox=(float(x0), float(y0), float(x1), float(y1)),
+                          centroid=(float(middle[0]), float(middle[1])),
                           confidence=round(float(estimate.confidence), 4), index=index)
 
 
@@ -153,12 +157,13 @@ class FollowSession:
         self._tracks = [_Track(estimate=Estimate(mask=m, confidence=1.0), last_mask=m,
                                last_seen_s=float(now_s), confirmed_s=float(now_s))
                         for m in _check_masks(masks, self._shape)]
-        can_redetect = segmenter is not None and bool(text_prompt and text_prompt.strip())
+        prompt = (text_prompt or "").strip()
+        can_redetect = segmenter is not None and bool(prompt)
         if config.mode == "redetect" and not can_redetect:
             raise FollowError("follow.mode 'redetect' needs the segmenter and the query's text "
                               "prompt")
         gates = Gates(min_iou=config.match_min_iou, max_shift=config.match_max_shift)
-        self._redetector = (RedetectTracker(segmenter, text_prompt.strip(), gates)
+        self._redetector = (RedetectTracker(segmenter, prompt, gates)
                             if can_redetect else None)
         self._flow: FlowTracker | None = None
         if config.mode == "flow":
@@ -270,6 +275,8 @@ class FollowSession:
                    for t in self._tracks)
 
     def _redetect(self, frame_rgb: np.ndarray) -> Redetection:
+        if self._redetector is None:  # never: only called with a segmenter and a prompt
+            raise FollowError("re-detection needs the segmenter and the query's text prompt")
         self._since_redetect = 0
         return self._redetector.redetect(frame_rgb, [t.prediction() for t in self._tracks],
                                          [a.mask(self._shape) for a in self._lookalikes])
@@ -303,13 +310,14 @@ class FollowSession:
     @staticmethod
     def _show(track: _Track, shown: bool, now_s: float, clock: bool = True) -> None:
         track.seen = shown
-        if shown:
+        if shown and track.estimate.mask is not None:  # shown: seen, so it has a mask
             track.last_mask = track.estimate.mask
             if clock:
                 track.last_seen_s = now_s
 
     def _remember_lookalikes(self, found: Redetection, now_s: float) -> None:
-        anchors = [centroid(t.prediction().mask) for t in self._tracks]
+        predicted = (t.prediction().mask for t in self._tracks)
+        anchors = [centroid(mask) for mask in predicted if mask is not None]
         self._lookalikes = remembered(self._lookalikes, found, now_s,
                                       self._config.lost_timeout_s, anchors)
 
@@ -317,6 +325,6 @@ def _visible(estimate: Estimate) -> Estimate:
     """The estimate (with its box), or ``MISSING`` when its mask is too small to be an object in
     view."""
     box = estimate.pixel_box()
-    if box is None or mask_area(estimate.mask, box) < MIN_OBJECT_PIXELS:
+    if box is None or estimate.mask is None or mask_area(estimate.mask, box) < MIN_OBJECT_PIXELS:
         return MISSING
     return estimate if estimate.box is not None else replace(estimate, box=box)
