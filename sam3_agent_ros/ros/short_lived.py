@@ -9,8 +9,11 @@
   wait): Ctrl-C stays a ``KeyboardInterrupt`` unless ``stop_signals`` names SIGINT; each signal of
   ``stop_signals`` only sets ``ros.stop`` (the verb then ends its wait, cancels what it started
   and returns), and the previous handlers are back when the block ends.
-- ``ros.spinning()``: an executor spinning the node in a thread until ``ros.stop`` is set or the
-  block ends (for verbs whose callbacks must run while the main thread waits).
+- ``ros.spinning(threads=1)``: an executor spinning the node in a thread until ``ros.stop`` is
+  set or the block ends (for verbs whose callbacks must run while the main thread waits).
+An object that lives longer than one block (a demo's listener) holds both in a
+``contextlib.ExitStack``: ``enter_context(short_lived_node(...))`` when made,
+``enter_context(ros.spinning(n))`` when started, ``close()`` at the end.
 
 rclpy is imported only when a node is made (the commands' modules stay importable without it).
 """
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rclpy.context import Context
+    from rclpy.executors import Executor
     from rclpy.node import Node
 
 SPIN_SLICE_S = 0.1  # the spinning thread looks at ``stop`` this often
@@ -40,12 +44,13 @@ class ShortLived:
         self.stop = stop
 
     @contextmanager
-    def spinning(self) -> Iterator[None]:
-        """Spin the node on an executor of its own in a thread, until ``stop`` or the end of the
-        block (which sets ``stop``)."""
-        from rclpy.executors import SingleThreadedExecutor
+    def spinning(self, threads: int = 1) -> Iterator[None]:
+        """Spin the node on an executor of its own (``threads`` > 1: a multi-threaded one) in a
+        thread, until ``stop`` or the end of the block (which sets ``stop``)."""
+        from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 
-        executor = SingleThreadedExecutor(context=self.context)
+        executor = (MultiThreadedExecutor(num_threads=threads, context=self.context)
+                    if threads > 1 else SingleThreadedExecutor(context=self.context))
         executor.add_node(self.node)
         spinner = threading.Thread(target=self._spin, args=(executor,), daemon=True,
                                    name=f"{self.node.get_name()}-spin")
@@ -57,7 +62,7 @@ class ShortLived:
             spinner.join(timeout=JOIN_S)
             executor.shutdown(timeout_sec=1.0)
 
-    def _spin(self, executor: Any) -> None:
+    def _spin(self, executor: Executor) -> None:
         while not self.stop.is_set() and self.context.ok():
             executor.spin_once(timeout_sec=SPIN_SLICE_S)
 

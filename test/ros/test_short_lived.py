@@ -25,11 +25,12 @@ def test_a_stop_signal_only_sets_stop_and_the_old_handler_comes_back():
     assert not context.ok()  # shut down at the end of the block
 
 
-def test_spinning_runs_the_nodes_callbacks_until_the_block_ends():
+@pytest.mark.parametrize("threads", [1, 2])
+def test_spinning_runs_the_nodes_callbacks_until_the_block_ends(threads):
     ticks = threading.Event()
     with short_lived_node("sam3_agent_short_lived_spin") as ros:
         ros.node.create_timer(0.01, ticks.set)
-        with ros.spinning():
+        with ros.spinning(threads):
             assert ticks.wait(10.0)
         assert ros.stop.is_set()
         ticks.clear()
