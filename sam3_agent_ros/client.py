@@ -63,7 +63,7 @@ class SegmentClient:
         self._node = node
         self._segment = Segment
         self.action_name = action_name
-        self._client = ActionClient(node, Segment, action_name)
+        self._client: Any = ActionClient(node, Segment, action_name)
         self._own_executor: Any = None  # spins the node while waiting when nobody else does
 
     def ask(self, query: str, timeout_s: float = 60.0, query_id: str = "",
@@ -107,17 +107,18 @@ class SegmentClient:
             if stop is not None and stop.is_set():
                 # The goal may be accepted meanwhile: it must not keep running on the node.
                 self._wait(sent, time.monotonic() + INTERRUPT_WAIT_S)
-                if sent.done() and sent.result().accepted:
-                    self._cancel(sent.result(), sent.result().get_result_async())
+                handle: Any = sent.result() if sent.done() else None
+                if handle is not None and handle.accepted:
+                    self._cancel(handle, handle.get_result_async())
                 raise SegmentInterrupted(None)
             raise SegmentError(f"no answer to the goal within {timeout_s:g} s")
-        goal_handle = sent.result()
+        goal_handle: Any = sent.result()
         if not goal_handle.accepted:
             raise SegmentError("goal rejected by the node (not active, or its queue is full; "
                                "see the node's log)")
         result = goal_handle.get_result_async()
         if self._wait(result, deadline, stop):
-            response = result.result()
+            response: Any = result.result()
             return GoalOutcome(names.get(response.status, str(response.status)), response.result)
         if stop is not None and stop.is_set():
             raise SegmentInterrupted(self._cancel(goal_handle, result))
@@ -250,12 +251,6 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
         return cmd_ask_topic(args)
     action = args.action or topics["segment"]
-    if args.loopback:
-        from sam3_agent_ros.ros.dds import apply_loopback_env
-
-        apply_loopback_env()
-    import rclpy
-
     try:
         from sam3_agent_ros.action import Segment  # noqa: F401 (fail early, clearly)
     except ImportError as exc:
@@ -268,41 +263,30 @@ def cmd_ask(args: argparse.Namespace) -> int:
                   "refines")
         print(json.dumps({name: getattr(feedback, name) for name in fields}), file=sys.stderr)
 
-    from rclpy.signals import SignalHandlerOptions
+    from sam3_agent_ros.ros.short_lived import short_lived_node
 
-    # Ctrl-C / SIGTERM only set ``stop`` (rclpy's own handler would shut the context down under
-    # the wait); the client then cancels the goal and returns within a second.
-    stop = threading.Event()
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    context = rclpy.Context()
-    rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
-    node = rclpy.create_node("sam3_agent_ask", context=context)
-    client = None
+    # Ctrl-C / SIGTERM only set ``ros.stop`` (rclpy's own handler would shut the context down
+    # under the wait); the client then cancels the goal and returns within a second.
     try:
-        for sig in previous:
-            signal.signal(sig, lambda *_: stop.set())
-        client = SegmentClient(node, action)
-        try:
-            result = client.ask(args.query, timeout_s=args.timeout, query_id=args.query_id,
-                                on_feedback=print_feedback if args.feedback else None,
-                                follow=args.follow, refines=args.refines, stop=stop)
-        except SegmentInterrupted as exc:
-            if exc.result is not None and exc.result.result_json:
-                print(exc.result.result_json)
-            print("sam3-agent ask: interrupted (goal cancelled)", file=sys.stderr)
-            return EXIT_INTERRUPTED
-        except SegmentError as exc:
-            print(f"sam3-agent ask: {exc}", file=sys.stderr)
-            return EXIT_FAILED
-        print(result.result_json)
-        return EXIT_OK if result.status in ("succeeded", "no_mask") else EXIT_FAILED
+        with short_lived_node("sam3_agent_ask", args.loopback,
+                              stop_signals=(signal.SIGINT, signal.SIGTERM)) as ros:
+            client = SegmentClient(ros.node, action)
+            try:
+                result = client.ask(args.query, timeout_s=args.timeout, query_id=args.query_id,
+                                    on_feedback=print_feedback if args.feedback else None,
+                                    follow=args.follow, refines=args.refines, stop=ros.stop)
+            except SegmentInterrupted as exc:
+                if exc.result is not None and exc.result.result_json:
+                    print(exc.result.result_json)
+                print("sam3-agent ask: interrupted (goal cancelled)", file=sys.stderr)
+                return EXIT_INTERRUPTED
+            except SegmentError as exc:
+                print(f"sam3-agent ask: {exc}", file=sys.stderr)
+                return EXIT_FAILED
+            finally:
+                client.destroy()
+            print(result.result_json)
+            return EXIT_OK if result.status in ("succeeded", "no_mask") else EXIT_FAILED
     except KeyboardInterrupt:  # before the handlers were in place
         print("sam3-agent ask: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if client is not None:
-            client.destroy()
-        node.destroy_node()
-        rclpy.shutdown(context=context)

@@ -243,3 +243,28 @@ def test_a_refusal_never_repeats_a_huge_value():
             with pytest.raises(ConfigError) as info:
                 Config.from_params({name: value})
             assert len(str(info.value)) < 300, name
+
+
+def test_every_parameter_is_exactly_one_typed_field_of_its_section():
+    """The written-out section dataclasses match PARAMETERS: one field per parameter, in the
+    section of its prefix (un-prefixed: NodeConfig), with the parameter's type and default."""
+    import dataclasses
+    import typing
+
+    from sam3_agent_ros.config import SECTIONS, NodeConfig
+
+    sections = {**SECTIONS, "node": NodeConfig}
+    assert {f.name for f in dataclasses.fields(Config)} == set(sections)
+    seen = set()
+    for prefix, section in sections.items():
+        assert dataclasses.is_dataclass(section) and section.__dataclass_params__.frozen
+        hints = typing.get_type_hints(section)
+        for f in dataclasses.fields(section):
+            name = f.name if prefix == "node" else f"{prefix}.{f.name}"
+            assert name in PARAMETERS_BY_NAME, f"{section.__name__}.{f.name} is no parameter"
+            param = PARAMETERS_BY_NAME[name]
+            expected = tuple[str, ...] if param.type is tuple else param.type
+            assert hints[f.name] == expected, name
+            assert f.default == param.default and type(f.default) is param.type, name
+            seen.add(name)
+    assert seen == set(PARAMETERS_BY_NAME) and len(seen) == len(PARAMETERS)

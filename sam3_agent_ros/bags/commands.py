@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
 from pathlib import Path
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -70,24 +69,6 @@ def _error(message: str) -> None:
     print(f"sam3-agent: error: {message}", file=sys.stderr)
 
 
-def _init_ros(loopback: bool):
-    """A fresh rclpy context (Ctrl-C stays a KeyboardInterrupt)."""
-    if loopback:
-        from sam3_agent_ros.ros.dds import apply_loopback_env
-
-        apply_loopback_env()
-    import rclpy
-    from rclpy.signals import SignalHandlerOptions
-
-    context = rclpy.context.Context()
-    rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
-    return context
-
-
-def _stop_on_sigterm(stop: threading.Event) -> None:
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-
-
 def cmd_replay(args) -> int:
     from sam3_agent_ros.bags.replay import BagError, ProgressLine, parse_remaps, replay_bag
 
@@ -99,26 +80,22 @@ def cmd_replay(args) -> int:
     if not args.rate > 0 or args.start_offset < 0 or args.qos_depth < 1:
         _error("--rate must be > 0, --start-offset >= 0 and --qos-depth >= 1")
         return EXIT_USAGE
-    import rclpy
+    from sam3_agent_ros.ros.short_lived import short_lived_node
 
-    context = _init_ros(args.loopback)
-    stop = threading.Event()
-    _stop_on_sigterm(stop)
-    node = rclpy.create_node("sam3_agent_replay", context=context)
     progress = ProgressLine(sys.stderr)
-    try:
-        stats = replay_bag(args.bag, node, rate=args.rate, loop=args.loop,
-                           start_offset_s=args.start_offset, topics=args.topics, remaps=remaps,
-                           qos_depth=args.qos_depth, reliable=not args.best_effort,
-                           delay_s=args.delay, stop=stop, progress=progress)
+    try:  # SIGTERM ends the replay like the end of the bag; Ctrl-C too
+        with short_lived_node("sam3_agent_replay", args.loopback,
+                              stop_signals=(signal.SIGTERM,)) as ros:
+            stats = replay_bag(args.bag, ros.node, rate=args.rate, loop=args.loop,
+                               start_offset_s=args.start_offset, topics=args.topics,
+                               remaps=remaps, qos_depth=args.qos_depth,
+                               reliable=not args.best_effort, delay_s=args.delay, stop=ros.stop,
+                               progress=progress)
     except BagError as exc:
         _error(str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
         return EXIT_OK
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
     progress.finish(stats)
     return EXIT_OK
 
@@ -146,44 +123,36 @@ def cmd_record(args) -> int:
     except ValueError as exc:
         _error(str(exc))
         return EXIT_USAGE
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
+    from sam3_agent_ros.ros.short_lived import short_lived_node
 
     def say_problem(topic: str, reason: str) -> None:  # at once; the exit status says it too
         print(f"[record] cannot record {topic}: {for_log(reason)}", file=sys.stderr)
 
-    context = _init_ros(args.loopback)
-    stop = threading.Event()
-    _stop_on_sigterm(stop)
-    node = rclpy.create_node("sam3_agent_record", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
     recorder = None
     status = EXIT_OK
-    try:
-        recorder = BagRecorder(node, args.out, topics, storage=args.storage,
-                               on_problem=say_problem)
-        print(f"[record] recording {', '.join(recorder.topics)} into {args.out} "
-              "(Ctrl-C to stop)", file=sys.stderr)
-        spinner = threading.Thread(target=_spin_until, args=(executor, stop), daemon=True)
-        spinner.start()
-        stop.wait(args.duration)
-        stop.set()
-        spinner.join(timeout=5.0)
+    try:  # SIGTERM and Ctrl-C end the recording; the bag is closed either way
+        with short_lived_node("sam3_agent_record", args.loopback,
+                              stop_signals=(signal.SIGTERM,)) as ros:
+            try:
+                recorder = BagRecorder(ros.node, args.out, topics, storage=args.storage,
+                                       on_problem=say_problem)
+                print(f"[record] recording {', '.join(recorder.topics)} into {args.out} "
+                      "(Ctrl-C to stop)", file=sys.stderr)
+                with ros.spinning():
+                    ros.stop.wait(args.duration)
+            except KeyboardInterrupt:
+                ros.stop.set()
+            finally:
+                if recorder is not None:
+                    status = _finish_recording(recorder, args.out)
     except RecordError as exc:
         _error(str(exc))
         return EXIT_USAGE
     except OSError as exc:  # the bag could not be opened there after all
         _error(f"cannot create the bag {args.out}: {exc}")
         return EXIT_FAILED
-    except KeyboardInterrupt:
-        stop.set()
-    finally:
-        if recorder is not None:
-            status = _finish_recording(recorder, args.out)
-        executor.shutdown(timeout_sec=1.0)
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
+    except KeyboardInterrupt:  # before the node was up: nothing recorded
+        return status
     return status
 
 
@@ -203,8 +172,3 @@ def _finish_recording(recorder, out: str) -> int:
     for line in problems:
         _error(line)
     return EXIT_FAILED if problems else EXIT_OK
-
-
-def _spin_until(executor, stop: threading.Event) -> None:
-    while not stop.is_set():
-        executor.spin_once(timeout_sec=0.1)

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sam3_agent_ros.bags.message_types import message_class
 
@@ -143,7 +144,7 @@ def _qos(depth: int, reliable: bool):
                       durability=DurabilityPolicy.VOLATILE)
 
 
-def wait_for_subscribers(publishers: Mapping[str, object], topics: Iterable[str],
+def wait_for_subscribers(publishers: Mapping[str, Any], topics: Iterable[str],
                          timeout_s: float, stop: threading.Event) -> list[str]:
     """Wait until every publisher of ``topics`` (output names) has a subscriber; returns the
     topics still without one when ``timeout_s`` ran out (empty list: all matched)."""

@@ -36,9 +36,9 @@ it is found again when it reappears there.
 
 Look-alikes: the detections not matched to a followed object are remembered (at most
 ``MAX_LOOKALIKES``, nearest first, moved rigidly by the median flow under them in ``flow`` mode,
-forgotten after ``lost_timeout_s`` without a detection) and compete in the association
-(``redetect.py``), so a same-coloured neighbour never takes over the identity of an object that
-vanished beside it; flow masks also lose the look-alikes' pixels.
+forgotten after ``lost_timeout_s`` without a detection: ``lookalikes.py``) and compete in the
+association (``redetect.py``), so a same-coloured neighbour never takes over the identity of an
+object that vanished beside it; flow masks also lose the look-alikes' pixels.
 
 Not thread-safe: call from one worker thread.
 """
@@ -53,6 +53,7 @@ import numpy as np
 
 from sam3_agent_ros.config import FollowConfig
 from sam3_agent_ros.follow.flow import FlowTracker
+from sam3_agent_ros.follow.lookalikes import LookAlike, remembered, without
 from sam3_agent_ros.follow.redetect import Gates, Redetection, RedetectTracker
 from sam3_agent_ros.follow.tracker import MISSING, Estimate, centroid, mask_area
 from sam3_agent_ros.follow.types import (
@@ -66,14 +67,11 @@ from sam3_agent_ros.follow.types import (
     FollowUpdate,
     starting_source,
 )
-from sam3_agent_ros.masks import PixelBox, pixel_box
 
 # A mask with fewer pixels counts as out of view (a sliver flow left at the image border).
 MIN_OBJECT_PIXELS = 16
 # Confidence kept by a flow mask that a re-detection did not confirm.
 UNCONFIRMED_FACTOR = 0.5
-# Look-alikes remembered for the association (the nearest to the followed objects).
-MAX_LOOKALIKES = 8
 
 
 def check_frame(frame_rgb: object) -> tuple[int, int]:
@@ -109,10 +107,14 @@ def _is_time(value: object) -> bool:
 
 
 def followed_object(estimate: Estimate, index: int) -> FollowedObject:
-    box = estimate.pixel_box()
+    """A seen estimate (a non-empty mask) as the update's object ``index``."""
+    mask, box = estimate.mask, estimate.pixel_box()
+    middle = centroid(mask, box) if mask is not None and box is not None else None
+    if mask is None or box is None or middle is None:
+        raise FollowError(f"object {index} is not seen: it has no mask to show")
     x0, y0, x1, y1 = box
-    return FollowedObject(mask=estimate.mask, bbox=(float(x0), float(y0), float(x1), float(y1)),
-                          centroid=tuple(float(c) for c in centroid(estimate.mask, box)),
+    return FollowedObject(mask=mask, bbox=(float(x0), float(y0), float(x1), float(y1)),
+                          centroid=(float(middle[0]), float(middle[1])),
                           confidence=round(float(estimate.confidence), 4), index=index)
 
 
@@ -141,49 +143,6 @@ class _Track:
         return Estimate(mask=self.last_mask, confidence=0.0)
 
 
-@dataclass(frozen=True)
-class _LookAlike:
-    """Another detection of the prompt: its mask as a crop whose top-left corner is at (x, y)
-    (moved rigidly by flow in ``flow`` mode), and when it was last detected."""
-
-    crop: np.ndarray
-    x: float
-    y: float
-    detected_s: float
-
-    @classmethod
-    def detected(cls, found: Estimate, now_s: float) -> _LookAlike:
-        x0, y0, x1, y1 = found.pixel_box()
-        return cls(found.mask[y0:y1, x0:x1].copy(), float(x0), float(y0), now_s)
-
-    def moved(self, dx: float, dy: float) -> _LookAlike:
-        return replace(self, x=self.x + dx, y=self.y + dy)
-
-    def box(self) -> PixelBox:
-        """Its box on the frame, possibly reaching past the frame's edges."""
-        x0, y0 = round(self.x), round(self.y)
-        return x0, y0, x0 + self.crop.shape[1], y0 + self.crop.shape[0]
-
-    def placed(self, shape: tuple[int, int]) -> tuple[np.ndarray, PixelBox] | None:
-        """The part of the crop inside a frame of ``shape`` and its box there (None: none)."""
-        x0, y0, x1, y1 = self.box()
-        cx0, cy0 = max(0, -x0), max(0, -y0)
-        cx1 = min(self.crop.shape[1], shape[1] - x0)
-        cy1 = min(self.crop.shape[0], shape[0] - y0)
-        if cx0 >= cx1 or cy0 >= cy1 or not self.crop[cy0:cy1, cx0:cx1].any():
-            return None
-        return self.crop[cy0:cy1, cx0:cx1], (x0 + cx0, y0 + cy0, x0 + cx1, y0 + cy1)
-
-    def mask(self, shape: tuple[int, int]) -> np.ndarray:
-        """Its full-frame mask (empty when it is out of the frame)."""
-        mask = np.zeros(shape, bool)
-        placed = self.placed(shape)
-        if placed is not None:
-            crop, (x0, y0, x1, y1) = placed
-            mask[y0:y1, x0:x1] = crop
-        return mask
-
-
 class FollowSession:
     """One followed answer. Raises ``FollowError`` at construction on unusable input (no masks,
     an empty mask, a mask or frame of the wrong shape, ``redetect`` mode without a segmenter or a
@@ -198,18 +157,19 @@ class FollowSession:
         self._tracks = [_Track(estimate=Estimate(mask=m, confidence=1.0), last_mask=m,
                                last_seen_s=float(now_s), confirmed_s=float(now_s))
                         for m in _check_masks(masks, self._shape)]
-        can_redetect = segmenter is not None and bool(text_prompt and text_prompt.strip())
+        prompt = (text_prompt or "").strip()
+        can_redetect = segmenter is not None and bool(prompt)
         if config.mode == "redetect" and not can_redetect:
             raise FollowError("follow.mode 'redetect' needs the segmenter and the query's text "
                               "prompt")
         gates = Gates(min_iou=config.match_min_iou, max_shift=config.match_max_shift)
-        self._redetector = (RedetectTracker(segmenter, text_prompt.strip(), gates)
+        self._redetector = (RedetectTracker(segmenter, prompt, gates)
                             if can_redetect else None)
         self._flow: FlowTracker | None = None
         if config.mode == "flow":
             self._flow = FlowTracker(config.flow_max_side)
             self._flow.reset(first_frame_rgb)
-        self._lookalikes: list[_LookAlike] = []
+        self._lookalikes: list[LookAlike] = []
         self._since_redetect: int | None = None  # updates since the last re-detection (None:
         # none yet; the first followed frame is re-detected, which also finds the look-alikes)
         self._source = starting_source(config.mode)
@@ -302,7 +262,7 @@ class FollowSession:
         if not estimate.seen or not self._lookalikes:
             return estimate
         placed = [a.placed(self._shape) for a in self._lookalikes]
-        return _without(estimate, [p for p in placed if p is not None])
+        return without(estimate, [p for p in placed if p is not None])
 
     def _redetect_due(self, now_s: float) -> bool:
         """Whether the segmenter runs on this frame (after flow moved the masks onto it)."""
@@ -315,6 +275,8 @@ class FollowSession:
                    for t in self._tracks)
 
     def _redetect(self, frame_rgb: np.ndarray) -> Redetection:
+        if self._redetector is None:  # never: only called with a segmenter and a prompt
+            raise FollowError("re-detection needs the segmenter and the query's text prompt")
         self._since_redetect = 0
         return self._redetector.redetect(frame_rgb, [t.prediction() for t in self._tracks],
                                          [a.mask(self._shape) for a in self._lookalikes])
@@ -348,66 +310,21 @@ class FollowSession:
     @staticmethod
     def _show(track: _Track, shown: bool, now_s: float, clock: bool = True) -> None:
         track.seen = shown
-        if shown:
+        if shown and track.estimate.mask is not None:  # shown: seen, so it has a mask
             track.last_mask = track.estimate.mask
             if clock:
                 track.last_seen_s = now_s
 
     def _remember_lookalikes(self, found: Redetection, now_s: float) -> None:
-        timeout = self._config.lost_timeout_s
-        kept = [_LookAlike.detected(where, now_s) if where.seen else old
-                for old, where in zip(self._lookalikes, found.lookalikes)]
-        kept = [a for a in kept if now_s - a.detected_s < timeout]
-        kept += [_LookAlike.detected(where, now_s) for where in found.unmatched]
-        if len(kept) > MAX_LOOKALIKES:
-            anchors = [centroid(t.prediction().mask) for t in self._tracks]
-            kept.sort(key=lambda a: _distance_to(_box_centre(a.box()), anchors))
-        self._lookalikes = kept[:MAX_LOOKALIKES]
-
+        predicted = (t.prediction().mask for t in self._tracks)
+        anchors = [centroid(mask) for mask in predicted if mask is not None]
+        self._lookalikes = remembered(self._lookalikes, found, now_s,
+                                      self._config.lost_timeout_s, anchors)
 
 def _visible(estimate: Estimate) -> Estimate:
     """The estimate (with its box), or ``MISSING`` when its mask is too small to be an object in
     view."""
     box = estimate.pixel_box()
-    if box is None or mask_area(estimate.mask, box) < MIN_OBJECT_PIXELS:
+    if box is None or estimate.mask is None or mask_area(estimate.mask, box) < MIN_OBJECT_PIXELS:
         return MISSING
     return estimate if estimate.box is not None else replace(estimate, box=box)
-
-
-def _without(estimate: Estimate, others: Sequence[tuple[np.ndarray, PixelBox]]) -> Estimate:
-    """``estimate`` less the pixels of ``others`` (crops and their boxes on the frame): the same
-    estimate when they share none, else one with a new mask. Only the overlap of the boxes is
-    read."""
-    box = estimate.pixel_box()
-    if box is None:
-        return estimate
-    mask = estimate.mask
-    for crop, other_box in others:
-        x0, y0 = max(box[0], other_box[0]), max(box[1], other_box[1])
-        x1, y1 = min(box[2], other_box[2]), min(box[3], other_box[3])
-        if x0 >= x1 or y0 >= y1:
-            continue
-        ox, oy = other_box[0], other_box[1]
-        shared = mask[y0:y1, x0:x1] & crop[y0 - oy:y1 - oy, x0 - ox:x1 - ox]
-        if shared.any():
-            mask = mask.copy() if mask is estimate.mask else mask
-            mask[y0:y1, x0:x1] &= ~shared
-    if mask is estimate.mask:
-        return estimate
-    left = pixel_box(mask[box[1]:box[3], box[0]:box[2]])
-    if left is None:
-        return MISSING
-    return replace(estimate, mask=mask, box=(box[0] + left[0], box[1] + left[1],
-                                             box[0] + left[2], box[1] + left[3]))
-
-
-def _box_centre(box: PixelBox) -> tuple[float, float]:
-    return (box[0] + box[2]) / 2.0, (box[1] + box[3]) / 2.0
-
-
-def _distance_to(point: tuple[float, float] | None,
-                 anchors: Sequence[tuple[float, float] | None]) -> float:
-    if point is None:
-        return math.inf
-    return min((math.hypot(point[0] - a[0], point[1] - a[1]) for a in anchors if a is not None),
-               default=math.inf)

@@ -17,7 +17,7 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
 
-from sam3_agent_ros.ros.health import HealthInputs, Level, Status, statuses
+from sam3_agent_ros.ros.health_status import HealthInputs, Level, Status, statuses
 from sam3_agent_ros.ros.qos import OUTPUT_QOS
 
 TOPIC = "/diagnostics"

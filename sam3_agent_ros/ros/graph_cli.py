@@ -19,8 +19,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -114,26 +113,6 @@ def _say(message: str) -> None:
     print(f"sam3-agent: {message}", file=sys.stderr)
 
 
-@contextmanager
-def _ros_node(loopback: bool, name: str) -> Iterator[Any]:
-    """An rclpy node in a context of its own, for one command."""
-    if loopback:
-        from sam3_agent_ros.ros.dds import apply_loopback_env
-
-        apply_loopback_env()
-    import rclpy
-    from rclpy.signals import SignalHandlerOptions
-
-    context = rclpy.Context()
-    rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
-    node = rclpy.create_node(name, context=context)
-    try:
-        yield node
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
-
-
 def _run_graph(args: argparse.Namespace, action: Callable[[Any], int]) -> int:
     """Usage checks, then ``action(client)`` with a GraphClient on ``--node``."""
     from sam3_agent_ros.ros.graph_client import GraphClient, GraphError, qualified_node_name
@@ -146,8 +125,10 @@ def _run_graph(args: argparse.Namespace, action: Callable[[Any], int]) -> int:
     except ValueError as exc:
         _say(f"--node: {exc}")
         return EXIT_USAGE
-    with _ros_node(args.loopback, "sam3_agent_cli") as node:
-        client = GraphClient(node, node_name, args.timeout)
+    from sam3_agent_ros.ros.short_lived import short_lived_node
+
+    with short_lived_node("sam3_agent_cli", args.loopback) as ros:
+        client = GraphClient(ros.node, node_name, args.timeout)
         try:
             return action(client)
         except GraphError as exc:
@@ -226,8 +207,11 @@ def cmd_ask_topic(args: argparse.Namespace) -> int:
             if status.get("phase") == "done":
                 finished.append(status)
 
+    from sam3_agent_ros.ros.short_lived import short_lived_node
+
     deadline = time.monotonic() + args.timeout
-    with _ros_node(args.loopback, "sam3_agent_ask") as node:
+    with short_lived_node("sam3_agent_ask", args.loopback) as ros:
+        node = ros.node
         asker = TopicQuery(node, query_topic, result_topic, topics["status"],
                            print_status if args.feedback else None)
         try:
@@ -255,9 +239,11 @@ def cmd_stop_follow(args: argparse.Namespace) -> int:
     """``--stop-follow``: the node's ``~/stop_follow`` service (its answer printed), or with
     ``--topic`` the message ``{"stop_follow": true}`` on its ``query`` topic."""
     from sam3_agent_ros.ros.graph_client import GraphClient, GraphError, TopicQuery, node_topics
+    from sam3_agent_ros.ros.short_lived import short_lived_node
 
     deadline = time.monotonic() + args.timeout
-    with _ros_node(args.loopback, "sam3_agent_ask") as node:
+    with short_lived_node("sam3_agent_ask", args.loopback) as ros:
+        node = ros.node
         try:
             if args.topic:
                 topics = node_topics(args.node)

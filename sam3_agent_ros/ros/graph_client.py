@@ -22,8 +22,8 @@ from typing import Any
 from sam3_agent_ros.ros.param_text import (  # noqa: F401 (the CLI's and tests' names)
     describe_lines,
     format_value,
-    parameter_value,
     parse_parameter_text,
+    rclpy_parameter,
 )
 
 RESEND_AFTER_S = 2.0
@@ -94,6 +94,7 @@ class GraphClient:
         self.node_name = qualified_node_name(node_name)
         self.timeout_s = timeout_s
         self._waiter = _Waiter(node)
+        self._parameters: Any = None  # rclpy's AsyncParameterClient, made at the first use
 
     def close(self) -> None:
         self._waiter.close()
@@ -104,22 +105,31 @@ class GraphClient:
         name = f"{self.node_name}/{service}"
         client = self.node.create_client(srv_type, name)
         try:
-            deadline = time.monotonic() + self.timeout_s
-            if not self._waiter.until(client.service_is_ready, deadline):
-                raise GraphError(f"no node {self.node_name} answering (service {name} not found "
-                                 f"after {self.timeout_s:g} s; {domain_hint()}); is it running?")
-            futures: list[Any] = []
-            while True:
-                futures.append(client.call_async(request))
-                resend_at = time.monotonic() + RESEND_AFTER_S if resend else deadline
-                done = self._waiter.until(lambda: any(f.done() for f in futures),
-                                          min(deadline, resend_at))
-                if done:
-                    return next(f for f in futures if f.done()).result()
-                if time.monotonic() >= deadline:
-                    raise GraphError(f"{name} did not answer within {self.timeout_s:g} s")
+            return self._answer(lambda: client.call_async(request), client.service_is_ready,
+                                f"service {name}", name, resend)
         finally:
             self.node.destroy_client(client)
+
+    def _answer(self, send: Callable[[], Any], ready: Callable[[], bool], what: str,
+                asked: str, resend: bool = True) -> Any:
+        """The reply to ``send()`` once ``ready()``, the request sent again every
+        ``RESEND_AFTER_S`` (with ``resend``: a fresh client may lose its first reply) until the
+        timeout; ``GraphError`` when nobody answers (``what`` was not found / ``asked`` was
+        not answered)."""
+        deadline = time.monotonic() + self.timeout_s
+        if not self._waiter.until(ready, deadline):
+            raise GraphError(f"no node {self.node_name} answering ({what} not found after "
+                             f"{self.timeout_s:g} s; {domain_hint()}); is it running?")
+        futures: list[Any] = []
+        while True:
+            futures.append(send())
+            resend_at = time.monotonic() + RESEND_AFTER_S if resend else deadline
+            done = self._waiter.until(lambda: any(f.done() for f in futures),
+                                      min(deadline, resend_at))
+            if done:
+                return next(f for f in futures if f.done()).result()
+            if time.monotonic() >= deadline:
+                raise GraphError(f"{asked} did not answer within {self.timeout_s:g} s")
 
     # --- lifecycle -----------------------------------------------------------------------------
     def lifecycle_state(self) -> str:
@@ -169,20 +179,29 @@ class GraphClient:
                              "says why)")
         return state
 
-    # --- parameters ----------------------------------------------------------------------------
-    def list_parameters(self) -> list[str]:
-        from rcl_interfaces.srv import ListParameters
+    # --- parameters (rclpy's AsyncParameterClient; every request idempotent, so resent) ------
+    def _parameter_call(self, service: str, send: Callable[[Any], Any]) -> Any:
+        """``send(client)`` on the node's parameter services, through one
+        ``rclpy.parameter_client.AsyncParameterClient`` made at the first use."""
+        if self._parameters is None:
+            from rclpy.parameter_client import AsyncParameterClient
 
-        reply = self.call(ListParameters, "list_parameters", ListParameters.Request())
+            self._parameters = AsyncParameterClient(self.node, self.node_name)
+        client = self._parameters
+        return self._answer(lambda: send(client), client.services_are_ready,
+                            f"its parameter services ({self.node_name}/{service}, ...)",
+                            f"{self.node_name}/{service}")
+
+    def list_parameters(self) -> list[str]:
+        reply = self._parameter_call("list_parameters", lambda c: c.list_parameters())
         return sorted(reply.result.names)
 
     def describe_parameter(self, name: str) -> Any:
         """The ``ParameterDescriptor`` of ``name``; ``GraphError`` when it is not declared."""
         from rcl_interfaces.msg import ParameterType
-        from rcl_interfaces.srv import DescribeParameters
 
-        request = DescribeParameters.Request(names=[name])
-        descriptors = self.call(DescribeParameters, "describe_parameters", request).descriptors
+        descriptors = self._parameter_call(
+            "describe_parameters", lambda c: c.describe_parameters([name])).descriptors
         if not descriptors or descriptors[0].type == ParameterType.PARAMETER_NOT_SET:
             raise GraphError(self._not_declared(name))
         return descriptors[0]
@@ -190,11 +209,10 @@ class GraphClient:
     def get_parameter(self, name: str) -> Any:
         """The value of ``name`` as a Python value; ``GraphError`` when it is not set."""
         from rcl_interfaces.msg import ParameterType
-        from rcl_interfaces.srv import GetParameters
         from rclpy.parameter import parameter_value_to_python
 
-        values = self.call(GetParameters, "get_parameters",
-                           GetParameters.Request(names=[name])).values
+        values = self._parameter_call("get_parameters",
+                                      lambda c: c.get_parameters([name])).values
         if not values or values[0].type == ParameterType.PARAMETER_NOT_SET:
             raise GraphError(self._not_declared(name))
         return parameter_value_to_python(values[0])
@@ -202,14 +220,11 @@ class GraphClient:
     def set_parameter(self, name: str, text: str) -> tuple[bool, str, Any]:
         """Set ``name`` from its command-line text, converted to the declared type; returns
         (successful, the node's reason, the value sent)."""
-        from rcl_interfaces.msg import Parameter
-        from rcl_interfaces.srv import SetParameters
-
         descriptor = self.describe_parameter(name)
         value = parse_parameter_text(text, descriptor.type)
-        request = SetParameters.Request(parameters=[
-            Parameter(name=name, value=parameter_value(value, descriptor.type))])
-        result = self.call(SetParameters, "set_parameters", request).results[0]
+        parameter = rclpy_parameter(name, value, descriptor.type)
+        result = self._parameter_call(
+            "set_parameters", lambda c: c.set_parameters([parameter])).results[0]
         return result.successful, result.reason, value
 
     def _not_declared(self, name: str) -> str:

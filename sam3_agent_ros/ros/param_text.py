@@ -74,23 +74,18 @@ def parse_parameter_text(text: str, parameter_type: int) -> Any:
     raise ValueError(f"parameter type {parameter_type} cannot be set from the command line")
 
 
-def parameter_value(value: Any, parameter_type: int) -> Any:
-    """An ``rcl_interfaces/ParameterValue`` of ``parameter_type`` holding ``value``."""
-    from rcl_interfaces.msg import ParameterType as T
-    from rcl_interfaces.msg import ParameterValue
+def rclpy_parameter(name: str, value: Any, parameter_type: int) -> Any:
+    """An ``rclpy.parameter.Parameter`` of ``parameter_type`` (rcl_interfaces ``ParameterType``)
+    holding ``value`` as ``parse_parameter_text`` gives it (a byte array's integers become the
+    one-byte ``bytes`` rclpy wants); ``ValueError`` when it does not fit the type."""
+    from rclpy.parameter import Parameter
 
-    field = {T.PARAMETER_BOOL: "bool_value", T.PARAMETER_INTEGER: "integer_value",
-             T.PARAMETER_DOUBLE: "double_value", T.PARAMETER_STRING: "string_value",
-             T.PARAMETER_BYTE_ARRAY: "byte_array_value",
-             T.PARAMETER_BOOL_ARRAY: "bool_array_value",
-             T.PARAMETER_INTEGER_ARRAY: "integer_array_value",
-             T.PARAMETER_DOUBLE_ARRAY: "double_array_value",
-             T.PARAMETER_STRING_ARRAY: "string_array_value"}[parameter_type]
-    if parameter_type == T.PARAMETER_BYTE_ARRAY:
+    kind = Parameter.Type(parameter_type)
+    if kind == Parameter.Type.BYTE_ARRAY:
         value = [bytes([item]) for item in value]
-    message = ParameterValue(type=parameter_type)
-    setattr(message, field, value)
-    return message
+    if not kind.check(value):
+        raise ValueError(f"{shown(format_value(value))} is not a {kind.name.lower()} value")
+    return Parameter(name, kind, value)
 
 
 def format_value(value: Any) -> str:

@@ -11,9 +11,9 @@ from sam3_agent_ros.ros.graph_client import (
     describe_lines,
     format_value,
     node_topics,
-    parameter_value,
     parse_parameter_text,
     qualified_node_name,
+    rclpy_parameter,
 )
 
 T = ParameterType
@@ -57,7 +57,7 @@ def test_topics_follow_the_node_name_like_the_node_resolves_them():
 def test_values_are_read_as_the_declared_type(text, kind, value):
     parsed = parse_parameter_text(text, kind)
     assert parsed == value and type(parsed) is type(value)
-    parameter_value(parsed, kind)  # and fit the message field of that type
+    rclpy_parameter("p", parsed, kind).to_parameter_msg()  # and fit that type's message field
 
 
 @pytest.mark.parametrize(("text", "kind", "message"), [
@@ -92,3 +92,51 @@ def test_a_descriptor_prints_its_type_range_and_read_only_flag():
     assert describe_lines("agent.max_rounds", descriptor) == [
         "parameter: agent.max_rounds", "type: integer", "description: Most rounds.",
         "integer range: 1 .. 200, step 1", "read only: true"]
+
+
+class _Future:
+    def __init__(self, answer: object = None) -> None:
+        self._answer = answer
+
+    def done(self) -> bool:
+        return self._answer is not None
+
+    def result(self) -> object:
+        return self._answer
+
+
+class _NoWait:
+    """A waiter that looks once (the loop, not the waiting, is under test)."""
+
+    def until(self, predicate, deadline):
+        return predicate()
+
+
+def _graph_client_without_ros(timeout_s: float = 30.0):
+    from sam3_agent_ros.ros.graph_client import GraphClient
+
+    client = GraphClient.__new__(GraphClient)
+    client.node_name, client.timeout_s, client._waiter = "/sam3_agent", timeout_s, _NoWait()
+    return client
+
+
+def test_a_lost_first_reply_is_asked_again_and_the_first_answer_taken():
+    """A fresh client may lose the reply to its first request: an idempotent request (the
+    parameter verbs, get_state) is sent again, and whichever reply comes is the answer."""
+    sent = []
+
+    def send():
+        sent.append(_Future() if not sent else _Future("the answer"))
+        return sent[-1]
+
+    client = _graph_client_without_ros()
+    assert client._answer(send, lambda: True, "service x", "/sam3_agent/x") == "the answer"
+    assert len(sent) == 2
+
+
+def test_nobody_answering_says_which_node_and_what_was_missing():
+    from sam3_agent_ros.ros.graph_client import GraphError
+
+    client = _graph_client_without_ros(timeout_s=0.01)
+    with pytest.raises(GraphError, match="no node /sam3_agent answering .*parameter services"):
+        client._answer(_Future, lambda: False, "its parameter services", "/sam3_agent/x")
