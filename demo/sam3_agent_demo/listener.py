@@ -1,14 +1,14 @@
 """The demos' own rclpy node: it listens to the node under test and plays the bag into it.
 
-A fresh rclpy context without signal handlers (Ctrl-C stays a ``KeyboardInterrupt`` in the demo),
-spun by a background thread from ``start()`` until ``close()``; ``stop`` tells the spinner and
-the replay to end. rclpy is imported when a ``Listener`` is made (the demo modules import
-without ROS).
+The CLI verbs' short-lived rclpy start-up (``ros/short_lived.py``: a context of its own, no
+signal handlers, so Ctrl-C stays a ``KeyboardInterrupt`` in the demo), spun by a background
+thread from ``start()`` until ``close()``; ``stop`` tells the spinner and the replay to end.
+rclpy is imported when a ``Listener`` is made (the demo modules import without ROS).
 """
 
 from __future__ import annotations
 
-import threading
+import contextlib
 import time
 
 import numpy as np
@@ -21,35 +21,17 @@ SETTLE_S = 0.5  # after the node is up: let our subscriptions match its publishe
 
 class Listener:
     def __init__(self, name: str) -> None:
-        import rclpy
-        from rclpy.signals import SignalHandlerOptions
+        from sam3_agent_ros.ros.short_lived import short_lived_node
 
-        self.context = rclpy.context.Context()
-        rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
-        self.node = rclpy.create_node(name, context=self.context)
-        self.stop = threading.Event()
-        self._executor = None
-        self._spinner: threading.Thread | None = None
-        self._closed = False
+        self._stack = contextlib.ExitStack()
+        self._ros = self._stack.enter_context(short_lived_node(name))
+        self.context = self._ros.context
+        self.node = self._ros.node
+        self.stop = self._ros.stop
 
     def start(self, threads: int = 1) -> None:
         """Spin the node (after its subscriptions are made) on ``threads`` executor threads."""
-        from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
-
-        self._executor = (MultiThreadedExecutor(num_threads=threads, context=self.context)
-                          if threads > 1 else SingleThreadedExecutor(context=self.context))
-        self._executor.add_node(self.node)
-        self._spinner = threading.Thread(target=self._spin, daemon=True)
-        self._spinner.start()
-
-    def _spin(self) -> None:
-        while not self.stop.is_set() and self.context.ok():
-            try:
-                self._executor.spin_once(timeout_sec=0.1)
-            except Exception:  # shutting down
-                if self.stop.is_set():
-                    return
-                raise
+        self._stack.enter_context(self._ros.spinning(threads))
 
     def wait_for_node(self, process: NodeProcess, timeout_s: float, subscribed: tuple[str, ...],
                       published: tuple[str, ...], ready=None,
@@ -78,17 +60,7 @@ class Listener:
     def close(self) -> None:
         """Stop spinning, destroy the node, shut the context down (idempotent)."""
         self.stop.set()
-        if self._closed:
-            return
-        self._closed = True
-        if self._spinner is not None:
-            self._spinner.join(timeout=2.0)
-        if self._executor is not None:
-            self._executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        import rclpy
-
-        rclpy.try_shutdown(context=self.context)
+        self._stack.close()
 
 
 def header_stamp_ns(header) -> int:

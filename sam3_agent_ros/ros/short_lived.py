@@ -64,7 +64,12 @@ class ShortLived:
 
     def _spin(self, executor: Executor) -> None:
         while not self.stop.is_set() and self.context.ok():
-            executor.spin_once(timeout_sec=SPIN_SLICE_S)
+            try:
+                executor.spin_once(timeout_sec=SPIN_SLICE_S)
+            except Exception:  # a wait that failed because the block is ending: quietly done
+                if self.stop.is_set() or not self.context.ok():
+                    return
+                raise
 
 
 @contextmanager
