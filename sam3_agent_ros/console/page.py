@@ -26,8 +26,9 @@ button{padding:4px 10px}
 .reasoning{white-space:pre-wrap;max-height:9em;overflow:auto;color:#444;font-size:12px}
 ul{margin:0;padding-left:18px}
 </style></head><body>
-<header><h1>sam3_agent console</h1><p id="connection" role="status">connecting to the console
-</p><p id="notice" role="status" aria-live="polite"></p></header>
+<header><h1>sam3_agent console</h1>
+<p id="connection" role="status" aria-label="Connection">connecting to the console</p>
+<p id="notice" role="status" aria-label="Notice"></p></header>
 <main>
 <div>
 <section aria-labelledby="h-camera"><h2 id="h-camera">Camera</h2>
@@ -53,7 +54,7 @@ placeholder="no, the other one"><button id="correct" type="submit">Correct</butt
 </div>
 <div>
 <section id="status" aria-labelledby="h-status"><h2 id="h-status">Status</h2>
-<p id="phase">idle</p><div id="reasoning" class="reasoning"></div></section>
+<p id="phase">idle</p><p id="phases"></p><div id="reasoning" class="reasoning"></div></section>
 <section id="result" aria-labelledby="h-result"><h2 id="h-result">Result</h2>
 <p id="result-status">no answer yet</p><ul id="masks"></ul></section>
 <section aria-labelledby="h-concepts"><h2 id="h-concepts">Standing concepts</h2>
@@ -115,6 +116,7 @@ const render = {
     if (s.text_prompt) parts.push('prompt "' + s.text_prompt + '"');
     if (s.num_masks !== null && s.num_masks !== undefined) parts.push(s.num_masks + " masks");
     $("phase").textContent = parts.join(", ") + (s.query_id ? " (" + s.query_id + ")" : "");
+    $("phases").textContent = "phases: " + (s.phases || []).join(" > ");
     if (s.reasoning) $("reasoning").textContent = s.reasoning;
   },
   result(r) {

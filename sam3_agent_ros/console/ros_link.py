@@ -161,7 +161,10 @@ class RosLink:
     def _on_status(self, msg: Any) -> None:
         status = views.json_text(msg.data)
         if status is not None:
-            self.hub.set("status", views.status_view(status))
+            self._show_status(status)
+
+    def _show_status(self, status: dict) -> None:
+        self.hub.set("status", views.status_view(status, self.hub.get("status")))
 
     def _on_result(self, msg: Any) -> None:
         result = views.json_text(msg.data)
@@ -334,8 +337,8 @@ class RosLink:
         slot: dict[str, Any] = {"handle": None}
         goals.append(slot)
         sent = self._action.send_goal_async(
-            goal, feedback_callback=lambda m: self.hub.set(
-                "status", views.feedback_view(m.feedback, query_id)))
+            goal, feedback_callback=lambda m: self._show_status(
+                views.feedback_view(m.feedback, query_id)))
         sent.add_done_callback(lambda f: self._accepted(page, slot, f))
         self._notice(f"sent {query_id}" + (f" (correcting {command.refines})"
                                            if command.refines else ""))

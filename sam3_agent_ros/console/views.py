@@ -32,20 +32,29 @@ def json_text(text: str) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def status_view(status: dict) -> dict:
+MAX_PHASES = 64  # phases remembered for the query shown
+
+
+def status_view(status: dict, previous: dict | None = None) -> dict:
+    """A ``~/status`` for the page, with the phases its query went through so far (``previous``:
+    the view shown before; a status that arrives between two page updates still shows)."""
     keep = ("query_id", "phase", "round", "tool", "text_prompt", "num_masks", "elapsed_s")
     view = {key: status.get(key) for key in keep}
     view["reasoning"] = _text(status.get("reasoning"))
+    phases = list(previous["phases"]) if previous and previous.get("query_id") == view[
+        "query_id"] else []
+    if isinstance(view["phase"], str) and (not phases or phases[-1] != view["phase"]):
+        phases.append(view["phase"][:40])
+    view["phases"] = phases[-MAX_PHASES:]
     return view
 
 
 def feedback_view(feedback: Any, query_id: str) -> dict:
-    """A goal's feedback in the shape of a ``~/status`` (the same fields)."""
-    view = {name: getattr(feedback, name, None) for name in
-            ("phase", "round", "tool", "text_prompt", "num_masks", "elapsed_s")}
-    view["query_id"] = query_id
-    view["reasoning"] = _text(getattr(feedback, "reasoning", ""))
-    return view
+    """A goal's feedback as a ``~/status`` (the same fields)."""
+    status = {name: getattr(feedback, name, None) for name in
+              ("phase", "round", "tool", "text_prompt", "num_masks", "elapsed_s", "reasoning")}
+    status["query_id"] = query_id
+    return status
 
 
 def result_view(result: dict) -> dict:
