@@ -23,7 +23,7 @@ from typing import Any
 from sam3_agent_ros.console import views
 from sam3_agent_ros.console.commands import Command, Limits
 from sam3_agent_ros.console.hub import Hub
-from sam3_agent_ros.console.preview import Throttle, is_jpeg, preview_jpeg
+from sam3_agent_ros.console.preview import Throttle, is_jpeg, preview_jpeg, stamp_filter
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.ros.output_topics import resolve
 
@@ -149,7 +149,8 @@ class RosLink:
         self._guard = node.create_guard_condition(self._drain)
         self._images: list[Any] = []
         self._image_kind = ""  # "" none, "raw" or "compressed"
-        self._live_throttle = Throttle(self.preview_hz)
+        # the stamp filter spaces frames 1/preview_hz apart, give or take a camera period
+        self._live_throttle = Throttle(self.preview_hz * 1.5)
         self._overlay_throttles = {s: Throttle(OVERLAY_HZ) for s in ("follow", "concepts")}
         self._connected = False
         self._diagnostics_at = 0.0
@@ -274,9 +275,24 @@ class RosLink:
             made.append(node.create_subscription(CompressedImage, self.image_topic + "/compressed",
                                                  self._on_compressed_frame, newest))
         else:
-            made.append(node.create_subscription(Image, self.image_topic, self._on_raw_frame,
-                                                 newest, raw=True))
+            made.append(self._raw_frames(Image, newest))
         return made
+
+    def _raw_frames(self, image_type: Any, qos: Any) -> Any:
+        """The raw camera topic, thinned by a content filter on the stamps where the middleware
+        has one (``preview.stamp_filter``), serialised (deserialised only when a preview is
+        due)."""
+        from rclpy.subscription_content_filter_options import ContentFilterOptions
+
+        expression, parameters = stamp_filter(self.preview_hz)
+        try:
+            return self.node.create_subscription(
+                image_type, self.image_topic, self._on_raw_frame, qos, raw=True,
+                content_filter_options=ContentFilterOptions(expression, parameters))
+        except Exception as exc:  # no content filter in this middleware: every frame comes
+            LOG.info("console: no content filter for the preview (%s)", for_log(exc))
+            return self.node.create_subscription(image_type, self.image_topic,
+                                                 self._on_raw_frame, qos, raw=True)
 
     def _ask_parameters(self) -> None:
         from rcl_interfaces.srv import GetParameters
