@@ -16,7 +16,8 @@ header h1{font-size:16px;margin:0}
 main{display:grid;grid-template-columns:minmax(320px,2fr) minmax(280px,1fr);gap:10px;padding:10px}
 section{background:#fff;border:1px solid #ccc;border-radius:4px;padding:8px}
 h2{font-size:14px;margin:0 0 6px}
-#camera{width:100%;background:#222;min-height:240px;display:block;object-fit:contain}
+#camera{width:100%;background:#222;min-height:240px;max-height:58vh;display:block;
+object-fit:contain}
 form{display:flex;gap:6px;margin:6px 0;align-items:center;flex-wrap:wrap}
 input[type=text]{flex:1;min-width:160px;padding:4px}
 button{padding:4px 10px}

@@ -114,6 +114,7 @@ class Bench:
         browser.by_name(self.driver, "button", button).click()
 
     def shot(self, name: str) -> None:
+        self.driver.execute_script("window.scrollTo(0, 0); document.activeElement.blur();")
         self.driver.save_screenshot(str(self.shots / f"console-{name}.png"))
 
     def close(self) -> None:
