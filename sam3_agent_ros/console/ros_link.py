@@ -17,12 +17,12 @@ import os
 import queue
 import threading
 import time
-import uuid
 from typing import Any
 
 from sam3_agent_ros.console import views
 from sam3_agent_ros.console.commands import Command, Limits
 from sam3_agent_ros.console.hub import Hub
+from sam3_agent_ros.console.node_requests import NodeRequests
 from sam3_agent_ros.console.preview import Throttle, is_jpeg, preview_jpeg, stamp_filter
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.ros.output_topics import resolve
@@ -31,7 +31,6 @@ LOG = logging.getLogger("sam3_agent_ros.console")
 TICK_S = 0.5
 DIAGNOSTICS_STALE_S = 5.0
 OVERLAY_HZ = 10.0  # follow / concepts overlays forwarded at most this often (answers: each)
-MAX_GOALS_PER_PAGE = 4
 MAX_PENDING = 64
 LIMIT_PARAMETERS = ("max_query_chars", "concepts.max_prompts", "concepts.max_prompt_chars")
 
@@ -46,8 +45,6 @@ class RosLink:
         self._pending: queue.Queue = queue.Queue(MAX_PENDING)
         self._stop = threading.Event()
         self._ready = threading.Event()
-        self._goals: dict[str, list[Any]] = {}  # page -> goal handles (or None while sent)
-        self._closed_pages: set[str] = set()
         self._thread = threading.Thread(target=self._run, name="console-ros", daemon=True)
         self.error: BaseException | None = None
         hub.set("connection", {"state": "waiting", "node": node_name,
@@ -112,23 +109,18 @@ class RosLink:
                     LOG.warning("console: the ROS executor raised (%s: %s); going on",
                                 type(exc).__name__, for_log(exc))
                 time.sleep(0.01)
-        self._cancel_all()
+        self.requests.cancel_all()
         executor.shutdown(timeout_sec=1.0)
         self.node.destroy_node()
         rclpy.try_shutdown(context=context)
 
     def _create_entities(self) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
-        from rcl_interfaces.srv import GetParameters, SetParameters
-        from rclpy.action import ActionClient
+        from rcl_interfaces.srv import GetParameters
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from std_msgs.msg import String
-        from std_srvs.srv import Trigger
-
-        from sam3_agent_ros.action import Segment
 
         node, name = self.node, self.node_name
-        self._segment = Segment
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         node.create_subscription(String, resolve("~/status", name), self._on_status, reliable)
         node.create_subscription(String, resolve("~/result", name), self._on_result, reliable)
@@ -142,9 +134,7 @@ class RosLink:
                                      self._on_detections, reliable)
         except ImportError:  # interfaces without the concepts messages: no detections shown
             pass
-        self._action = ActionClient(node, Segment, resolve("~/segment", name))
-        self._stop_follow = node.create_client(Trigger, resolve("~/stop_follow", name))
-        self._set_params = node.create_client(SetParameters, f"{name}/set_parameters")
+        self.requests = NodeRequests(node, name, self.hub, self._show_status)
         self._get_params = node.create_client(GetParameters, f"{name}/get_parameters")
         self._guard = node.create_guard_condition(self._drain)
         self._images: list[Any] = []
@@ -312,118 +302,15 @@ class RosLink:
         if all(n > 0 for n in numbers):
             self.limits = Limits(*numbers)
 
-    # --- page requests ---
-
     def _drain(self) -> None:
+        """The page requests queued since the last wake-up, on this thread."""
         while True:
             try:
                 page, command = self._pending.get_nowait()
             except queue.Empty:
                 return
             try:
-                self._handle(page, command)
+                self.requests.handle(page, command)
             except Exception as exc:  # a request must never stop the ROS thread
                 LOG.warning("console: request failed: %s", for_log(exc))
-                self._notice(f"the request failed: {exc}")
-
-    def _handle(self, page: str, command: Command | None) -> None:
-        if command is None or command.kind == "cancel":
-            if command is None:
-                self._closed_pages.add(page)
-            self._cancel_page(page)
-            return
-        if command.kind in ("ask", "correct"):
-            self._send_goal(page, command)
-        elif command.kind == "stop_follow":
-            self._call_stop_follow()
-        elif command.kind == "concepts":
-            self._set_concepts(command.concepts)
-
-    def _send_goal(self, page: str, command: Command) -> None:
-        if not self._action.server_is_ready():
-            self._notice(f"not sent: the node {self.node_name} is not there (or not active)")
-            return
-        goals = self._goals.setdefault(page, [])
-        if len(goals) >= MAX_GOALS_PER_PAGE:
-            self._notice(f"not sent: {len(goals)} queries of this page are still running")
-            return
-        query_id = f"console-{uuid.uuid4().hex[:10]}"
-        goal = self._segment.Goal(query=command.query, query_id=query_id,
-                                  follow=command.follow, refines=command.refines)
-        slot: dict[str, Any] = {"handle": None}
-        goals.append(slot)
-        sent = self._action.send_goal_async(
-            goal, feedback_callback=lambda m: self._show_status(
-                views.feedback_view(m.feedback, query_id)))
-        sent.add_done_callback(lambda f: self._accepted(page, slot, f))
-        self._notice(f"sent {query_id}" + (f" (correcting {command.refines})"
-                                           if command.refines else ""))
-
-    def _accepted(self, page: str, slot: dict, future: Any) -> None:
-        handle = future.result()
-        goals = self._goals.get(page, [])
-        if handle is None or not handle.accepted:
-            if slot in goals:
-                goals.remove(slot)
-            self._notice("the node refused the goal (not active, or its queue is full)")
-            return
-        slot["handle"] = handle
-        if page in self._closed_pages:  # the tab closed while the goal was on its way
-            handle.cancel_goal_async()
-        handle.get_result_async().add_done_callback(lambda _: self._finished(page, slot))
-
-    def _finished(self, page: str, slot: dict) -> None:
-        goals = self._goals.get(page)
-        if goals is not None and slot in goals:
-            goals.remove(slot)
-        if not goals:
-            self._goals.pop(page, None)
-            self._closed_pages.discard(page)
-
-    def _cancel_page(self, page: str) -> None:
-        for slot in self._goals.get(page, []):
-            if slot["handle"] is not None:
-                slot["handle"].cancel_goal_async()
-        if not self._goals.get(page):
-            self._closed_pages.discard(page)
-
-    def _cancel_all(self) -> None:
-        for page in list(self._goals):
-            self._cancel_page(page)
-
-    def _call_stop_follow(self) -> None:
-        from std_srvs.srv import Trigger
-
-        if not self._stop_follow.service_is_ready():
-            self._notice("not sent: the node's ~/stop_follow is not there")
-            return
-
-        def done(future: Any) -> None:
-            reply = future.result()
-            self._notice("stop following: " + (for_log(reply.message) if reply else "no reply"))
-        self._stop_follow.call_async(Trigger.Request()).add_done_callback(done)
-
-    def _set_concepts(self, concepts: tuple[str, ...]) -> None:
-        from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
-        from rcl_interfaces.srv import SetParameters
-
-        if not self._set_params.service_is_ready():
-            self._notice("not sent: the node's parameter service is not there")
-            return
-        value = ParameterValue(type=ParameterType.PARAMETER_STRING_ARRAY,
-                               string_array_value=list(concepts))
-        request = SetParameters.Request(parameters=[Parameter(name="concepts.prompts",
-                                                              value=value)])
-
-        def done(future: Any) -> None:
-            reply = future.result()
-            if reply is not None and reply.results and reply.results[0].successful:
-                self.hub.set("concepts", list(concepts))
-                self._notice("concepts set: " + (", ".join(concepts) or "(none: off)"))
-            else:
-                reason = reply.results[0].reason if reply and reply.results else "no reply"
-                self._notice(f"concepts refused by the node: {for_log(reason)}")
-        self._set_params.call_async(request).add_done_callback(done)
-
-    def _notice(self, text: str) -> None:
-        self.hub.set("notice", {"text": text[:views.MAX_TEXT_CHARS], "at": time.time()})
+                self.requests.notice(f"the request failed: {exc}")

@@ -87,8 +87,10 @@ class Bench:
         self.camera: Camera | None = None
 
     def start_node(self) -> None:
-        self.node = NodeProcess(NS, {"max_frame_age_s": 6.0}, self.tmp, dict(os.environ,
-                                                                               **self.env))
+        # slow only for prompts with the word "slow" (a query caught mid-segmenter)
+        self.node = NodeProcess(NS, {"max_frame_age_s": 6.0, "segmenter": {
+            "backend": "test.ros.slow_segmenter:slow_word_factory"}}, self.tmp,
+            dict(os.environ, **self.env, SLOW_SEGMENTER_S="5"))
 
     def start_camera(self) -> None:
         self.camera = Camera(self.harness, f"{NS}/image", rgb8_image(self.scene.rgb),
@@ -195,6 +197,39 @@ def test_a_correction_refines_the_answer_shown_to_the_other_object(bench):
     boxes = result_boxes(bench)
     assert len(boxes) == 1 and close_to(boxes[0], other), (boxes, other)
     bench.shot("correction")
+
+
+def test_several_tabs_at_once_see_the_same_answers(bench):
+    first = bench.driver.current_window_handle
+    bench.driver.switch_to.new_window("tab")
+    try:
+        bench.driver.get(bench.url)
+        wait_until(lambda: f"connected to {NODE}" in bench.driver.page_source, WAIT_S,
+                   "the second tab connected")
+        bench.type_into("Query", "the largest red object", "Ask")
+        bench.wait_text("region", "Result", r"succeeded for \"the largest red object\"",
+                        "the answer in the tab that asked")
+    finally:
+        bench.driver.close()
+        bench.driver.switch_to.window(first)
+    bench.wait_text("region", "Result", r"succeeded for \"the largest red object\"",
+                    "the same answer in the first tab")
+
+
+def test_a_tab_closed_mid_query_has_its_goal_cancelled(bench):
+    first = bench.driver.current_window_handle
+    bench.driver.switch_to.new_window("tab")
+    try:
+        bench.driver.get(bench.url)
+        wait_until(lambda: f"connected to {NODE}" in bench.driver.page_source, WAIT_S,
+                   "the second tab connected")
+        bench.type_into("Query", "the slow blue object", "Ask")
+        bench.wait_text("region", "Status", r"segmenting", "the slow query inside the segmenter")
+    finally:
+        bench.driver.close()  # mid-query
+        bench.driver.switch_to.window(first)
+    bench.wait_text("region", "Result", r"cancelled.* for \"the slow blue object\"",
+                    "the closed tab's goal cancelled")
 
 
 def test_concepts_set_from_the_page_show_their_detections(bench):
