@@ -279,6 +279,21 @@ def test_the_page_recovers_when_the_node_is_killed_and_restarted(bench):
     bench.shot("recovered")
 
 
+def test_a_result_with_depth_and_a_target_frame_shows_both_positions(bench):
+    """The page's rendering of what views.result_view passes on (a node with depth and
+    target_frame: the camera-frame position and the transformed one)."""
+    bench.driver.execute_script("""render.result({query_id: "q-3d", query: "the cup",
+        status: "succeeded", error: "", frame_id: "camera_color_optical_frame", masks: [
+        {id: 1, score: 0.91, bbox: [10, 20, 30, 40], position: {x: 0.1, y: -0.2, z: 0.9},
+         target: {frame_id: "base_link", position: {x: 0.5, y: 0.0, z: 0.25}}},
+        {id: 2, score: 0.5, bbox: [1, 2, 3, 4], position: null,
+         position_error: "no valid depth", target: null, target_error: ""}]});""")
+    text = bench.text("region", "Result")
+    assert ("mask 1: score 0.91, box [10, 20, 30, 40], position (0.100, -0.200, 0.900) m in "
+            "camera_color_optical_frame, in base_link: (0.500, 0.000, 0.250) m") in text, text
+    assert "mask 2: score 0.50, box [1, 2, 3, 4], no position: no valid depth" in text, text
+
+
 def test_a_console_with_a_token_refuses_requests_without_it(ros_env):
     console, url = start_console("--token", "s3cret-token-123", env=dict(os.environ, **ros_env))
     try:
