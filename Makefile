@@ -34,7 +34,9 @@ demo-follow: setup
 test: setup setup-extra
 	$(MAKE) --no-print-directory -j2 -O test-main test-distros
 
+# The console's browser tests need Chromium: scripts/setup_browser.sh installs it when missing.
 test-main: setup
+	scripts/setup_browser.sh
 	$(VENV)/bin/pytest --durations=15 $(PYTEST_ARGS)
 
 test-distros: test-jazzy test-py310 test-py313
@@ -62,6 +64,7 @@ test-py310 test-py313: test-%: setup-%
 	@echo "$*: sam3-agent run with the offline backends: OK (out/cli-$*/result.json)"
 
 test-fast: setup
+	scripts/setup_browser.sh
 	$(VENV)/bin/pytest --durations=15 -m "not slow_sam3 and not slow_docs" $(PYTEST_ARGS)
 
 # ruff, the type checker (mypy, [tool.mypy] in pyproject.toml: the whole package, strict on core/

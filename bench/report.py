@@ -630,6 +630,29 @@ def tf_cloud(data: dict) -> Section:
     return s
 
 
+def console_cost(data: dict) -> Section:
+    s = Section("18. The operator console beside the node (1080p camera at 30 Hz, a page open)")
+    s.add(f"Command: `{data['command']}`", "",
+          f"A {data['resolution']} rgb8 camera at {data['rate_hz']:g} Hz into the node (offline "
+          "backends); turns of the node alone and of the node with `sam3-agent console` and one "
+          f"open page (a WebSocket client reading everything), {data['rounds']} each, "
+          f"{data['window_s']:g} s windows, alternating. CPU from /proc (user + system), % of "
+          "one core, medians.", "",
+          "| figure | value |", "|---|---|",
+          f"| console process | {data['console_cpu_percent']:.1f} % |",
+          f"| node alone | {data['node_cpu_percent_without']:.1f} % |",
+          f"| node with the console | {data['node_cpu_percent_with']:.1f} % |",
+          f"| node with / alone | x{data['node_ratio']} |",
+          f"| live previews to the page | {data['page_images_per_s']} /s |")
+    s.figure("Console CPU, 1080p camera at 30 Hz, a page open",
+             f"{data['console_cpu_percent']:.1f} % of a core", f"<= {data['bound_percent']:g} %",
+             data["console_cpu_percent"] <= data["bound_percent"])
+    ratio = data["node_ratio"]
+    s.figure("Node CPU with the console / without", f"x{ratio}", "unchanged (<= x1.15)",
+             ratio is not None and ratio <= 1.15)
+    return s
+
+
 BUILDERS = [("agent_overhead", agent_overhead), ("context_size", context_size),
             ("verifier_concurrency", verifier_concurrency), ("node_costs", node_costs),
             ("memory_soak", memory_soak), ("sam3_latency", sam3_cpu), ("eval_jobs", eval_jobs),
@@ -637,7 +660,8 @@ BUILDERS = [("agent_overhead", agent_overhead), ("context_size", context_size),
             ("segment_action", segment_action), ("reply_shapes", reply_shapes),
             ("action_memory", action_memory), ("box_fit", box_fit),
             ("concepts_batch", concepts_batch), ("node_exit", node_exit),
-            ("tf_cloud", tf_cloud), ("answer_memory", answer_memory)]
+            ("tf_cloud", tf_cloud), ("answer_memory", answer_memory),
+            ("console_cost", console_cost)]
 
 
 def build(total_seconds: float | None, sam3_note: str) -> tuple[str, list]:

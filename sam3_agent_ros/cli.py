@@ -9,7 +9,8 @@ which returns the exit status: ``run_command.py`` (run), ``concepts_command.py``
 ``sam3_agent_demo.commands`` (demo, demo-follow: the demo package of the source repository,
 imported here only, lazily; a robot's install has none and the two commands say so),
 ``eval/commands.py`` (eval, eval-compare),
-``client.py`` (ask --ros), ``ros/graph_cli.py`` (lifecycle, param, ask --topic / --stop-follow).
+``client.py`` (ask --ros), ``ros/graph_cli.py`` (lifecycle, param, ask --topic / --stop-follow),
+``console/command.py`` (console: aiohttp and rclpy imported only when it runs).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ EXIT_USAGE = 2
 
 def build_parser() -> argparse.ArgumentParser:
     from sam3_agent_ros import client, concepts_command, run_command
+    from sam3_agent_ros.console import command as console_command
     from sam3_agent_ros.eval import commands as eval_commands
     from sam3_agent_ros.ros import graph_cli
 
@@ -53,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     eval_commands.register(commands)  # eval, eval-compare (docs/eval.md)
     client.register(commands)  # ask --ros: one goal to a running node (docs/ros.md)
     graph_cli.register(commands)  # lifecycle, param: a running node's services, without ros2 CLI
+    console_command.register(commands)  # console: the operator console (docs/console.md)
     return parser
 
 

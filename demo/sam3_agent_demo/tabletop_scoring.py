@@ -222,4 +222,5 @@ def format_summary(report: DemoReport) -> list[str]:
     if report.error:
         lines.append(f"error: {report.error}")
     lines.append(f"wall time: {report.wall_s:.1f} s")
+    lines.append("watch it: sam3-agent console (beside a running node; docs/console.md)")
     return lines

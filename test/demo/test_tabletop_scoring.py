@@ -62,6 +62,7 @@ def test_summary():
     lines = tabletop_scoring.format_summary(DemoReport(outcomes=outcomes, wall_s=12.0))
     assert "queries answered: 1/2" in lines and "wall time: 12.0 s" in lines
     assert any(line.startswith("correct vs ground truth: 1/2") for line in lines)
+    assert lines[-1].startswith("watch it: sam3-agent console")  # the closing hint
 
 
 def test_the_summary_says_which_backends_answered(truth):
