@@ -62,6 +62,7 @@ from sam3_agent_ros.config import (
 )
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.pipeline.measurement import Answer, measure_answer
 from sam3_agent_ros.redact import install_log_redaction, redact_text
 from sam3_agent_ros.ros import (
     health,
@@ -394,7 +395,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         if duplicate is not None:  # published here: the action's result hook would end the goal
             self.get_logger().warning(f"query rejected: {for_log(duplicate.error)}")
             if self._answers is not None:
-                self._answers.publish(duplicate, None)
+                self._answers.publish(Answer(duplicate))
             return
         self.get_logger().info(f"query {for_log(query.id)}: {for_log(repr(query.text))}"
                                + refines_note(query))
@@ -458,16 +459,18 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             self._segment.on_status(event)
 
     def _publish_result(self, result: Result) -> None:
-        """Images (lazily), the result JSON and the 3D targets: see ``ros/outputs.py``."""
+        """The 3D step (``pipeline.measurement``), then images (lazily), the result JSON and the
+        3D targets: see ``ros/outputs.py``."""
         if not self.context.ok():  # Ctrl-C: rclpy is shut down; the process is exiting
             logging.getLogger(__name__).info("query %s ended (%s) during shutdown; not published",
                                              for_log(result.query_id), result.status.value)
             return
         if not result.backends:  # every result names its backends (interface §6), also those
             result.backends = self._backends()  # that never reached the agent (no frame...)
-        answers, published = self._answers, None
-        try:
-            published = answers.publish(result, self._depth) if answers is not None else None
+        answers, published, depth = self._answers, None, self._depth
+        try:  # the 3D step first: the result JSON, the targets and the action read it
+            answer = measure_answer(result, depth, self.get_logger())
+            published = answers.publish(answer, depth) if answers is not None else None
         finally:  # whatever publish raised (the worker logs it), the goal of this query ends
             if self._segment is not None:
                 self._segment.on_result(result, published)
