@@ -24,6 +24,7 @@ logic, tested with fakes in ``test/pipeline/test_query_life.py``:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -103,6 +104,26 @@ class QueryLife:
         self.action: ActionPort | None = None
         self.follow: FollowHooks | None = None
         self.depth: DepthSource | None = None
+        self.accepting = False  # the node is active: its inputs are subscribed
+        self.max_query_chars = 0  # node.max_query_chars while configured
+        self._ids = itertools.count(1)
+
+    # --- what the collaborators read (bound methods: they see the current parts) ------------
+    def current_runner(self) -> Runner | None:
+        return self.runner
+
+    def current_depth(self) -> DepthSource | None:
+        return self.depth
+
+    def is_accepting(self) -> bool:
+        return self.accepting
+
+    def query_chars(self) -> int:
+        return self.max_query_chars
+
+    def new_query_id(self) -> str:
+        """An id for a query that gave none: ``q-N``."""
+        return f"q-{next(self._ids)}"
 
     # --- intake --------------------------------------------------------------------------------
     def take(self, query: Query, follow: bool | None) -> None:
@@ -130,6 +151,11 @@ class QueryLife:
         if control is not None:
             control.before_query(query.id, query.text, follow)
         runner.submit(query)
+
+    def reground(self, query_id: str, text: str) -> None:
+        """follow.reground_on_lost: run the lost query again, followed (follow thread)."""
+        if self.runner is not None:
+            self.submit(Query(f"{query_id}-reground-{next(self._ids)}", text), True)
 
     # --- the worker's steps --------------------------------------------------------------------
     def answer(self, frame: Frame | None, query: Query, cancel: Any, on_status: Any) -> Result:

@@ -42,7 +42,6 @@ Accepted runtime changes are logged with their old and new values.
 
 from __future__ import annotations
 
-import itertools
 import sys
 import threading
 from typing import Any
@@ -111,7 +110,6 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         if hasattr(self, "add_pre_set_parameters_callback"):  # rclpy of Iron and later
             self.add_pre_set_parameters_callback(params.typed_string_arrays)
         param_guard.guard_parameter_services(self)
-        self._query_ids = itertools.count(1)
         self._frames = LatestFrame()
         self._config: Config | None = None
         self._reader = FrameReader()  # under config.node.max_image_pixels once configured
@@ -222,6 +220,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             self.get_logger().error(f"to configure: {hints.fix_backends(name)}")
             return TransitionCallbackReturn.FAILURE
         self._config = config
+        self._life.max_query_chars = config.node.max_query_chars
         self._reader = FrameReader(config.node.max_image_pixels)
         self._life.outputs = AnswerPublisher(self, config.node.publish_overlay, OUTPUT_QOS,
                                         config.overlay)
@@ -233,13 +232,13 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             frame_wait_s=node.frame_wait_s)
         self._life.runner.start()
         self._life.follow = FollowControl(self, config, gate.first, self._reader.frame,
-                                          depth=lambda: self._life.depth,
-                                          reground=self._reground,
+                                          depth=self._life.current_depth,
+                                          reground=self._life.reground,
                                           on_status=self._health.follow_update)
         from sam3_agent_ros.ros.concepts_control import ConceptsControl
 
         self._concepts = ConceptsControl(self, config, gate, self._reader.frame,
-                                         depth=lambda: self._life.depth)
+                                         depth=self._life.current_depth)
         self.get_logger().info("configured")
         return TransitionCallbackReturn.SUCCESS
 
@@ -251,6 +250,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
                                              IMAGE_QOS[node.image_qos])
         query_sub = self.create_subscription(String, "query", self._on_query, QUERY_QOS)
         self._inputs = [image_sub, query_sub]
+        self._life.accepting = True
         self._health.listening(image_sub.topic_name)
         if self._config.depth.enabled:
             from sam3_agent_ros.ros.depth import start_depth
@@ -262,9 +262,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             f"{query_sub.topic_name}")
         if self._life.action is None:  # ros/segment_action.py: goals run through the same runner
             self._life.action = segment_action.serve(
-                self, runner=lambda: self._life.runner, active=lambda: bool(self._inputs),
-                new_query_id=self._new_query_id,
-                max_query_chars=lambda: self._config.node.max_query_chars if self._config else 0,
+                self, runner=self._life.current_runner, active=self._life.is_accepting,
+                new_query_id=self._life.new_query_id, max_query_chars=self._life.query_chars,
                 submit=self._life.submit, backends=self._backends,
                 result_timeout_s=self._config.action.result_timeout_s,
                 max_results_with_images=self._config.action.max_results_with_images)
@@ -307,6 +306,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         for sub in self._inputs:
             self.destroy_subscription(sub)
         self._inputs = []
+        self._life.accepting = False
         depth, self._life.depth = self._life.depth, None
         if depth is not None:
             depth.destroy()
@@ -338,6 +338,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         if answers is not None:
             answers.destroy()
         self._config = None
+        self._life.max_query_chars = 0
         self._frames.clear()
         self._health.unconfigured()
 
@@ -378,7 +379,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         try:
             parsed = parse_query_message(msg.data, config.node.max_query_chars)
         except QueryRejected as exc:
-            query = Query(exc.query_id or self._new_query_id(), exc.text)
+            query = Query(exc.query_id or self._life.new_query_id(), exc.text)
             self.get_logger().warning(f"query {for_log(query.id)} rejected: {for_log(exc.reason)}",
                                       throttle_duration_sec=1.0)
             runner.reject(query, exc.reason)
@@ -388,16 +389,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             if follow is not None and follow.stop("stop_follow on the query topic") is None:
                 self.get_logger().info("stop_follow: not following")
             return
-        query = Query(parsed.query_id or self._new_query_id(), parsed.text, parsed.refines)
+        query = Query(parsed.query_id or self._life.new_query_id(), parsed.text, parsed.refines)
         self._life.take(query, parsed.follow)
-
-    def _reground(self, query_id: str, text: str) -> None:
-        """follow.reground_on_lost: run the lost query again, followed (follow thread)."""
-        if self._life.runner is not None:
-            self._life.submit(Query(f"{query_id}-reground-{next(self._query_ids)}", text), True)
-
-    def _new_query_id(self) -> str:
-        return f"q-{next(self._query_ids)}"
 
     # --- outputs -------------------------------------------------------------------------------
     def _health_inputs(self) -> health.HealthInputs:

@@ -193,3 +193,16 @@ def test_a_publisher_that_raises_still_ends_the_goal():
     except RuntimeError:
         pass
     assert journal.names() == ["action_result"]
+
+
+def test_a_lost_followed_query_is_grounded_again_under_a_new_id_and_followed():
+    journal = Journal()
+    life, _ = make_life(journal)
+    assert life.new_query_id() == "q-1"
+    life.reground("q-1", "the cup")
+    assert journal.calls[0] == ("follow_stop", "q-1-reground-2", True)
+    assert journal.names()[-1] == "follow_start"
+    idle = Journal()
+    unconfigured, _ = make_life(idle, configured=False)
+    unconfigured.reground("q-1", "the cup")  # released meanwhile: nothing to run it
+    assert idle.calls == []
