@@ -30,6 +30,7 @@ from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.follow.redetect import Gates
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.pipeline.measurement import locate
+from sam3_agent_ros.ros import interfaces as generated
 from sam3_agent_ros.ros.concepts_runner import ConceptsRunner
 from sam3_agent_ros.ros.messages.concepts import (  # noqa: F401 (re-exported)
     IMAGE_KINDS,
@@ -47,11 +48,7 @@ SHUTDOWN_WAIT_S = 5.0
 def interfaces() -> tuple[Any, Any] | None:
     """``(ConceptDetections, ConceptDetection)``, or None when the generated interfaces cannot be
     imported (a venv without scripts/build_interfaces.sh)."""
-    try:
-        from sam3_agent_ros.msg import ConceptDetection, ConceptDetections
-    except Exception:  # noqa: BLE001 (ImportError, or a typesupport library that fails to load)
-        return None
-    return ConceptDetections, ConceptDetection
+    return generated.concept_types()
 
 
 def with_positions(result: ConceptFrame, depth: Any, logger: Any = None
@@ -92,7 +89,8 @@ class ConceptsControl:
             self._publishers["detections"] = node.create_publisher(
                 self._types[0], f"{NAMESPACE}/detections", OUTPUT_QOS)
         else:
-            _say_detections_off(node)
+            generated.say_missing(node, "~/concepts/detections", "sam3_agent_ros.msg",
+                                  "The concepts' labels and overlay work as usual.")
         self.runner = ConceptsRunner(concepts=self.concepts, gate=gate, to_frame=to_frame,
                                      publish=self._publish, rate_hz=config.concepts.rate_hz)
         self.runner.start()
@@ -155,16 +153,3 @@ class ConceptsControl:
         for publisher in publishers.values():
             self._node.destroy_publisher(publisher)
         return stopped
-
-
-_said_off = False  # the "interfaces missing" warning goes out once per process
-
-
-def _say_detections_off(node: Any) -> None:
-    global _said_off
-    if not _said_off:
-        _said_off = True
-        node.get_logger().warning(
-            "~/concepts/detections is off: the generated interfaces (sam3_agent_ros.msg) cannot "
-            "be imported; run scripts/build_interfaces.sh .venv or build with colcon. The "
-            "concepts' labels and overlay work as usual.")

@@ -43,6 +43,7 @@ from sensor_msgs.msg import Image
 from sam3_agent_ros.config import PARAMETERS_BY_NAME
 from sam3_agent_ros.core.types import Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.core.untrusted_text import clip, for_log
+from sam3_agent_ros.ros import interfaces
 from sam3_agent_ros.ros.messages.action import (  # noqa: F401 (re-exported)
     RESULT_IMAGE_KINDS,
     mask_info,
@@ -331,30 +332,16 @@ def release_free_memory() -> bool:
 
 def load_interfaces() -> tuple[Any, Any] | None:
     """``(Segment, MaskInfo)``, or None when the generated interfaces are not installed."""
-    try:
-        from sam3_agent_ros.action import Segment
-        from sam3_agent_ros.msg import MaskInfo
-    except Exception:  # noqa: BLE001 (ImportError, or a typesupport library that fails to load)
-        return None
-    return Segment, MaskInfo
-
-
-_said_off = False  # the "interfaces missing" warning goes out once per process
+    return interfaces.segment_types()
 
 
 def serve(node: Any, **kwargs: Any) -> SegmentActionServer | None:
     """The action server on ``node`` (see ``SegmentActionServer``), or None, said once in the
     log, when the interfaces are missing (the node then runs with topics only). The node calls
     it at activation until it has a server (discoverable means ready), and keeps the server."""
-    global _said_off
-    interfaces = load_interfaces()
-    if interfaces is None:
-        if _said_off:
-            return None
-        _said_off = True
-        node.get_logger().warning(
-            "the action ~/segment is off: the generated interfaces (sam3_agent_ros.action) "
-            "cannot be imported; run scripts/build_interfaces.sh .venv or build with colcon. "
-            "Topics work as usual.")
+    types = load_interfaces()
+    if types is None:
+        interfaces.say_missing(node, "the action ~/segment", "sam3_agent_ros.action",
+                               "Topics work as usual.")
         return None
-    return SegmentActionServer(node, interfaces, **kwargs)
+    return SegmentActionServer(node, types, **kwargs)
