@@ -168,8 +168,8 @@ def publish_cost(publishes: int) -> dict:
         Parameter("segmenter.backend", value="color"), Parameter("publish_overlay", value=True)])
     try:
         node.trigger_configure()
-        answer_out = node._answers._publishers  # the node's own AnswerPublisher
-        follow_out = node._follow._publisher._publishers  # its FollowPublisher
+        answer_out = node._life.outputs._publishers  # the node's own AnswerPublisher
+        follow_out = node._life.follow._publisher._publishers  # its FollowPublisher
         wait_for(lambda: all(p.get_subscription_count() >= 1
                              for kinds, out in ((outputs.IMAGE_KINDS, answer_out),
                                                 (outputs.FOLLOW_IMAGE_KINDS, follow_out))

@@ -186,14 +186,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         close_quietly(agent.llm)
         close_quietly(agent.segmenter)
-    if depth is not None and result.status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK):
-        from sam3_agent_ros.geometry.measure import measure_mask
+    if depth is not None:  # the node's 3D step (pipeline.measurement), on one depth image
+        from sam3_agent_ros.pipeline.measurement import StillDepth, measure_answer
 
-        depth_m, intrinsics, reason = depth
-        result.mask_extras = [
-            measure_mask(mask.mask, depth_m, intrinsics, config.depth) if reason is None
-            else {"position": None, "position_error": reason, "box": None, "box_error": reason}
-            for mask in result.masks]
+        measure_answer(result, StillDepth(*depth, cfg=config.depth))
     if not _write_then_print(args.out, result, refined):
         return EXIT_FAILED
     return EXIT_OK if result.status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK) \

@@ -18,92 +18,41 @@ images; ``~/concepts/detections`` is off, said once in the log (as the action ``
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from geometry_msgs.msg import Point
 from sensor_msgs.msg import CompressedImage, Image
-from std_msgs.msg import Header
 from visualization_msgs.msg import MarkerArray
 
 from sam3_agent_ros.concepts import ConceptFrame, SegmenterGate, StandingConcepts
-from sam3_agent_ros.concepts import images as concept_images
 from sam3_agent_ros.config import PARAMETERS_BY_NAME, Config
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.follow.redetect import Gates
+from sam3_agent_ros.geometry.measurement import Measurement
+from sam3_agent_ros.pipeline.measurement import locate
+from sam3_agent_ros.ros import interfaces as generated
 from sam3_agent_ros.ros.concepts_runner import ConceptsRunner
-from sam3_agent_ros.ros.conversions import array_to_image, frame_header, jpeg_image
-from sam3_agent_ros.ros.outputs import locate, marker_messages
+from sam3_agent_ros.ros.messages.concepts import (  # noqa: F401 (re-exported)
+    IMAGE_KINDS,
+    JPEG_QUALITY,
+    ConceptMessages,
+    concept_messages,
+    detection_message,
+)
 from sam3_agent_ros.ros.qos import OUTPUT_QOS
 
 NAMESPACE = "~/concepts"
-IMAGE_KINDS = ("labels", "overlay")
-JPEG_QUALITY = PARAMETERS_BY_NAME["overlay.jpeg_quality"].default
 SHUTDOWN_WAIT_S = 5.0
 
 
 def interfaces() -> tuple[Any, Any] | None:
     """``(ConceptDetections, ConceptDetection)``, or None when the generated interfaces cannot be
     imported (a venv without scripts/build_interfaces.sh)."""
-    try:
-        from sam3_agent_ros.msg import ConceptDetection, ConceptDetections
-    except Exception:  # noqa: BLE001 (ImportError, or a typesupport library that fails to load)
-        return None
-    return ConceptDetections, ConceptDetection
-
-
-def detection_message(detection: Any, message_type: Any) -> Any:
-    """A ``sam3_agent_ros/msg/ConceptDetection`` (``message_type``) of one detection."""
-    msg = message_type(concept=detection.concept, id=int(detection.id),
-                       score=float(detection.score), area=int(detection.area))
-    msg.bbox = [float(v) for v in detection.bbox]
-    msg.centroid = [float(v) for v in detection.centroid]
-    if detection.position is not None:
-        msg.position_valid = True
-        msg.position = Point(x=float(detection.position["x"]), y=float(detection.position["y"]),
-                             z=float(detection.position["z"]))
-    return msg
-
-
-@dataclass
-class ConceptMessages:
-    header: Header
-    detections: Any = None  # ConceptDetections (None without the interfaces)
-    labels: Image | None = None
-    overlay: CompressedImage | None = None
-    markers: MarkerArray | None = None
-
-
-def concept_messages(result: ConceptFrame, kinds: Iterable[str] = IMAGE_KINDS,
-                     types: tuple[Any, Any] | None = None,
-                     extras: Sequence[dict[str, Any]] | None = None,
-                     jpeg_quality: int = JPEG_QUALITY) -> ConceptMessages:
-    """A pass's messages: the detections (``types``: ``interfaces()``; None: none), the images
-    among ``kinds``, and with ``extras`` (each detection's ``depth.locate`` output) and
-    ``"markers"`` in ``kinds`` the RViz markers."""
-    header = frame_header(result.frame)
-    out = ConceptMessages(header)
-    if types is not None:
-        detections_type, detection_type = types
-        out.detections = detections_type(header=header, detections=[
-            detection_message(d, detection_type) for d in result.detections])
-    image = result.frame.image
-    kinds = set(kinds)
-    if "labels" in kinds:
-        out.labels = array_to_image(
-            concept_images.label_image(result.detections, image.shape[:2]), "mono16", header)
-    if "overlay" in kinds:
-        out.overlay = jpeg_image(concept_images.overlay(image, result.detections), jpeg_quality,
-                                 header)
-    if "markers" in kinds and extras is not None:
-        out.markers = marker_messages(header, extras, [d.concept for d in result.detections],
-                                      ids=[d.id for d in result.detections])
-    return out
+    return generated.concept_types()
 
 
 def with_positions(result: ConceptFrame, depth: Any, logger: Any = None
-                   ) -> tuple[ConceptFrame, list[dict[str, Any]] | None]:
+                   ) -> tuple[ConceptFrame, list[Measurement] | None]:
     """``result`` with each detection's 3D position, and the detections' ``depth.locate``
     output (positions and boxes, for the markers); ``(result, None)`` without depth. Never
     raises."""
@@ -112,8 +61,8 @@ def with_positions(result: ConceptFrame, depth: Any, logger: Any = None
     if not result.detections:
         return result, []
     extras = locate(depth, result.frame, result.detections, logger)
-    located = [dataclasses.replace(d, position=extra.get("position"),
-                                   position_error=extra.get("position_error"))
+    located = [dataclasses.replace(d, position=extra.to_json()["position"],
+                                   position_error=extra.position_error)
                for d, extra in zip(result.detections, extras)]
     return dataclasses.replace(result, detections=located), extras
 
@@ -140,7 +89,8 @@ class ConceptsControl:
             self._publishers["detections"] = node.create_publisher(
                 self._types[0], f"{NAMESPACE}/detections", OUTPUT_QOS)
         else:
-            _say_detections_off(node)
+            generated.say_missing(node, "~/concepts/detections", "sam3_agent_ros.msg",
+                                  "The concepts' labels and overlay work as usual.")
         self.runner = ConceptsRunner(concepts=self.concepts, gate=gate, to_frame=to_frame,
                                      publish=self._publish, rate_hz=config.concepts.rate_hz)
         self.runner.start()
@@ -203,16 +153,3 @@ class ConceptsControl:
         for publisher in publishers.values():
             self._node.destroy_publisher(publisher)
         return stopped
-
-
-_said_off = False  # the "interfaces missing" warning goes out once per process
-
-
-def _say_detections_off(node: Any) -> None:
-    global _said_off
-    if not _said_off:
-        _said_off = True
-        node.get_logger().warning(
-            "~/concepts/detections is off: the generated interfaces (sam3_agent_ros.msg) cannot "
-            "be imported; run scripts/build_interfaces.sh .venv or build with colcon. The "
-            "concepts' labels and overlay work as usual.")

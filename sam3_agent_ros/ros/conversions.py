@@ -20,6 +20,7 @@ message packages at import time (the ROS-free runners import this module).
 from __future__ import annotations
 
 import sys
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -181,16 +182,36 @@ def message_to_frame(msg: Any, max_pixels: int = DEFAULT_MAX_PIXELS) -> Frame:
     return header_frame(msg.header, rgb)
 
 
-@dataclass(frozen=True)
 class FrameReader:
-    """The node's frame converter under its ``max_image_pixels`` (fixed per configuration)."""
+    """The node's frame converter under its ``max_image_pixels`` (fixed per configuration).
 
-    max_pixels: int = DEFAULT_MAX_PIXELS
+    One camera message is decoded once for every consumer (the query worker, follow mode, the
+    standing concepts): the newest message's outcome (its ``Frame``, or why it is unusable) is
+    kept, keyed by the message object, and handed to whoever asks for the same message. Frames
+    are immutable and their pixels read-only, so sharing one is safe."""
+
+    def __init__(self, max_pixels: int = DEFAULT_MAX_PIXELS):
+        self.max_pixels = max_pixels
+        self._lock = threading.Lock()  # held while decoding: a second asker waits, then shares
+        self._newest: tuple[Any, Frame | FrameUnusable] | None = None
 
     def frame(self, msg: Any) -> Frame:
-        """``message_to_frame`` (query worker, follow thread): ``FrameUnusable`` for a
-        malformed frame or one over the cap (refused before decoding)."""
-        return message_to_frame(msg, self.max_pixels)
+        """``message_to_frame`` (query worker, follow thread, concepts thread), once per
+        message: ``FrameUnusable`` for a malformed frame or one over the cap (refused before
+        decoding)."""
+        with self._lock:
+            newest = self._newest
+            if newest is not None and newest[0] is msg:
+                outcome = newest[1]
+            else:
+                try:
+                    outcome = message_to_frame(msg, self.max_pixels)
+                except FrameUnusable as exc:
+                    outcome = exc
+                self._newest = (msg, outcome)  # bounded: the newest message only
+        if isinstance(outcome, FrameUnusable):
+            raise FrameUnusable(outcome.reason, outcome.frame)
+        return outcome
 
     def problem(self, msg: Any) -> str | None:
         """Why ``msg`` cannot become a frame, from its header alone, or None; never raises (the

@@ -33,6 +33,7 @@ from sam3_agent_ros.geometry.camera_model import (
 )
 from sam3_agent_ros.geometry.depth_image import depth_for_colour, depth_from_buffer
 from sam3_agent_ros.geometry.measure import measure_mask
+from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS, pixel_cap_problem
 from sam3_agent_ros.ros.conversions import frame_stamp_ns
 from sam3_agent_ros.ros.qos import DEPTH_QOS, OUTPUT_QOS
@@ -271,5 +272,4 @@ def start_depth(node: Any, cfg: DepthConfig, max_pixels: int,
 
 def _no_position(reason: str | None) -> dict[str, Any]:
     """A mask without 3D: no position and no box, for the same reason."""
-    reason = reason or "no position"
-    return {"position": None, "position_error": reason, "box": None, "box_error": reason}
+    return Measurement.missing(reason).to_json()

@@ -19,9 +19,11 @@ Threads:
 - one worker thread (``QueryRunner``) converts the frame (``ros/conversions.py``), runs the agent
   and publishes (``ros/outputs.py``). Publishers are plain (not lifecycle) publishers so a query
   cancelled by ``deactivate`` still publishes its one result.
-Every query is handed over by ``_submit``, topic queries, action goals (``ros/segment_action.py``)
-and re-groundings alike; follow mode hears of it there (``FollowControl.before_query``), before
-the agent runs (``before_answer``) and after the result (``after_result``).
+Every query lives in ``pipeline/query_life.py`` (``QueryLife``, ROS-free): topic queries, action
+goals (``ros/segment_action.py``) and re-groundings are submitted there; it calls follow mode's
+hooks, the agent, the 3D step and the outputs in their order. The node holds its collaborators
+on it (``self._life``: runner, agent, outputs, action, follow, depth) and only builds, starts
+and frees them.
 - ``on_configure`` builds the backends synchronously (SAM 3 loads for seconds to minutes), so a
   failure makes the transition fail as ROS tools expect. With ``autostart`` (the default) the
   transitions run on a start-up thread, so the executor keeps answering ``get_state`` and
@@ -40,9 +42,6 @@ Accepted runtime changes are logged with their old and new values.
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
-import logging
 import sys
 import threading
 from typing import Any
@@ -60,8 +59,9 @@ from sam3_agent_ros.config import (
     demo_backends_warning,
     offline_overrides,
 )
-from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.core.types import Query
 from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.pipeline.query_life import QueryLife
 from sam3_agent_ros.redact import install_log_redaction, redact_text
 from sam3_agent_ros.ros import (
     health,
@@ -77,7 +77,7 @@ from sam3_agent_ros.ros.conversions import FrameReader
 from sam3_agent_ros.ros.diagnostics import DiagnosticsPublisher
 from sam3_agent_ros.ros.follow_control import SHUTDOWN_WAIT_S as FOLLOW_SHUTDOWN_WAIT_S
 from sam3_agent_ros.ros.follow_control import FollowControl
-from sam3_agent_ros.ros.outputs import AnswerPublisher, refines_note, result_line
+from sam3_agent_ros.ros.outputs import AnswerPublisher
 from sam3_agent_ros.ros.python_logging import configure_node_logging
 from sam3_agent_ros.ros.qos import IMAGE_QOS, OUTPUT_QOS, QUERY_QOS
 from sam3_agent_ros.ros.query_message import QueryRejected, StopFollow, parse_query_message
@@ -110,20 +110,16 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         if hasattr(self, "add_pre_set_parameters_callback"):  # rclpy of Iron and later
             self.add_pre_set_parameters_callback(params.typed_string_arrays)
         param_guard.guard_parameter_services(self)
-        self._query_ids = itertools.count(1)
         self._frames = LatestFrame()
         self._config: Config | None = None
         self._reader = FrameReader()  # under config.node.max_image_pixels once configured
-        self._agent = None
-        self._runner: QueryRunner | None = None
-        self._answers: AnswerPublisher | None = None  # ~/mask, ~/labels, ~/overlay, ~/result...
-        self._follow: FollowControl | None = None  # follow mode (ros/follow_control.py)
+        # a query's collaborators (runner, agent, outputs, action, follow, depth): None while
+        # absent; the order of their calls is the life's (pipeline/query_life.py)
+        self._life = QueryLife(self._backends, self.context.ok, self.get_logger())
         self._concepts = None  # standing concepts (ros/concepts_control.py)
         self._inputs: list[Any] = []
-        self._depth = None
         self._autostart_timer = None
         self.start_up_failed = threading.Event()  # autostart failed: main exits with status 1
-        self._segment = None  # the action ~/segment, from the first activation on
         self._restart_only = False  # the last configure failed for want of a restart
         self._health = health.HealthRecorder()  # /diagnostics (ros/health.py)
         self._configure_problem: str | None = None  # why the last configure failed
@@ -212,7 +208,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             llm = health.ObservedLlm(make_llm(config), self._health)
             segmenter = make_segmenter(config)
             gate = SegmenterGate(segmenter)  # the agent and follow mode first, concepts between
-            self._agent = Agent(config, llm=llm, segmenter=gate.first,
+            self._life.agent = Agent(config, llm=llm, segmenter=gate.first,
                                 answers=AnswerStore(config.refine.keep_answers,
                                                     config.refine.max_kept_mib * 2**20))
         except Exception as exc:  # any backend failure: stay unconfigured, say why
@@ -224,23 +220,25 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             self.get_logger().error(f"to configure: {hints.fix_backends(name)}")
             return TransitionCallbackReturn.FAILURE
         self._config = config
+        self._life.max_query_chars = config.node.max_query_chars
         self._reader = FrameReader(config.node.max_image_pixels)
-        self._answers = AnswerPublisher(self, config.node.publish_overlay, OUTPUT_QOS,
+        self._life.outputs = AnswerPublisher(self, config.node.publish_overlay, OUTPUT_QOS,
                                         config.overlay)
         node = config.node
-        self._runner = QueryRunner(
-            answer=self._answer, to_frame=self._reader.frame, publish=self._publish_result,
-            status=self._publish_status, frames=self._frames, policy=node.query_policy,
+        self._life.runner = QueryRunner(
+            answer=self._life.answer, to_frame=self._reader.frame, publish=self._life.finish,
+            status=self._life.status, frames=self._frames, policy=node.query_policy,
             queue_size=node.queue_size, max_frame_age_s=node.max_frame_age_s,
             frame_wait_s=node.frame_wait_s)
-        self._runner.start()
-        self._follow = FollowControl(self, config, gate.first, self._reader.frame,
-                                     depth=lambda: self._depth, reground=self._reground,
-                                     on_status=self._health.follow_update)
+        self._life.runner.start()
+        self._life.follow = FollowControl(self, config, gate.first, self._reader.frame,
+                                          depth=self._life.current_depth,
+                                          reground=self._life.reground,
+                                          on_status=self._health.follow_update)
         from sam3_agent_ros.ros.concepts_control import ConceptsControl
 
         self._concepts = ConceptsControl(self, config, gate, self._reader.frame,
-                                         depth=lambda: self._depth)
+                                         depth=self._life.current_depth)
         self.get_logger().info("configured")
         return TransitionCallbackReturn.SUCCESS
 
@@ -252,34 +250,34 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
                                              IMAGE_QOS[node.image_qos])
         query_sub = self.create_subscription(String, "query", self._on_query, QUERY_QOS)
         self._inputs = [image_sub, query_sub]
+        self._life.accepting = True
         self._health.listening(image_sub.topic_name)
         if self._config.depth.enabled:
             from sam3_agent_ros.ros.depth import start_depth
 
-            self._depth = start_depth(self, self._config.depth, self._reader.max_pixels,
-                                      self._health)
+            self._life.depth = start_depth(self, self._config.depth,
+                                           self._reader.max_pixels, self._health)
         self.get_logger().info(
             f"active: listening on {image_sub.topic_name} ({node.image_qos}) and "
             f"{query_sub.topic_name}")
-        if self._segment is None:  # ros/segment_action.py: goals run through the same runner
-            self._segment = segment_action.serve(
-                self, runner=lambda: self._runner, active=lambda: bool(self._inputs),
-                new_query_id=self._new_query_id,
-                max_query_chars=lambda: self._config.node.max_query_chars if self._config else 0,
-                submit=self._submit, backends=self._backends,
+        if self._life.action is None:  # ros/segment_action.py: goals run through the same runner
+            self._life.action = segment_action.serve(
+                self, runner=self._life.current_runner, active=self._life.is_accepting,
+                new_query_id=self._life.new_query_id, max_query_chars=self._life.query_chars,
+                submit=self._life.submit, backends=self._backends,
                 result_timeout_s=self._config.action.result_timeout_s,
                 max_results_with_images=self._config.action.max_results_with_images)
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._stop_inputs()
-        if self._follow is not None:
-            self._follow.stop("node deactivated")
+        if self._life.follow is not None:
+            self._life.follow.stop("node deactivated")
         if self._concepts is not None:
             self._concepts.clear()
-        if self._runner is not None:
-            self._runner.cancel_all("node deactivated")
-            if not self._runner.wait_idle(DEACTIVATE_WAIT_S):
+        if self._life.runner is not None:
+            self._life.runner.cancel_all("node deactivated")
+            if not self._life.runner.wait_idle(DEACTIVATE_WAIT_S):
                 self.get_logger().warning(
                     "the cancelled query is still finishing; its result will follow")
         self._frames.clear()
@@ -308,7 +306,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         for sub in self._inputs:
             self.destroy_subscription(sub)
         self._inputs = []
-        depth, self._depth = self._depth, None
+        self._life.accepting = False
+        depth, self._life.depth = self._life.depth, None
         if depth is not None:
             depth.destroy()
 
@@ -316,11 +315,11 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         """Stop the worker, follow and concepts threads (each waited for up to ``wait_s``, the
         follow and concepts threads at most their own shutdown wait) and free the models unless
         one of them is still busy with the segmenter (cleanup, shutdown, error, process exit)."""
-        runner, self._runner = self._runner, None
+        runner, self._life.runner = self._life.runner, None
         worker_done = True
         if runner is not None:
             worker_done = runner.stop("node shutting down", wait_s)
-        follow, self._follow = self._follow, None
+        follow, self._life.follow = self._life.follow, None
         follow_done = True
         if follow is not None:
             follow_done = follow.destroy(min(wait_s, FOLLOW_SHUTDOWN_WAIT_S))
@@ -328,17 +327,18 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         concepts_done = True
         if concepts is not None:
             concepts_done = concepts.destroy(min(wait_s, CONCEPTS_SHUTDOWN_WAIT_S))
-        agent, self._agent = self._agent, None
+        agent, self._life.agent = self._life.agent, None
         close = getattr(getattr(agent, "segmenter", None), "close", None)
         if callable(close) and worker_done and follow_done and concepts_done:
             try:
                 close()
             except Exception as exc:
                 self.get_logger().warning(f"segmenter close failed: {exc}")
-        answers, self._answers = self._answers, None
+        answers, self._life.outputs = self._life.outputs, None
         if answers is not None:
             answers.destroy()
         self._config = None
+        self._life.max_query_chars = 0
         self._frames.clear()
         self._health.unconfigured()
 
@@ -354,7 +354,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
     # --- inputs --------------------------------------------------------------------------------
     def _on_image(self, msg: Any) -> None:
         self._frames.put(msg)
-        follow = self._follow
+        follow = self._life.follow
         if follow is not None:
             follow.offer(msg)
         concepts = self._concepts
@@ -373,67 +373,29 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             self.get_logger().error(f"query callback failed: {for_log(repr(exc))}")
 
     def _handle_query(self, msg: String) -> None:
-        runner, config = self._runner, self._config
+        runner, config = self._life.runner, self._config
         if runner is None or config is None:
             return
         try:
             parsed = parse_query_message(msg.data, config.node.max_query_chars)
         except QueryRejected as exc:
-            query = Query(exc.query_id or self._new_query_id(), exc.text)
+            query = Query(exc.query_id or self._life.new_query_id(), exc.text)
             self.get_logger().warning(f"query {for_log(query.id)} rejected: {for_log(exc.reason)}",
                                       throttle_duration_sec=1.0)
             runner.reject(query, exc.reason)
             return
         if isinstance(parsed, StopFollow):
-            follow = self._follow
+            follow = self._life.follow
             if follow is not None and follow.stop("stop_follow on the query topic") is None:
                 self.get_logger().info("stop_follow: not following")
             return
-        query = Query(parsed.query_id or self._new_query_id(), parsed.text, parsed.refines)
-        duplicate = self._segment.refuse_duplicate(query) if self._segment is not None else None
-        if duplicate is not None:  # published here: the action's result hook would end the goal
-            self.get_logger().warning(f"query rejected: {for_log(duplicate.error)}")
-            if self._answers is not None:
-                self._answers.publish(duplicate, None)
-            return
-        self.get_logger().info(f"query {for_log(query.id)}: {for_log(repr(query.text))}"
-                               + refines_note(query))
-        self._submit(query, parsed.follow)
-
-    def _submit(self, query: Query, follow: bool | None) -> None:
-        """Hand a query to the worker (topic query, action goal, re-grounding): following ends
-        and the answer is followed when asked (``follow`` None: ``follow.default``)."""
-        runner, control = self._runner, self._follow
-        if runner is None:  # released meanwhile: the query still gets its one result
-            self._publish_result(Result(query.id, query.text, QueryStatus.FAILED,
-                                        error="the node is not configured",
-                                        refines=query.refines))
-            return
-        if control is not None:
-            control.before_query(query.id, query.text, follow)
-        runner.submit(query)
-
-    def _reground(self, query_id: str, text: str) -> None:
-        """follow.reground_on_lost: run the lost query again, followed (follow thread)."""
-        if self._runner is not None:
-            self._submit(Query(f"{query_id}-reground-{next(self._query_ids)}", text), True)
-
-    def _answer(self, frame: Frame | None, query: Query, cancel: Any, on_status: Any) -> Result:
-        """The agent, once following ended and the follow thread is done with the segmenter
-        (query worker). A refinement (frame None) runs on the frame of the answer it refines,
-        from the agent's answer store (``refine.keep_answers``)."""
-        follow = self._follow
-        if follow is not None:
-            follow.before_answer(query.id)
-        return self._agent.run(frame, query, cancel, on_status)
-
-    def _new_query_id(self) -> str:
-        return f"q-{next(self._query_ids)}"
+        query = Query(parsed.query_id or self._life.new_query_id(), parsed.text, parsed.refines)
+        self._life.take(query, parsed.follow)
 
     # --- outputs -------------------------------------------------------------------------------
     def _health_inputs(self) -> health.HealthInputs:
         """What /diagnostics reports now (its timer, on the executor)."""
-        config, runner, agent = self._config, self._runner, self._agent
+        config, runner, agent = self._config, self._life.runner, self._life.agent
         values = config.to_params() if config is not None else params.current_values(self)
         return health.snapshot(self._health, values, getattr(agent, "segmenter", None),
                                runner.load() if runner is not None else None)
@@ -445,36 +407,6 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             return config.backends
         return backends_of({name: self.get_parameter(name).value
                             for name in ("llm.backend", "segmenter.backend")})
-
-    def _publish_status(self, event: StatusEvent) -> None:
-        if not self.context.ok():  # Ctrl-C: rclpy is shut down, nothing can be published
-            return
-        if event.backends is None:
-            event = dataclasses.replace(event, backends=self._backends())
-        answers = self._answers
-        if answers is not None:
-            answers.publish_status(event)
-        if self._segment is not None:
-            self._segment.on_status(event)
-
-    def _publish_result(self, result: Result) -> None:
-        """Images (lazily), the result JSON and the 3D targets: see ``ros/outputs.py``."""
-        if not self.context.ok():  # Ctrl-C: rclpy is shut down; the process is exiting
-            logging.getLogger(__name__).info("query %s ended (%s) during shutdown; not published",
-                                             for_log(result.query_id), result.status.value)
-            return
-        if not result.backends:  # every result names its backends (interface §6), also those
-            result.backends = self._backends()  # that never reached the agent (no frame...)
-        answers, published = self._answers, None
-        try:
-            published = answers.publish(result, self._depth) if answers is not None else None
-        finally:  # whatever publish raised (the worker logs it), the goal of this query ends
-            if self._segment is not None:
-                self._segment.on_result(result, published)
-        if answers is not None:
-            self.get_logger().info(result_line(result))
-            if (follow := self._follow) is not None:  # None once released meanwhile
-                follow.after_result(result)
 
 
 def main(args: list[str] | None = None) -> int:

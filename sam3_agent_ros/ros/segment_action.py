@@ -32,21 +32,24 @@ imported, ``serve`` logs it once and returns None: the node runs with topics onl
 from __future__ import annotations
 
 import collections
-import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 from sensor_msgs.msg import Image
 
 from sam3_agent_ros.config import PARAMETERS_BY_NAME
-from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.core.types import Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.core.untrusted_text import clip, for_log
-from sam3_agent_ros.ros.conversions import frame_header
-from sam3_agent_ros.ros.outputs import image_messages, refines_note
+from sam3_agent_ros.ros import interfaces
+from sam3_agent_ros.ros.messages.action import (  # noqa: F401 (re-exported)
+    RESULT_IMAGE_KINDS,
+    mask_info,
+    result_message,
+)
+from sam3_agent_ros.ros.outputs import refines_note
 from sam3_agent_ros.ros.qos import ACTION_SERVICE_QOS
 from sam3_agent_ros.ros.query_message import ECHO_CHARS, MAX_QUERY_ID_CHARS
 
@@ -57,7 +60,6 @@ ACTION_NAME = "~/segment"
 DEFAULT_RESULT_TIMEOUT_S: int = PARAMETERS_BY_NAME["action.result_timeout_s"].default
 DEFAULT_MAX_RESULTS_WITH_IMAGES: int = PARAMETERS_BY_NAME["action.max_results_with_images"].default
 TRIM_DELAY_S = 1.0  # after the result timeout: rclpy has dropped the expired results by then
-RESULT_IMAGE_KINDS = ("mask", "labels")
 
 
 class GoalRejected(ValueError):
@@ -96,62 +98,6 @@ def feedback_fields(event: StatusEvent) -> dict[str, Any]:
             "text_prompt": event.text_prompt or "", "num_masks": int(event.num_masks),
             "reasoning": event.reasoning or "", "elapsed_s": float(event.elapsed_s),
             "refines": event.refines or ""}
-
-
-def result_message(action_type: Any, mask_info_type: Any, result: Result,
-                   published: Any = None) -> Any:
-    """The ``Segment.Result`` of a query. ``published`` is what the node published for it
-    (``outputs.AnswerMessages``: header, result JSON, the images somebody subscribed to, the
-    3D target); the images nobody subscribed to are rendered here. Without ``published`` (the
-    node was releasing its publishers) the message is built from ``result`` alone."""
-    frame: Frame | None = result.frame
-    header = published.header if published is not None else frame_header(frame)
-    images = dict(published.images) if published is not None else {}
-    answered = result.status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK)
-    if answered and frame is not None and frame.image.size > 0:
-        missing = [kind for kind in RESULT_IMAGE_KINDS if kind not in images]
-        if missing:
-            images.update(image_messages(frame.image, [m.mask for m in result.masks], header,
-                                         missing))
-    message = action_type.Result()
-    message.status = result.status.value
-    message.error = result.error or ""
-    message.header = header
-    extras = list(result.mask_extras)
-    message.masks = [
-        mask_info(mask_info_type, index + 1, mask,
-                  extras[index] if index < len(extras) else {})
-        for index, mask in enumerate(result.masks)]
-    message.mask = images.get("mask") or Image(header=header)
-    message.labels = images.get("labels") or Image(header=header)
-    target = published.target if published is not None else None
-    message.target_valid = target is not None
-    if target is not None:
-        message.target = target
-    else:
-        message.target.header = header
-    message.result_json = (published.result.data if published is not None
-                           else json.dumps(result.to_json()))
-    return message
-
-
-def mask_info(mask_info_type: Any, mask_id: int, mask: Any, extra: dict[str, Any]) -> Any:
-    """One ``MaskInfo``: the mask's 2D fields, and its position and box from the result JSON's
-    3D fields (``extra``: ``geometry.measure.measure_mask``) when it has them."""
-    info = mask_info_type(id=mask_id, score=float(mask.score),
-                          bbox=[float(v) for v in mask.bbox], area=int(mask.area),
-                          centroid=[float(v) for v in mask.centroid])
-    position, box = extra.get("position"), extra.get("box")
-    if position:
-        info.position_valid = True
-        info.position = Point(**{axis: float(position[axis]) for axis in "xyz"})
-    if box:
-        info.box_valid = True
-        info.box_pose = Pose(
-            position=Point(**{axis: float(box["center"][axis]) for axis in "xyz"}),
-            orientation=Quaternion(**{axis: float(box["orientation"][axis]) for axis in "xyzw"}))
-        info.box_size = Vector3(**{axis: float(box["size"][axis]) for axis in "xyz"})
-    return info
 
 
 class KeptImages:
@@ -386,30 +332,16 @@ def release_free_memory() -> bool:
 
 def load_interfaces() -> tuple[Any, Any] | None:
     """``(Segment, MaskInfo)``, or None when the generated interfaces are not installed."""
-    try:
-        from sam3_agent_ros.action import Segment
-        from sam3_agent_ros.msg import MaskInfo
-    except Exception:  # noqa: BLE001 (ImportError, or a typesupport library that fails to load)
-        return None
-    return Segment, MaskInfo
-
-
-_said_off = False  # the "interfaces missing" warning goes out once per process
+    return interfaces.segment_types()
 
 
 def serve(node: Any, **kwargs: Any) -> SegmentActionServer | None:
     """The action server on ``node`` (see ``SegmentActionServer``), or None, said once in the
     log, when the interfaces are missing (the node then runs with topics only). The node calls
     it at activation until it has a server (discoverable means ready), and keeps the server."""
-    global _said_off
-    interfaces = load_interfaces()
-    if interfaces is None:
-        if _said_off:
-            return None
-        _said_off = True
-        node.get_logger().warning(
-            "the action ~/segment is off: the generated interfaces (sam3_agent_ros.action) "
-            "cannot be imported; run scripts/build_interfaces.sh .venv or build with colcon. "
-            "Topics work as usual.")
+    types = load_interfaces()
+    if types is None:
+        interfaces.say_missing(node, "the action ~/segment", "sam3_agent_ros.action",
+                               "Topics work as usual.")
         return None
-    return SegmentActionServer(node, interfaces, **kwargs)
+    return SegmentActionServer(node, types, **kwargs)

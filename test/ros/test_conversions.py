@@ -397,3 +397,26 @@ def test_a_peers_encoding_or_format_is_clipped_and_escaped_in_the_reason():
     with pytest.raises(ImageConversionError) as raised:
         compressed_to_rgb(compressed)
     assert "\n" not in str(raised.value) and len(str(raised.value)) < 300
+
+
+def test_one_camera_message_is_decoded_once_for_every_consumer(monkeypatch):
+    from sam3_agent_ros.ros import conversions
+
+    decoded = []
+    real = conversions.message_to_frame
+
+    def counting(msg, max_pixels):
+        decoded.append(msg)
+        return real(msg, max_pixels)
+
+    monkeypatch.setattr(conversions, "message_to_frame", counting)
+    reader = FrameReader()
+    first, second = rgb8_image(random_rgb(4, 5), Header()), rgb8_image(random_rgb(4, 5), Header())
+    frame = reader.frame(first)
+    assert reader.frame(first) is frame and decoded == [first]  # the query worker, then follow
+    assert reader.frame(second) is not frame and decoded == [first, second]  # the newest only
+    capped = FrameReader(max_pixels=19)
+    for _ in range(2):  # an unusable frame is refused every time, from one conversion
+        with pytest.raises(FrameUnusable, match="max_image_pixels=19"):
+            capped.frame(first)
+    assert decoded == [first, second, first]

@@ -30,6 +30,7 @@ from sam3_agent_demo import sample
 from sam3_agent_demo.scene import box_errors, render_scene
 from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.types import Frame, Mask
+from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.geometry.rotations import quaternion_to_matrix
 from sam3_agent_ros.ros.conversions import rgb8_image
 from sam3_agent_ros.ros.dds import apply_loopback_env
@@ -210,7 +211,7 @@ def test_16uc1_locate_and_publish(rig, scene):
     header = Header(frame_id=COLOUR_FRAME)
     header.stamp.sec, header.stamp.nanosec = STAMP
     extras[1] = {"position": None, "position_error": "too few valid depth pixels (3 < 20)"}
-    r.targets.publish_messages(*target_messages(header, extras))
+    r.targets.publish_messages(*target_messages(header, [Measurement.from_json(e) for e in extras]))
     wait_until(lambda: r.received["target"] and r.received["targets"], "~/target and ~/targets")
     target = r.received["target"][0]
     assert target.header.frame_id == COLOUR_FRAME
@@ -233,8 +234,7 @@ def test_first_mask_without_position_publishes_no_target(rig, scene):
     r = rig()
     header = Header(frame_id=COLOUR_FRAME)
     r.targets.publish_messages(*target_messages(header, [
-        {"position": None, "position_error": "no depth"},
-        {"position": {"x": 0.1, "y": 0.2, "z": 0.9}, "position_error": None}]))
+        Measurement.missing("no depth"), Measurement(position=(0.1, 0.2, 0.9))]))
     wait_until(lambda: r.received["targets"], "~/targets")
     time.sleep(0.2)
     assert r.received["target"] == []

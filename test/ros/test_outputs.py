@@ -20,6 +20,8 @@ from visualization_msgs.msg import Marker
 from sam3_agent_ros import render
 from sam3_agent_ros.config import OverlayConfig
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
+from sam3_agent_ros.geometry.measurement import Measurement
+from sam3_agent_ros.pipeline.measurement import measure_answer, measure_visible
 from sam3_agent_ros.render import downscale
 from sam3_agent_ros.ros import outputs
 from sam3_agent_ros.ros.conversions import compressed_to_rgb, image_to_rgb
@@ -37,6 +39,25 @@ BOXES = [{**POSITIONS[0], "box": BOX, "box_error": None},
           "box_error": "the mask's depth points do not span a surface (a line or a point)"},
          {**POSITIONS[1], "box": None, "box_error": POSITIONS[1]["position_error"]}]
 _namespaces = itertools.count()
+
+
+def measured(extras):
+    """The typed measurements of result JSON 3D fields."""
+    return [Measurement.from_json(extra) for extra in extras]
+
+
+def answered(result, depth=None, **kwargs):
+    """A query's messages the node's way: the 3D step first, then the builders."""
+    return outputs.answer_messages(measure_answer(result, depth), **kwargs)
+
+
+def followed(frame, masks, status, depth=None, **kwargs):
+    """A follow update's messages the publisher's way: measured first, then built."""
+    measurements = None
+    if depth is not None:
+        measurements = (measure_visible(depth, frame, masks) if frame.image.size > 0
+                        else [None] * len(masks))
+    return outputs.follow_messages(frame, masks, status, measurements, **kwargs)
 
 
 class FakeDepth:
@@ -93,7 +114,7 @@ def pixels(msg: Image) -> np.ndarray:
 def test_answer_messages_carry_images_targets_and_json_with_the_frame_header():
     result = make_result()
     depth = FakeDepth(POSITIONS)
-    built = outputs.answer_messages(result, depth)
+    built = answered(result, depth)
     assert (built.header.stamp.sec, built.header.stamp.nanosec) == STAMP
     assert built.header.frame_id == "cam"
     assert list(built.images) == ["mask", "labels", "overlay", "overlay/compressed"]
@@ -115,7 +136,7 @@ def test_answer_messages_carry_images_targets_and_json_with_the_frame_header():
 
 def test_target_poses_are_the_boxes_and_positions_without_a_box_keep_the_identity():
     header = Header(frame_id="cam")
-    target, poses = outputs.target_messages(header, BOXES)
+    target, poses = outputs.target_messages(header, measured(BOXES))
     assert target.point.x == pytest.approx(0.1) and target.point.z == pytest.approx(0.9)
     assert len(poses.poses) == 2  # the third mask has no position
     box_pose, point_pose = poses.poses
@@ -128,7 +149,7 @@ def test_target_poses_are_the_boxes_and_positions_without_a_box_keep_the_identit
 def test_markers_delete_all_then_a_cube_and_a_label_per_mask():
     header = Header(frame_id="cam")
     header.stamp.sec, header.stamp.nanosec = STAMP
-    markers = outputs.marker_messages(header, BOXES, "the  red\nbox").markers
+    markers = outputs.marker_messages(header, measured(BOXES), "the  red\nbox").markers
     assert markers[0].action == Marker.DELETEALL
     assert [(m.ns, m.id, m.type) for m in markers[1:]] == [
         (outputs.BOX_NAMESPACE, 1, Marker.CUBE), (outputs.LABEL_NAMESPACE, 1,
@@ -149,22 +170,22 @@ def test_markers_delete_all_then_a_cube_and_a_label_per_mask():
     assert label.text == "the red box #1"
     assert label.pose.position.z < cube.pose.position.z  # nearer the camera than the box
     assert markers[4].text == "the red box #2"
-    long_label = outputs.marker_messages(header, BOXES[:1], "x" * 200).markers[2].text
+    long_label = outputs.marker_messages(header, measured(BOXES[:1]), "x" * 200).markers[2].text
     assert len(long_label) == outputs.LABEL_CHARS + len(" #1")
 
 
 def test_answer_messages_build_only_the_kinds_asked_and_nothing_for_a_failure():
-    only_mask = outputs.answer_messages(make_result(), kinds=("mask",))
+    only_mask = answered(make_result(), kinds=("mask",))
     assert set(only_mask.images) == {"mask"} and only_mask.target is None
     assert only_mask.targets is None
     depth = FakeDepth([])
-    failed = outputs.answer_messages(make_result(QueryStatus.FAILED), depth)
+    failed = answered(make_result(QueryStatus.FAILED), depth)
     assert failed.images == {} and failed.targets is None and depth.calls == []
     assert json.loads(failed.result.data)["status"] == "failed"
     no_pixels = make_result(image=np.zeros((0, 0, 3), np.uint8))
-    assert outputs.answer_messages(no_pixels, depth).images == {} and depth.calls == []
+    assert answered(no_pixels, depth).images == {} and depth.calls == []
     with pytest.raises(ValueError, match="unknown image kind"):
-        outputs.answer_messages(make_result(), kinds=("depth",))
+        answered(make_result(), kinds=("depth",))
 
 
 def test_overlays_are_drawn_once_at_the_size_limit_and_masks_stay_full_size():
@@ -175,7 +196,7 @@ def test_overlays_are_drawn_once_at_the_size_limit_and_masks_stay_full_size():
     result = Result("q-9", "x", QueryStatus.SUCCEEDED,
                     masks=[Mask.from_array(first, 0.9, (50, 100, 250, 300))],
                     frame=Frame(image, *STAMP, "cam"))
-    built = outputs.answer_messages(result, overlay=OverlayConfig(max_side=320, jpeg_quality=90))
+    built = answered(result, overlay=OverlayConfig(max_side=320, jpeg_quality=90))
     raw = image_to_rgb(built.images["overlay"])
     decoded = compressed_to_rgb(built.images["overlay/compressed"])
     assert raw.shape == decoded.shape == (240, 320, 3)
@@ -184,9 +205,9 @@ def test_overlays_are_drawn_once_at_the_size_limit_and_masks_stay_full_size():
     assert tinted[50:150, 25:125].all() and not tinted[:, 200:].any()  # the mask, at half size
     assert (pixels(built.images["mask"]).shape, pixels(built.images["labels"]).shape) == (
         (480, 640), (480, 640))
-    full = outputs.answer_messages(result, overlay=OverlayConfig(max_side=0))
+    full = answered(result, overlay=OverlayConfig(max_side=0))
     assert image_to_rgb(full.images["overlay"]).shape == (480, 640, 3)
-    quality = [len(outputs.answer_messages(result, kinds=("overlay/compressed",), overlay=o)
+    quality = [len(answered(result, kinds=("overlay/compressed",), overlay=o)
                    .images["overlay/compressed"].data)
                for o in (OverlayConfig(0, 30), OverlayConfig(0, 95))]
     assert quality[0] < quality[1]
@@ -199,7 +220,7 @@ def test_the_union_mask_and_the_labels_agree_on_overlapping_masks():
     result = Result("q-1", "x", QueryStatus.SUCCEEDED, frame=frame,
                     masks=[Mask.from_array(first, 0.9, (0, 0, 1, 1)),
                            Mask(second, 0.8, (0, 0, 1, 1), 1, (0.0, 0.0))])  # no pixel box
-    built = outputs.answer_messages(result, kinds=("labels", "mask"))
+    built = answered(result, kinds=("labels", "mask"))
     assert list(built.images) == ["labels", "mask"]
     labels, union = pixels(built.images["labels"]), pixels(built.images["mask"])
     assert np.array_equal(union == 255, first | second) and np.array_equal(labels > 0, union > 0)
@@ -208,14 +229,14 @@ def test_the_union_mask_and_the_labels_agree_on_overlapping_masks():
 
 def test_no_mask_answer_publishes_empty_images_and_an_empty_pose_array():
     result = make_result(QueryStatus.NO_MASK)
-    built = outputs.answer_messages(result, FakeDepth([]))
+    built = answered(result, FakeDepth([]))
     assert not pixels(built.images["mask"]).any()
     assert built.target is None and built.targets.poses == []
 
 
 def test_a_failing_depth_step_becomes_a_reason_per_mask():
     result = make_result()
-    built = outputs.answer_messages(result, FakeDepth(POSITIONS, fail=True))
+    built = answered(result, FakeDepth(POSITIONS, fail=True))
     masks = json.loads(built.result.data)["masks"]
     assert [m["position"] for m in masks] == [None, None]
     assert all("depth exploded" in m["position_error"] for m in masks)
@@ -236,7 +257,7 @@ def test_follow_messages_keep_each_objects_label_and_add_positions():
     status = {"query_id": "q-1", "state": "tracking",
               "objects": [{"id": 1, "bbox": [5, 5, 20, 15]}, {"id": 2, "bbox": [40, 30, 60, 40]}]}
     depth = FakeDepth(POSITIONS)
-    built = outputs.follow_messages(frame, [first, second], status, depth)
+    built = followed(frame, [first, second], status, depth)
     assert set(built.images) == {"mask", "labels", "overlay/compressed"}
     assert compressed_to_rgb(built.images["overlay/compressed"]).shape == (48, 64, 3)
     assert depth.calls[0][1][0].mask is first  # depth measures the followed arrays themselves
@@ -248,14 +269,14 @@ def test_follow_messages_keep_each_objects_label_and_add_positions():
 
     # The first object out of view: the second keeps label 2, and there is no ~/follow/target.
     depth = FakeDepth(POSITIONS[:1])
-    only_second = outputs.follow_messages(
+    only_second = followed(
         frame, [None, second], {"objects": [{"id": 2}]}, depth)
     labels = pixels(only_second.images["labels"])
     assert set(np.unique(labels[second])) == {2} and not labels[first].any()
     assert only_second.target is None
     assert json.loads(only_second.status.data)["objects"][0]["position"]["x"] == 0.1
 
-    lost = outputs.follow_messages(frame, [None, None], {"state": "lost", "objects": []},
+    lost = followed(frame, [None, None], {"state": "lost", "objects": []},
                                    FakeDepth([]))
     assert lost.images == {} and lost.target is None
     assert json.loads(lost.status.data)["state"] == "lost"
@@ -265,22 +286,22 @@ def test_follow_messages_draw_the_visible_objects_boxes_with_their_answer_ids():
     first, second = two_masks()
     frame = Frame(np.zeros((48, 64, 3), np.uint8), *STAMP, "cam")
     status = {"query_id": "q-1", "state": "tracking", "objects": [{"id": 2}]}
-    built = outputs.follow_messages(frame, [None, second], status, FakeDepth(BOXES[:1]))
+    built = followed(frame, [None, second], status, FakeDepth(BOXES[:1]))
     markers = built.markers.markers
     assert markers[0].action == Marker.DELETEALL
     assert [(m.id, m.type) for m in markers[1:]] == [(2, Marker.CUBE),
                                                      (2, Marker.TEXT_VIEW_FACING)]
     assert markers[2].text == "q-1 #2"  # no label given: the query id
     assert json.loads(built.status.data)["objects"][0]["box"] == BOX
-    labelled = outputs.follow_messages(frame, [first, None], status, FakeDepth(BOXES[:1]),
+    labelled = followed(frame, [first, None], status, FakeDepth(BOXES[:1]),
                                        label="the red box")
     assert labelled.markers.markers[2].text == "the red box #1"
 
-    lost = outputs.follow_messages(frame, [None, None], {"state": "lost"}, FakeDepth([]))
+    lost = followed(frame, [None, None], {"state": "lost"}, FakeDepth([]))
     assert [m.action for m in lost.markers.markers] == [Marker.DELETEALL]  # the boxes are gone
-    stopped = outputs.follow_messages(frame, [], {"state": "stopped"}, FakeDepth([]))
+    stopped = followed(frame, [], {"state": "stopped"}, FakeDepth([]))
     assert stopped.markers is None  # the last boxes stay
-    assert outputs.follow_messages(frame, [second], status).markers is None  # no depth
+    assert followed(frame, [second], status).markers is None  # no depth
 
 
 # --- publishing over rclpy ----------------------------------------------------------------------
@@ -324,7 +345,7 @@ def test_answer_publisher_renders_only_subscribed_images(graph):
     wait_until(lambda: all(publisher._publishers[kind].get_subscription_count() == 1
                            for kind in ("mask", "result", "overlay/compressed")), "matching")
     depth = FakeDepth(POSITIONS)
-    sent = publisher.publish(make_result(), depth)
+    sent = publisher.publish(measure_answer(make_result(), depth), depth)
     assert set(sent.images) == {"mask", "overlay/compressed"}  # nobody on labels, raw overlay
     wait_until(lambda: listener.received["sam3_agent/result"]
                and listener.received["sam3_agent/mask"]

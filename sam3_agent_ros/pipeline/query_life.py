@@ -1,0 +1,200 @@
+"""A query's life, ROS-free: intake -> follow hooks -> the agent -> the 3D step -> one typed
+answer to the outputs port, then the action's result, then follow mode.
+
+``QueryLife`` holds the collaborators a query passes (the node sets them as its lifecycle
+builds and frees them; None while absent) and owns the ORDER of their calls, the node's real
+logic, tested with fakes in ``test/pipeline/test_query_life.py``:
+
+- ``take`` (executor: a topic query): a query id that a running goal holds is refused alone,
+  its failed result published to the topics only (the action's result hook would end that
+  goal); else ``submit``.
+- ``submit`` (topic query, action goal, follow's re-grounding): without a runner (released
+  meanwhile) the query still gets its one ``failed`` result; else following ends
+  (``follow.before_query``) and the runner takes it.
+- ``answer`` (query worker): ``follow.before_answer`` (the follow thread is done with the
+  segmenter), then ``Agent.run``.
+- ``finish`` (query worker, every query exactly once): the result names its backends; the 3D
+  step (``measurement.measure_answer``) fills the masks' positions BEFORE anything is built;
+  the outputs port publishes images, result JSON and targets; the action ends its goal with
+  what was published (whatever publishing raised); the log line; ``follow.after_result``
+  starts following when asked.
+- ``status`` (query worker): a status event to the topics, then to the goal's feedback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.pipeline.measurement import Answer, DepthSource, measure_answer
+
+log = logging.getLogger(__name__)
+ERROR_LOG_CHARS = 500  # the most of a result's error that its log line repeats
+
+
+class OutputsPort(Protocol):
+    """Where an answer goes out (the node: ``ros/outputs.AnswerPublisher``)."""
+
+    def status(self, event: StatusEvent) -> None: ...
+
+    def answer(self, answer: Answer, depth: Any = None) -> Any:
+        """Publish the answer (``depth``: the 3D source, whose publishers send the targets);
+        return what was published (the action reuses it)."""
+
+
+class ActionPort(Protocol):
+    """The goals of the action server (``ros/segment_action.SegmentActionServer``)."""
+
+    def refuse_duplicate(self, query: Query) -> Result | None: ...
+
+    def on_status(self, event: StatusEvent) -> None: ...
+
+    def on_result(self, result: Result, published: Any = None) -> None: ...
+
+
+class FollowHooks(Protocol):
+    """Follow mode around a query (``ros/follow_control.FollowControl``)."""
+
+    def before_query(self, query_id: str, text: str, follow: bool | None) -> None: ...
+
+    def before_answer(self, query_id: str) -> None: ...
+
+    def after_result(self, result: Result) -> None: ...
+
+
+class Runner(Protocol):
+    def submit(self, query: Query) -> None: ...
+
+
+class AgentLike(Protocol):
+    def run(self, frame: Frame | None, query: Query, cancel: Any, on_status: Any) -> Result: ...
+
+
+def result_line(result: Result) -> str:
+    """The log line of a finished query: its id, status and error or mask count, and the
+    answer it refined."""
+    ending = (f" ({for_log(result.error, ERROR_LOG_CHARS)})" if result.error
+              else f", {len(result.masks)} mask(s)")
+    return f"query {for_log(result.query_id)}: {result.status.value}{ending}{refines_note(result)}"
+
+
+def refines_note(item: Any) -> str:
+    """`` (refines 'ID')`` for a query or result that refines an earlier answer, else ``""``:
+    the id escaped like any outside text in a log line."""
+    refines = getattr(item, "refines", None)
+    return "" if refines is None else f" (refines '{for_log(refines)}')"
+
+
+class QueryLife:
+    """The road of every query. ``backends()``: what answers (named in every result);
+    ``live()``: False once the middleware is shut down (nothing can be published);
+    ``logger``: ``info`` / ``warning`` lines."""
+
+    def __init__(self, backends: Callable[[], dict[str, str]], live: Callable[[], bool],
+                 logger: Any):
+        self._backends, self._live, self._logger = backends, live, logger
+        self.runner: Runner | None = None
+        self.agent: AgentLike | None = None
+        self.outputs: OutputsPort | None = None
+        self.action: ActionPort | None = None
+        self.follow: FollowHooks | None = None
+        self.depth: DepthSource | None = None
+        self.accepting = False  # the node is active: its inputs are subscribed
+        self.max_query_chars = 0  # node.max_query_chars while configured
+        self._ids = itertools.count(1)
+
+    # --- what the collaborators read (bound methods: they see the current parts) ------------
+    def current_runner(self) -> Runner | None:
+        return self.runner
+
+    def current_depth(self) -> DepthSource | None:
+        return self.depth
+
+    def is_accepting(self) -> bool:
+        return self.accepting
+
+    def query_chars(self) -> int:
+        return self.max_query_chars
+
+    def new_query_id(self) -> str:
+        """An id for a query that gave none: ``q-N``."""
+        return f"q-{next(self._ids)}"
+
+    # --- intake --------------------------------------------------------------------------------
+    def take(self, query: Query, follow: bool | None) -> None:
+        """A topic query, parsed: refused alone when a running goal holds its id, else
+        submitted."""
+        action = self.action
+        duplicate = action.refuse_duplicate(query) if action is not None else None
+        if duplicate is not None:  # published here: the action's result hook would end the goal
+            self._logger.warning(f"query rejected: {for_log(duplicate.error)}")
+            if (outputs := self.outputs) is not None:
+                outputs.answer(Answer(duplicate))
+            return
+        self._logger.info(f"query {for_log(query.id)}: {for_log(repr(query.text))}"
+                          + refines_note(query))
+        self.submit(query, follow)
+
+    def submit(self, query: Query, follow: bool | None) -> None:
+        """Hand a query to the worker; following ends and the answer is followed when asked
+        (``follow`` None: ``follow.default``)."""
+        runner, control = self.runner, self.follow
+        if runner is None:  # released meanwhile: the query still gets its one result
+            self.finish(Result(query.id, query.text, QueryStatus.FAILED,
+                               error="the node is not configured", refines=query.refines))
+            return
+        if control is not None:
+            control.before_query(query.id, query.text, follow)
+        runner.submit(query)
+
+    def reground(self, query_id: str, text: str) -> None:
+        """follow.reground_on_lost: run the lost query again, followed (follow thread)."""
+        if self.runner is not None:
+            self.submit(Query(f"{query_id}-reground-{next(self._ids)}", text), True)
+
+    # --- the worker's steps --------------------------------------------------------------------
+    def answer(self, frame: Frame | None, query: Query, cancel: Any, on_status: Any) -> Result:
+        """The agent, once following ended and the follow thread is done with the segmenter.
+        A refinement (frame None) runs on the frame of the answer it refines."""
+        follow, agent = self.follow, self.agent
+        if follow is not None:
+            follow.before_answer(query.id)
+        if agent is None:  # released meanwhile
+            return Result(query.id, query.text, QueryStatus.FAILED,
+                          error="the node is not configured", refines=query.refines)
+        return agent.run(frame, query, cancel, on_status)
+
+    def status(self, event: StatusEvent) -> None:
+        if not self._live():  # Ctrl-C: the middleware is shut down, nothing can be published
+            return
+        if event.backends is None:
+            event = dataclasses.replace(event, backends=self._backends())
+        if (outputs := self.outputs) is not None:
+            outputs.status(event)
+        if (action := self.action) is not None:
+            action.on_status(event)
+
+    def finish(self, result: Result) -> None:
+        """Measure, publish, end the goal, log, follow (see the module's docstring)."""
+        if not self._live():  # Ctrl-C: the middleware is shut down; the process is exiting
+            log.info("query %s ended (%s) during shutdown; not published",
+                     for_log(result.query_id), result.status.value)
+            return
+        if not result.backends:  # every result names its backends (interface §6), also those
+            result.backends = self._backends()  # that never reached the agent (no frame...)
+        outputs, published, depth = self.outputs, None, self.depth
+        try:  # the 3D step first: the result JSON, the targets and the action read it
+            answer = measure_answer(result, depth, self._logger)
+            published = outputs.answer(answer, depth) if outputs is not None else None
+        finally:  # whatever publishing raised (the worker logs it), the goal of this query ends
+            if (action := self.action) is not None:
+                action.on_result(result, published)
+        if outputs is not None:
+            self._logger.info(result_line(result))
+            if (follow := self.follow) is not None:  # None once released meanwhile
+                follow.after_result(result)

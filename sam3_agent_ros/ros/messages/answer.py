@@ -1,0 +1,114 @@
+"""A query's messages and a follow update's, from values already computed (the masks and their
+``Measurement``s): building never measures. Every message carries the header of the frame the
+masks were computed on."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from geometry_msgs.msg import PointStamped, PoseArray
+from std_msgs.msg import Header, String
+from visualization_msgs.msg import MarkerArray
+
+from sam3_agent_ros.config import OverlayConfig
+from sam3_agent_ros.core.types import Frame
+from sam3_agent_ros.geometry.measurement import Measurement
+from sam3_agent_ros.pipeline.measurement import Answer, is_answered
+from sam3_agent_ros.ros.conversions import frame_header
+from sam3_agent_ros.ros.messages.images import (
+    DEFAULT_OVERLAY,
+    FOLLOW_IMAGE_KINDS,
+    IMAGE_KINDS,
+    image_messages,
+    mask_boxes,
+)
+from sam3_agent_ros.ros.messages.markers import marker_messages, target_messages
+
+
+@dataclass
+class AnswerMessages:
+    """Everything one query's answer publishes. ``images`` holds the kinds asked for (none for a
+    failed or cancelled query, or a frame without pixels; ``overlay/compressed`` is a
+    CompressedImage); ``target``/``targets``/``markers`` are None without a 3D step."""
+
+    header: Header
+    result: String
+    images: dict[str, Any] = field(default_factory=dict)
+    target: PointStamped | None = None
+    targets: PoseArray | None = None
+    markers: MarkerArray | None = None
+
+
+def answer_messages(answer: Answer, kinds: Iterable[str] = IMAGE_KINDS,
+                    overlay: OverlayConfig = DEFAULT_OVERLAY) -> AnswerMessages:
+    """Build a query's messages: the images among ``kinds``, the result JSON and, when the
+    answer was measured (``pipeline.measurement.measure_answer``), the targets and markers."""
+    result = answer.result
+    frame = result.frame
+    header = frame_header(frame)
+    target = targets = markers = None
+    images: dict[str, Any] = {}
+    if is_answered(result):
+        assert frame is not None
+        if answer.measurements is not None:
+            target, targets = target_messages(header, answer.measurements)
+            markers = marker_messages(header, answer.measurements, result.query)
+        images = image_messages(frame.image, [m.mask for m in result.masks], header, kinds,
+                                overlay, mask_boxes(result.masks))
+    return AnswerMessages(header=header, result=String(data=json.dumps(result.to_json())),
+                          images=images, target=target, targets=targets, markers=markers)
+
+
+@dataclass
+class FollowMessages:
+    """One follow update's messages; ``target`` is None without depth or without a position,
+    ``markers`` None without depth or when the boxes do not change (see ``follow_messages``)."""
+
+    header: Header
+    status: String
+    images: dict[str, Any] = field(default_factory=dict)
+    target: PointStamped | None = None
+    extras: list[dict[str, Any]] = field(default_factory=list)
+    markers: MarkerArray | None = None
+
+
+def follow_messages(frame: Frame | None, masks: Sequence[np.ndarray | None],
+                    status: dict[str, Any],
+                    measurements: Sequence[Measurement | None] | None = None,
+                    kinds: Iterable[str] = FOLLOW_IMAGE_KINDS, label: str | None = None,
+                    overlay: OverlayConfig = DEFAULT_OVERLAY) -> FollowMessages:
+    """Build a follow update's messages. ``masks`` are in the answer's order, None for an
+    object not visible on this frame, so ``labels`` keeps k for the k-th object of the answer.
+    Images are built when at least one object is visible. ``measurements`` (with depth: one per
+    object, None for one not visible; ``pipeline.measurement.measure_visible``): ``target`` is
+    the first object's point (as ``~/target``), each status object (matched by ``id``) gains
+    ``position`` / ``position_error`` / ``box`` / ``box_error``, and ``markers`` holds the
+    visible objects' boxes labelled ``label`` (default: the query id); with depth and no object
+    visible while ``lost``, ``markers`` is a lone DELETEALL (the boxes are gone)."""
+    header = frame_header(frame)
+    visible = [k for k, m in enumerate(masks) if m is not None]
+    images: dict[str, Any] = {}
+    target, extras, markers = None, [], None
+    if frame is not None and frame.image.size > 0 and visible:
+        images = image_messages(frame.image, masks, header, kinds, overlay)
+        if measurements is not None:
+            seen = [measurements[k] or Measurement.missing(None) for k in visible]
+            extras = [m.to_json() if m is not None else {} for m in measurements]
+            first = measurements[0]
+            if masks[0] is not None and first is not None:
+                target, _ = target_messages(header, [first])
+            markers = marker_messages(header, seen, label or str(status.get("query_id", "")),
+                                      ids=[k + 1 for k in visible])
+    elif measurements is not None and frame is not None and status.get("state") == "lost":
+        markers = marker_messages(header, [], "")
+    status = dict(status)
+    if extras and isinstance(status.get("objects"), list):
+        status["objects"] = [dict(obj, **extras[obj["id"] - 1])
+                             if 0 < obj.get("id", 0) <= len(extras) else dict(obj)
+                             for obj in status["objects"]]
+    return FollowMessages(header=header, status=String(data=json.dumps(status)),
+                          images=images, target=target, extras=extras, markers=markers)
