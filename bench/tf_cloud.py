@@ -8,7 +8,7 @@ mount base_link -> camera_link -> optical frame and a moving odom -> base_link a
 (``frames.targets.target_entry``), the cloud of the two masks' valid depth points (at most
 20000, ``target_points``, transformed; the masks' pixel boxes given, as ``core.types.Mask``
 carries them) and its ``sensor_msgs/PointCloud2``
-(``ros.vision_messages.point_cloud``). The masks are the benchmarks' elliptical blobs
+(``ros.messages.vision.point_cloud``). The masks are the benchmarks' elliptical blobs
 (bench/common.blob_masks: ~0.2 Mpx each at 1080p), on a tilted plane ~1 m away with 2 mm noise.
 
 Wall time (median of ``--repeat`` runs) and process CPU time (mean), OpenCV and BLAS held to one
@@ -47,7 +47,7 @@ from sam3_agent_ros.frames.targets import target_entry  # noqa: E402
 from sam3_agent_ros.geometry.measure import measure_mask  # noqa: E402
 from sam3_agent_ros.geometry.target_points import target_points  # noqa: E402
 from sam3_agent_ros.masks import pixel_box  # noqa: E402
-from sam3_agent_ros.ros.vision_messages import point_cloud  # noqa: E402
+from sam3_agent_ros.ros.messages.vision import point_cloud  # noqa: E402
 
 WIDTH, HEIGHT = 1920, 1080
 K = (900.0, 900.0, 959.5, 539.5)
