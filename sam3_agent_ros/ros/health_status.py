@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 from sam3_agent_ros.core.errors import LlmFailure
 from sam3_agent_ros.core.untrusted_text import for_log
@@ -113,6 +114,7 @@ class HealthInputs:
     queue: QueueSeen
     follow: FollowSeen
     camera_model: CameraModelSeen | None = None  # None: depth is off
+    target_frame: Any = None  # target_frame_health.TargetFrameSeen; None: target_frame unset
 
 
 # --- the statuses (pure) ---------------------------------------------------------------------
@@ -125,6 +127,10 @@ def statuses(inputs: HealthInputs) -> list[Status]:
               follow_status(inputs.follow)]
     if inputs.camera_model is not None:
         result.append(camera_model_status(inputs.camera_model))
+    if inputs.target_frame is not None:
+        from sam3_agent_ros.ros.target_frame_health import target_frame_status
+
+        result.append(target_frame_status(inputs.target_frame))
     return result
 
 
