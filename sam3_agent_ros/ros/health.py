@@ -46,6 +46,7 @@ from sam3_agent_ros.ros.health_status import (
     statuses,
 )
 from sam3_agent_ros.ros.observed_llm import ObservedLlm
+from sam3_agent_ros.ros.target_frame_health import TargetFrameSeen
 
 __all__ = [
     "ERROR_CHARS", "FOLLOW_QUIET_S", "FRAMES_WINDOW_S", "FRAME_TIMES_KEPT", "LOST_WARN_S",
@@ -241,10 +242,8 @@ class HealthRecorder:
                                   "" if target.ok else str(target.reason or "no transform"),
                                   what, self._clock())
 
-    def target_frame(self) -> Any:
-        """``target_frame_health.TargetFrameSeen`` (None: target_frame unset)."""
-        from sam3_agent_ros.ros.target_frame_health import TargetFrameSeen
-
+    def target_frame(self) -> TargetFrameSeen | None:
+        """The newest lookup into target_frame (None: target_frame unset)."""
         now = self._clock()
         with self._lock:
             if self._target_frame is None:
