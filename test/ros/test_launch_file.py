@@ -302,8 +302,9 @@ def test_rviz_true_starts_rviz2_with_the_shipped_config_in_the_nodes_namespace(m
 
 def test_the_rviz_config_shows_the_nodes_outputs_by_relative_names():
     """config/sam3_agent.rviz: overlay, markers (answers and standing concepts), box poses,
-    target and the target's points (issue 27) of the node, by names relative to rviz2's namespace (the launch file puts it in the
-    node's); the launch default frame as its fixed frame."""
+    target and the target's points (issue 27) of the node, by names relative to rviz2's
+    namespace (the launch file puts it in the node's); the launch default frame as its fixed
+    frame."""
     import yaml
 
     config = yaml.safe_load(RVIZ_CONFIG.read_text())
