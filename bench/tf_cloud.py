@@ -1,14 +1,17 @@
 """What the robot frame and the target's point cloud add to an answer, at 1920x1080 with two
 masks, beside the camera-frame path.
 
-Camera-frame path (today's answer with depth): ``measure_mask`` (position + oriented box) of each
-of the two masks. Robot-frame additions (issue 27): the TF lookup at the frame's stamp (a static
+Side by side, through the node's own functions: the camera-frame path
+(``pipeline.measurement.measure_answer`` with depth, ``target_frame`` unset, and the answer's 3D
+messages, ``ros.messages.robot_frame.answer_robot_messages``) and the robot-frame path (the same
+with ``target_frame`` = odom and the target's points asked for). The difference is what the
+robot frame and the cloud add. Per step, beside it: the TF lookup at the frame's stamp (a static
 mount base_link -> camera_link -> optical frame and a moving odom -> base_link at 30 Hz over the
 10 s cache: interpolated), the position and box of each mask moved into ``target_frame``
 (``frames.targets.target_entry``), the cloud of the two masks' valid depth points (at most
 20000, ``target_points``, transformed; the masks' pixel boxes given, as ``core.types.Mask``
 carries them) and its ``sensor_msgs/PointCloud2``
-(``ros.vision_messages.point_cloud``). The masks are the benchmarks' elliptical blobs
+(``ros.messages.vision.point_cloud``). The masks are the benchmarks' elliptical blobs
 (bench/common.blob_masks: ~0.2 Mpx each at 1080p), on a tilted plane ~1 m away with 2 mm noise.
 
 Wall time (median of ``--repeat`` runs) and process CPU time (mean), OpenCV and BLAS held to one
@@ -42,12 +45,16 @@ from std_msgs.msg import Header  # noqa: E402
 
 from bench.common import blob_masks, command_line, write_result  # noqa: E402
 from sam3_agent_ros.config import Config  # noqa: E402
+from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result  # noqa: E402
 from sam3_agent_ros.frames import TfBuffer  # noqa: E402
 from sam3_agent_ros.frames.targets import target_entry  # noqa: E402
 from sam3_agent_ros.geometry.measure import measure_mask  # noqa: E402
 from sam3_agent_ros.geometry.target_points import target_points  # noqa: E402
 from sam3_agent_ros.masks import pixel_box  # noqa: E402
-from sam3_agent_ros.ros.vision_messages import point_cloud  # noqa: E402
+from sam3_agent_ros.pipeline.measurement import StillDepth, measure_answer  # noqa: E402
+from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest  # noqa: E402
+from sam3_agent_ros.ros.messages.robot_frame import answer_robot_messages  # noqa: E402
+from sam3_agent_ros.ros.messages.vision import point_cloud  # noqa: E402
 
 WIDTH, HEIGHT = 1920, 1080
 K = (900.0, 900.0, 959.5, 539.5)
@@ -79,6 +86,16 @@ def tf_buffer() -> tuple[TfBuffer, int]:
     return buffer, 150 * S // 30 + S // 60  # between two samples
 
 
+class BufferTransforms:
+    """The node's Transforms port over a ``TfBuffer`` (no waiting: every transform is there)."""
+
+    def __init__(self, buffer: TfBuffer):
+        self.buffer = buffer
+
+    def lookup(self, target: str, source: str, stamp_ns: int, timeout_s: float):
+        return self.buffer.lookup(target, source, stamp_ns), ""
+
+
 def timed(function, repeat: int) -> tuple[float, float, object]:
     """(median wall ms, mean CPU ms, last value) of ``function()``."""
     walls, cpus, value = [], [], None
@@ -89,6 +106,28 @@ def timed(function, repeat: int) -> tuple[float, float, object]:
         walls.append((time.perf_counter() - wall) * 1e3)
         cpus.append((time.process_time() - cpu) * 1e3)
     return round(statistics.median(walls), 3), round(statistics.fmean(cpus), 3), value
+
+
+def paired(first, second, repeat: int) -> tuple[dict, dict, dict]:
+    """``first`` and ``second`` run alternately; their figures and the median of the per-pair
+    differences (a shared machine's drift cancels in each pair, unlike in two medians)."""
+    first(), second()  # warm-up
+    rows: list[tuple[float, float, float, float]] = []
+    for _ in range(repeat):
+        row = []
+        for function in (first, second):
+            wall, cpu = time.perf_counter(), time.process_time()
+            function()
+            row += [(time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3]
+        rows.append(tuple(row))
+
+    def figure(wall_index: int) -> dict:
+        return {"ms": round(statistics.median(r[wall_index] for r in rows), 3),
+                "cpu_ms": round(statistics.fmean(r[wall_index + 1] for r in rows), 3)}
+
+    added = {"ms": round(statistics.median(r[2] - r[0] for r in rows), 3),
+             "cpu_ms": round(statistics.median(r[3] - r[1] for r in rows), 3)}
+    return figure(0), figure(2), added
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,7 +154,24 @@ def main(argv: list[str] | None = None) -> int:
                                        min_m=depth_cfg.min_m, max_m=depth_cfg.max_m,
                                        transform=transform, boxes=boxes),
     }
+    frame = Frame(rgb, stamp_sec=stamp // S, stamp_nanosec=stamp % S,
+                  frame_id="camera_color_optical_frame")
+    answer = Result("bench", "two blobs", QueryStatus.SUCCEEDED, frame=frame,
+                    masks=[Mask.from_array(m, 0.9, b) for m, b in zip(masks, boxes)],
+                    text_prompts=["blob"])
+    still = StillDepth(depth, K, None, depth_cfg)
+    request = TargetFrameRequest("odom", BufferTransforms(buffer))
+
+    def node_camera_frame():
+        return answer_robot_messages(measure_answer(answer, still))
+
+    def node_robot_frame():
+        return answer_robot_messages(measure_answer(answer, still, target_frame=request,
+                                                    cloud_max_points=MAX_POINTS))
+
     figures = {}
+    pair = paired(node_camera_frame, node_robot_frame, args.repeat)
+    figures["node_camera_frame"], figures["node_robot_frame"], node_added = pair
     for name, function in steps.items():
         wall, cpu, _ = timed(function, args.repeat)
         figures[name] = {"ms": wall, "cpu_ms": cpu}
@@ -127,10 +183,12 @@ def main(argv: list[str] | None = None) -> int:
     added_ms = round(sum(figures[n]["ms"] for n in added), 3)
     added_cpu_ms = round(sum(figures[n]["cpu_ms"] for n in added), 3)
     base = figures["camera_frame_path"]
+    node_added_ms, node_added_cpu_ms = node_added["ms"], node_added["cpu_ms"]
     result = {"command": command_line(), "resolution": f"{WIDTH}x{HEIGHT}", "masks": len(masks),
               "mask_pixels": [int(m.sum()) for m in masks], "valid_points": cloud.valid,
               "cloud_points": len(cloud), "max_points": MAX_POINTS, "steps": figures,
               "added_ms": added_ms, "added_cpu_ms": added_cpu_ms,
+              "node_added_ms": node_added_ms, "node_added_cpu_ms": node_added_cpu_ms,
               "ratio": round((base["ms"] + added_ms) / base["ms"], 3),
               "target_ms": TARGET_MS, "repeat": args.repeat}
     print(f"{WIDTH}x{HEIGHT}, {len(masks)} masks of {result['mask_pixels']} px, "
@@ -141,6 +199,10 @@ def main(argv: list[str] | None = None) -> int:
           f"target <= {TARGET_MS:g} ms: {'met' if added_ms <= TARGET_MS else 'MISSED'}; "
           f"answer with depth x{result['ratio']:.3f} of the camera-frame path "
           f"({base['ms']:.3f} ms)")
+    print(f"  the node's path: camera frame {figures['node_camera_frame']['ms']:.3f} ms, robot "
+          f"frame + cloud {figures['node_robot_frame']['ms']:.3f} ms: +{node_added_ms:.3f} ms "
+          f"(CPU +{node_added_cpu_ms:.3f} ms), target <= {TARGET_MS:g} ms: "
+          f"{'met' if node_added_ms <= TARGET_MS else 'MISSED'}")
     write_result("tf_cloud", result)
     return 0
 

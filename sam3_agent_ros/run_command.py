@@ -186,11 +186,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         close_quietly(agent.llm)
         close_quietly(agent.segmenter)
+    points = None
     if depth is not None:  # the node's 3D step (pipeline.measurement), on one depth image
         from sam3_agent_ros.pipeline.measurement import StillDepth, measure_answer
 
-        measure_answer(result, StillDepth(*depth, cfg=config.depth))
-    if not _write_then_print(args.out, result, refined):
+        # --out: the target's points too (DIR/points.ply), at most depth.cloud_max_points
+        cloud = config.depth.cloud_max_points if args.out else None
+        points = measure_answer(result, StillDepth(*depth, cfg=config.depth),
+                                cloud_max_points=cloud).points
+    if not _write_then_print(args.out, result, refined, points):
         return EXIT_FAILED
     return EXIT_OK if result.status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK) \
         else EXIT_FAILED
@@ -224,13 +228,13 @@ def _run_interruptible(agent, frame, query):
                      on_status=lambda event: log.info("status %s", json.dumps(event.to_json())))
 
 
-def _write_then_print(out: str | None, result, refined) -> bool:
+def _write_then_print(out: str | None, result, refined, points=None) -> bool:
     """Write ``--out`` (when given), then print the result JSON whatever happened to the files;
     False (said on stderr) when they could not be written."""
     written = True
     if out:
         try:
-            _write_outputs(Path(out), result, refined)
+            _write_outputs(Path(out), result, refined, points)
         except (OSError, ValueError) as exc:  # checked before the run; a disk can still fail
             print(f"sam3-agent run: could not write --out {out}: {exc} (the result is on "
                   "stdout)", file=sys.stderr)
@@ -239,8 +243,9 @@ def _write_then_print(out: str | None, result, refined) -> bool:
     return written
 
 
-def _write_outputs(out: Path, result, refined) -> None:
-    """overlay.png and mask.png, and the answer folder a later ``--refines`` reads."""
+def _write_outputs(out: Path, result, refined, points=None) -> None:
+    """overlay.png and mask.png, the answer folder a later ``--refines`` reads, and with depth
+    points.ply (the target's points, ``points``: geometry.target_points.TargetPoints)."""
     import cv2
 
     from sam3_agent_ros import render
@@ -255,3 +260,7 @@ def _write_outputs(out: Path, result, refined) -> None:
     overlay = render.overlay_masks(frame.image, masks) if masks else frame.image
     write_png(out / "overlay.png", cv2.cvtColor(overlay, cv2.COLOR_RGB2BGR))
     write_png(out / "mask.png", render.union_mask(masks, frame.image.shape[:2]))
+    if points is not None:
+        from sam3_agent_ros.geometry.target_points import write_ply
+
+        write_ply(out / "points.ply", points.points, points.colours)

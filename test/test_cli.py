@@ -404,3 +404,31 @@ def test_demo_commands_come_from_the_demo_package():
     args = parser.parse_args(["demo", "--out", "o"])
     assert args.handler is demo_commands.cmd_demo
     assert parser.parse_args(["demo-follow"]).handler is demo_commands.cmd_demo_follow
+
+
+def _read_ply(path: Path) -> np.ndarray:
+    data = path.read_bytes()
+    head, body = data.split(b"end_header\n", 1)
+    assert b"format binary_little_endian 1.0" in head
+    count = int(head.split(b"element vertex ")[1].split(b"\n")[0])
+    vertex = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("red", "u1"), ("green", "u1"),
+                       ("blue", "u1")])
+    return np.frombuffer(body, vertex, count=count)
+
+
+def test_run_with_depth_and_out_writes_the_targets_points(tmp_path):
+    """issue 27: --out DIR gains points.ply, the selected mask's depth points (at most
+    depth.cloud_max_points), around its measured position; no --out, no cloud work."""
+    png, _ = _example_depth_files(tmp_path)
+    out = tmp_path / "answer"
+    proc = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the largest red object",
+                      *OFFLINE, "--depth", str(png), "--intrinsics", "600,600,320,240",
+                      "--out", str(out), "-p", "depth.cloud_max_points:=500")
+    assert proc.returncode == 0, proc.stderr
+    position = json.loads(proc.stdout)["masks"][0]["position"]
+    points = _read_ply(out / "points.ply")
+    assert 100 < len(points) <= 500
+    xyz = np.stack([points["x"], points["y"], points["z"]], axis=1)
+    centre = np.median(xyz, axis=0)
+    assert centre == pytest.approx([position[a] for a in "xyz"], abs=0.05)
+    assert np.median(points["red"]) > np.median(points["blue"])  # the red object's colours

@@ -268,3 +268,17 @@ def test_every_parameter_is_exactly_one_typed_field_of_its_section():
             assert f.default == param.default and type(f.default) is param.type, name
             seen.add(name)
     assert seen == set(PARAMETERS_BY_NAME) and len(seen) == len(PARAMETERS)
+
+
+# --- issue 27: the robot's frame -----------------------------------------------------------------
+def test_the_target_frame_parameters_are_typed_and_where_things_go_is_read_only():
+    config = Config.from_params({"target_frame": "base_link", "tf.timeout_s": 0.5,
+                                 "depth.cloud_max_points": 500})
+    assert config.node.target_frame == "base_link"
+    assert config.tf.timeout_s == 0.5 and config.depth.cloud_max_points == 500
+    defaults = Config()
+    assert (defaults.node.target_frame, defaults.tf.timeout_s,
+            defaults.depth.cloud_max_points) == ("", 0.2, 20000)
+    assert PARAMETERS_BY_NAME["target_frame"].read_only
+    with pytest.raises(ConfigError):
+        Config.from_params({"depth.cloud_max_points": 0})

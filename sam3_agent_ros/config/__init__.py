@@ -26,6 +26,7 @@ from sam3_agent_ros.config.sections import (
     OverlayConfig,
     RefineConfig,
     SegmenterConfig,
+    TfConfig,
     concepts_problem,
 )
 from sam3_agent_ros.config.table import (
@@ -42,7 +43,8 @@ __all__ = [
     "NODE_NAME", "OFFLINE_BACKENDS", "PARAMETERS", "PARAMETERS_BY_NAME", "READ_ONLY_NOTE",
     "SECTIONS", "ActionConfig", "AgentConfig", "ConceptsConfig", "Config", "ConfigError",
     "DepthConfig", "FollowConfig", "LlmConfig", "NodeConfig", "OverlayConfig", "Parameter",
-    "RefineConfig", "SegmenterConfig", "backends_of", "concepts_problem", "demo_backends_warning",
+    "RefineConfig", "SegmenterConfig", "TfConfig", "backends_of", "concepts_problem",
+    "demo_backends_warning",
     "flatten", "load_params_file", "nest", "offline_overrides", "parse_override",
     "unknown_parameter_message",
 ]

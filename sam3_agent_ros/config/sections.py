@@ -81,6 +81,14 @@ class DepthConfig:
     min_valid_pixels: int = _default("depth.min_valid_pixels")
     statistic: str = _default("depth.statistic")
     buffer_size: int = _default("depth.buffer_size")
+    cloud_max_points: int = _default("depth.cloud_max_points")
+
+
+@dataclass(frozen=True)
+class TfConfig:
+    """Transform lookups into target_frame (tf.*)."""
+
+    timeout_s: float = _default("tf.timeout_s")
 
 
 @dataclass(frozen=True)
@@ -146,13 +154,15 @@ class NodeConfig:
     max_query_chars: int = _default("max_query_chars")
     publish_overlay: bool = _default("publish_overlay")
     max_image_pixels: int = _default("max_image_pixels")
+    target_frame: str = _default("target_frame")
 
 
 # The prefixed sections, by prefix; the un-prefixed parameters make ``NodeConfig``.
 SECTIONS: dict[str, type] = {"llm": LlmConfig, "segmenter": SegmenterConfig,
                              "agent": AgentConfig, "depth": DepthConfig, "follow": FollowConfig,
                              "action": ActionConfig, "refine": RefineConfig,
-                             "concepts": ConceptsConfig, "overlay": OverlayConfig}
+                             "concepts": ConceptsConfig, "overlay": OverlayConfig,
+                             "tf": TfConfig}
 
 
 def _keys(prefix: str) -> list[str]:
@@ -172,6 +182,7 @@ class Config:
     refine: RefineConfig = field(default_factory=RefineConfig)
     concepts: ConceptsConfig = field(default_factory=ConceptsConfig)
     overlay: OverlayConfig = field(default_factory=OverlayConfig)
+    tf: TfConfig = field(default_factory=TfConfig)
     node: NodeConfig = field(default_factory=NodeConfig)
 
     @classmethod

@@ -189,6 +189,19 @@ PARAMETERS: tuple[Parameter, ...] = (
               choices=("median", "trimmed_mean", "min_cluster")),
     Parameter("depth.buffer_size", 30, "Depth frames kept (by reference) for stamp matching.",
               min=1, max=1000),
+    Parameter("depth.cloud_max_points", 20000,
+              "Most points of ~/target/points (the selected masks' valid depth points, "
+              "subsampled evenly) and of 'sam3-agent run --out' points.ply.",
+              min=1, max=10_000_000),
+    # --- The robot's frame (TF) -------------------------------------------------------------------
+    Parameter("target_frame", "",
+              "Frame every 3D output is published in (e.g. 'base_link'), transformed through TF "
+              "at the colour frame's stamp. Empty: the colour camera's frame. Without the "
+              "transform an answer publishes no pose in another frame and says what is missing.",
+              read_only=True),
+    Parameter("tf.timeout_s", 0.2,
+              "How long a transform lookup waits for a transform at the colour frame's stamp.",
+              min=0.0, max=10.0),
     # --- Follow mode (keep the answer's masks current on new frames) ------------------------------
     Parameter("follow.default", False,
               "Follow every successful query's answer on new frames (a query may also ask with "

@@ -4,7 +4,11 @@ A depth source is any object with ``locate(frame, masks) -> [result JSON 3D fiel
 ``ros/depth.DepthTargets``, or ``StillDepth`` for one depth image: ``sam3-agent run --depth``).
 ``locate`` never raises: a failure becomes the same reason on every mask. ``measure_answer``
 fills ``result.mask_extras`` (so the result JSON) and returns the typed ``Answer`` every output
-reads: a per-answer value a new output needs (a transform, say) is computed here too.
+reads: a per-answer value a new output needs is computed here too. With ``target_frame`` set
+(a ``TargetFrameRequest``), the transform at the colour frame's stamp is looked up once per answer
+(``pipeline.target_frame``), each mask's JSON gains ``target`` / ``target_error`` (CONTRACTS §9)
+and the ``Answer`` carries it; asked for the target's points (``cloud_max_points``), the cloud
+too, in the output frame.
 """
 
 from __future__ import annotations
@@ -18,6 +22,16 @@ import numpy as np
 from sam3_agent_ros.core.types import Frame, QueryStatus, Result
 from sam3_agent_ros.geometry.measure import measure_mask
 from sam3_agent_ros.geometry.measurement import Measurement
+from sam3_agent_ros.geometry.target_points import TargetPoints
+from sam3_agent_ros.pipeline.target_frame import (
+    MetricDepth,
+    TargetFrame,
+    TargetFrameRequest,
+    cloud_of,
+    lookup_target,
+    moved_measurements,
+    target_fields,
+)
 
 
 class DepthSource(Protocol):
@@ -27,10 +41,37 @@ class DepthSource(Protocol):
 @dataclass
 class Answer:
     """One query's answer as every output reads it. ``measurements``: one per mask of
-    ``result.masks`` when the 3D step ran (depth on, an answer with pixels), else None."""
+    ``result.masks`` when the 3D step ran (depth on, an answer with pixels), else None, in the
+    colour camera's frame. ``target``: with ``target_frame`` set and a measured answer, its
+    transform (or the reason there is none). ``points``: the target's cloud when asked for, in
+    the output frame (None when not asked, not possible, or the transform is missing)."""
 
     result: Result
     measurements: list[Measurement] | None = None
+    target: TargetFrame | None = None
+    points: TargetPoints | None = None
+
+    @property
+    def output_frame_id(self) -> str:
+        """The frame the 3D outputs are published in: ``target_frame`` or the colour frame."""
+        if self.target is not None:
+            return self.target.frame_id
+        frame = self.result.frame
+        return frame.frame_id if frame is not None else ""
+
+    @property
+    def output_measurements(self) -> list[Measurement] | None:
+        """The measurements in the output frame; None without a 3D step or when the transform
+        into ``target_frame`` is missing (then no 3D output is published for this answer)."""
+        if self.measurements is None:
+            return None
+        moved = moved_measurements(self.measurements, self.target)
+        return None if moved is None else [m for m in moved if m is not None]
+
+    @property
+    def target_error(self) -> str:
+        """Why the 3D outputs are not in ``target_frame`` for this answer ("" when they are)."""
+        return self.target.reason if self.target is not None and not self.target.ok else ""
 
 
 @dataclass(frozen=True)
@@ -49,6 +90,13 @@ class StillDepth:
     intrinsics: Any
     reason: str | None
     cfg: Any
+
+    def depth_for(self, frame: Frame) -> MetricDepth | None:
+        """The depth in metres for the target's points (None when unusable)."""
+        if self.reason is not None:
+            return None
+        return MetricDepth(np.asarray(self.depth_m), self.intrinsics, self.cfg.min_m,
+                           self.cfg.max_m, self.cfg.erode_px)
 
     def locate(self, frame: Frame, masks: list[Any]) -> list[dict[str, Any]]:
         if self.reason is not None:
@@ -77,15 +125,62 @@ def is_answered(result: Result) -> bool:
             and frame is not None and frame.image.size > 0)
 
 
-def measure_answer(result: Result, depth: DepthSource | None, logger: Any = None) -> Answer:
+def measure_answer(result: Result, depth: DepthSource | None, logger: Any = None,
+                   target_frame: TargetFrameRequest | None = None,
+                   cloud_max_points: int | None = None) -> Answer:
     """The typed answer of ``result``: with depth and an answer with pixels, every mask is
-    measured and its 3D fields go into ``result.mask_extras`` (the result JSON)."""
+    measured and its 3D fields go into ``result.mask_extras`` (the result JSON). With
+    ``target_frame``, the transform at the colour frame's stamp (one lookup) and each mask's
+    ``target`` / ``target_error``. With ``cloud_max_points`` (somebody wants the points), the
+    target's cloud, at most that many points."""
     if depth is None or not is_answered(result):
         return Answer(result)
-    assert result.frame is not None
-    measurements = locate(depth, result.frame, result.masks, logger)
-    result.mask_extras = [measurement.to_json() for measurement in measurements]
-    return Answer(result, measurements)
+    frame = result.frame
+    assert frame is not None
+    measurements = locate(depth, frame, result.masks, logger)
+    extras = [measurement.to_json() for measurement in measurements]
+    target = lookup_target(target_frame, frame) if target_frame is not None else None
+    if target is not None:
+        for extra, measurement in zip(extras, measurements):
+            extra.update(target_fields(measurement, target))
+    result.mask_extras = extras
+    points = None
+    if cloud_max_points is not None and result.masks:
+        try:
+            points = cloud_of(depth, frame, [m.mask for m in result.masks], cloud_max_points,
+                              target, [getattr(m, "pixel_box", None) for m in result.masks])
+        except Exception as exc:  # noqa: BLE001 (the cloud must never break an answer)
+            if logger is not None:
+                logger.warning(f"depth: the target's points failed: {exc}")
+    return Answer(result, measurements, target, points)
+
+
+@dataclass
+class Visible:
+    """A follow update's 3D step: ``measurements`` (camera frame, one per object, None for one
+    not visible), ``target`` (the transform at this frame's stamp, with ``target_frame`` set)."""
+
+    measurements: list[Measurement | None]
+    target: TargetFrame | None = None
+
+    @property
+    def output_frame_id(self) -> str | None:
+        return self.target.frame_id if self.target is not None else None
+
+    @property
+    def output_measurements(self) -> list[Measurement | None] | None:
+        """In the output frame; None when the transform is missing (publish no pose)."""
+        return moved_measurements(self.measurements, self.target)
+
+
+def measure_visible_in(depth: DepthSource, frame: Frame, masks: Sequence[np.ndarray | None],
+                       logger: Any = None, target_frame: TargetFrameRequest | None = None
+                       ) -> Visible:
+    """``measure_visible`` and, with ``target_frame``, the transform at ``frame``'s stamp."""
+    measurements = measure_visible(depth, frame, masks, logger)
+    if target_frame is None or not any(m is not None for m in measurements):
+        return Visible(measurements)
+    return Visible(measurements, lookup_target(target_frame, frame))
 
 
 def measure_visible(depth: DepthSource, frame: Frame, masks: Sequence[np.ndarray | None],

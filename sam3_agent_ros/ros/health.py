@@ -46,6 +46,7 @@ from sam3_agent_ros.ros.health_status import (
     statuses,
 )
 from sam3_agent_ros.ros.observed_llm import ObservedLlm
+from sam3_agent_ros.ros.target_frame_health import TargetFrameSeen
 
 __all__ = [
     "ERROR_CHARS", "FOLLOW_QUIET_S", "FRAMES_WINDOW_S", "FRAME_TIMES_KEPT", "LOST_WARN_S",
@@ -79,7 +80,8 @@ def snapshot(recorder: HealthRecorder, params: dict[str, Any], segmenter: Any = 
         queue=QueueSeen(accepting=load is not None, policy=str(params["query_policy"]),
                         queue_size=int(params["queue_size"]),
                         waiting=load[0] if load else 0, running=load[1] if load else None),
-        follow=recorder.follow(), camera_model=recorder.camera_model())
+        follow=recorder.follow(), camera_model=recorder.camera_model(),
+        target_frame=recorder.target_frame())
 
 
 # --- recording (thread-safe; the node's threads call it) ----------------------------------------
@@ -113,6 +115,7 @@ class HealthRecorder:
         self._configure_error: str | None = None
         self._follow = FollowRecord(clock)
         self._camera_model: tuple[bool, str | None, str, float] | None = None
+        self._target_frame: tuple[str, str, str, str, float | None] | None = None
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -224,3 +227,28 @@ class HealthRecorder:
                 return None
             checked, problem, summary, at = self._camera_model
         return CameraModelSeen(checked, problem, summary, now - at)
+
+    # --- the transform into target_frame (the query worker, the follow thread) ---
+    def target_frame_started(self, target_frame: str) -> None:
+        """``target_frame`` in use (a ``target frame`` status appears); "": none (it goes)."""
+        with self._lock:
+            self._target_frame = (target_frame, "", "", "answer", None) if target_frame else None
+
+    def target_frame_looked_up(self, target: Any, what: str = "answer") -> None:
+        """A lookup was made (``pipeline.target_frame.TargetFrame``: its frames, and its
+        reason when the transform was unavailable) for an ``answer`` or a ``follow update``."""
+        with self._lock:
+            self._target_frame = (str(target.frame_id), str(target.source_frame),
+                                  "" if target.ok else str(target.reason or "no transform"),
+                                  what, self._clock())
+
+    def target_frame(self) -> TargetFrameSeen | None:
+        """The newest lookup into target_frame (None: target_frame unset)."""
+        now = self._clock()
+        with self._lock:
+            if self._target_frame is None:
+                return None
+            frame_id, source, reason, what, at = self._target_frame
+        if at is None:
+            return TargetFrameSeen(frame_id)
+        return TargetFrameSeen(frame_id, True, source, reason, what, now - at)

@@ -13,6 +13,7 @@ from sam3_agent_ros.core.errors import LlmFailure
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.ros import llm_failure
 from sam3_agent_ros.ros.follow_health import FOLLOW_STARTED, FollowSeen
+from sam3_agent_ros.ros.target_frame_health import FRAME_CHARS, STATUS_NAME, TargetFrameSeen
 
 # --- what the statuses say, and when ---------------------------------------------------------
 
@@ -113,6 +114,7 @@ class HealthInputs:
     queue: QueueSeen
     follow: FollowSeen
     camera_model: CameraModelSeen | None = None  # None: depth is off
+    target_frame: TargetFrameSeen | None = None  # None: target_frame unset
 
 
 # --- the statuses (pure) ---------------------------------------------------------------------
@@ -125,6 +127,8 @@ def statuses(inputs: HealthInputs) -> list[Status]:
               follow_status(inputs.follow)]
     if inputs.camera_model is not None:
         result.append(camera_model_status(inputs.camera_model))
+    if inputs.target_frame is not None:
+        result.append(target_frame_status(inputs.target_frame))
     return result
 
 
@@ -292,6 +296,23 @@ def camera_model_status(seen: CameraModelSeen) -> Status:
                       f"{for_log(seen.problem, ERROR_CHARS)}", values)
     return Status("camera model", Level.OK, f"camera_info fits the colour frame "
                                             f"({for_log(seen.summary, 120)})", values)
+
+
+def target_frame_status(seen: TargetFrameSeen) -> Status:
+    """WARN while the newest answer's or follow update's transform was unavailable."""
+    target = for_log(seen.target_frame, FRAME_CHARS)
+    source = for_log(seen.source_frame, FRAME_CHARS)
+    values = {"target_frame": seen.target_frame, "source_frame": seen.source_frame,
+              "last_lookup": seen.what if seen.checked else "", "problem": seen.reason,
+              "age_s": f"{seen.age_s:.1f}"}
+    if not seen.checked:
+        return Status(STATUS_NAME, Level.OK, f"into '{target}': no 3D answer yet", values)
+    if seen.reason:
+        return Status(STATUS_NAME, Level.WARN,
+                      f"no pose in '{target}' for the newest {seen.what} "
+                      f"({ago(seen.age_s)} ago): {for_log(seen.reason, ERROR_CHARS)}", values)
+    return Status(STATUS_NAME, Level.OK, f"'{source}' -> '{target}' found for the newest "
+                                         f"{seen.what} ({ago(seen.age_s)} ago)", values)
 
 
 def ago(seconds: float | None) -> str:

@@ -301,9 +301,10 @@ def test_rviz_true_starts_rviz2_with_the_shipped_config_in_the_nodes_namespace(m
 
 
 def test_the_rviz_config_shows_the_nodes_outputs_by_relative_names():
-    """config/sam3_agent.rviz: overlay, markers (answers and standing concepts), box poses and
-    target of the node, by names relative to rviz2's namespace (the launch file puts it in the
-    node's); the launch default frame as its fixed frame."""
+    """config/sam3_agent.rviz: overlay, markers (answers and standing concepts), box poses,
+    target and the target's points (issue 27) of the node, by names relative to rviz2's
+    namespace (the launch file puts it in the node's); the launch default frame as its fixed
+    frame."""
     import yaml
 
     config = yaml.safe_load(RVIZ_CONFIG.read_text())
@@ -313,7 +314,9 @@ def test_the_rviz_config_shows_the_nodes_outputs_by_relative_names():
                     if "Topic" in d)
     assert topics == [("Image", "sam3_agent/overlay"),
                       ("MarkerArray", "sam3_agent/concepts/markers"),
-                      ("MarkerArray", "sam3_agent/markers"), ("PointStamped", "sam3_agent/target"),
+                      ("MarkerArray", "sam3_agent/markers"),
+                      ("PointCloud2", "sam3_agent/target/points"),
+                      ("PointStamped", "sam3_agent/target"),
                       ("PoseArray", "sam3_agent/targets")]
     assert all(d["Enabled"] for d in displays)
     assert manager["Global Options"]["Fixed Frame"] == "camera_color_optical_frame"

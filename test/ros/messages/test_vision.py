@@ -1,4 +1,4 @@
-"""ros/vision_messages.py: the detections and the point cloud decoded back (fields, bytes),
+"""ros/messages/vision.py: the detections and the point cloud decoded back (fields, bytes),
 without a graph; and one cloud + one Detection3DArray through rclpy serialization."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from vision_msgs.msg import Detection3DArray
 
 from sam3_agent_ros.concepts.types import ConceptDetection
 from sam3_agent_ros.core.types import Mask
-from sam3_agent_ros.ros.vision_messages import (
+from sam3_agent_ros.ros.messages.vision import (
     answer_detections_2d,
     answer_detections_3d,
     concept_detections_2d,

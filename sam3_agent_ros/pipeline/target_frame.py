@@ -1,0 +1,156 @@
+"""The TF step of an answer (CONTRACTS §9): the transform into ``target_frame`` at the colour
+frame's stamp, the masks' measurements moved into it, and the target's point cloud.
+
+ROS-free. A transform source is any object with ``lookup(target_frame, source_frame, stamp_ns,
+timeout_s)`` returning either ``(Transform | None, reason)`` or an object with ``.transform`` and
+``.reason`` (``ros.tf_listener.create_tf_source(node)``'s ``TfLookup``). The lookup is made once
+per answer (or follow update) AT THE COLOUR FRAME'S STAMP, never for the latest transform: a camera
+on a moving arm is taken where it was when the image was captured. When it fails the
+``TargetFrame`` carries the reason (the frames, the newest stamp seen, the known frames) and the
+builders publish no pose in ``target_frame`` for that answer: never a silent wrong pose.
+
+A depth source that can give its depth in metres for a frame (``depth_for(frame) ->
+MetricDepth | None``; ``measurement.StillDepth`` does) makes the cloud possible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from sam3_agent_ros.core.types import Frame, stamp_ns
+from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.frames import Transform
+from sam3_agent_ros.frames.targets import target_entry
+from sam3_agent_ros.geometry.measurement import Measurement
+from sam3_agent_ros.geometry.target_points import TargetPoints, target_points
+
+FRAME_CHARS = 120  # a frame name in a reason (outside text: escaped and clipped)
+
+
+class Transforms(Protocol):
+    def lookup(self, target_frame: str, source_frame: str, stamp_ns: int,
+               timeout_s: float) -> Any: ...
+
+
+@dataclass(frozen=True)
+class TargetFrameRequest:
+    """What the TF step needs: ``target_frame`` (non-empty), the source of transforms and how
+    long one lookup may wait (``tf.timeout_s``)."""
+
+    frame_id: str
+    transforms: Transforms
+    timeout_s: float = 0.2
+
+
+@dataclass(frozen=True)
+class TargetFrame:
+    """The transform of one answer into ``frame_id`` (``p_target = transform p_colour``) at the
+    colour frame's ``stamp_ns``, or, when ``transform`` is None, ``reason`` says what is
+    missing."""
+
+    frame_id: str
+    source_frame: str
+    stamp_ns: int
+    transform: Transform | None
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.transform is not None
+
+
+@dataclass(frozen=True)
+class MetricDepth:
+    """A depth image in metres at the colour resolution with the colour intrinsics (what
+    ``geometry.target_points`` reads), and the depth limits of ``depth.*``."""
+
+    depth_m: np.ndarray
+    intrinsics: Any
+    min_m: float = 0.1
+    max_m: float = 10.0
+    erode_px: int = 0
+
+
+def _stamp_text(ns: int) -> str:
+    return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d} s"
+
+
+def _unpack(found: Any) -> tuple[Transform | None, str]:
+    if hasattr(found, "transform"):
+        return found.transform, str(getattr(found, "reason", "") or "")
+    transform, reason = found
+    return transform, str(reason or "")
+
+
+def lookup_target(request: TargetFrameRequest, frame: Frame) -> TargetFrame:
+    """The transform from ``frame``'s frame into ``request.frame_id`` at ``frame``'s stamp.
+    Never raises: a failing source becomes the reason."""
+    stamp = stamp_ns(frame.stamp_sec, frame.stamp_nanosec)
+    source = frame.frame_id
+    target = request.frame_id
+    prefix = (f"no transform from '{for_log(source, FRAME_CHARS)}' to "
+              f"'{for_log(target, FRAME_CHARS)}' at {_stamp_text(stamp)}")
+    if not source:
+        return TargetFrame(target, source, stamp, None,
+                           f"{prefix}: the colour frame has no frame_id (set the camera's "
+                           "frame_id, e.g. camera_color_optical_frame)")
+    if source.lstrip("/") == target.lstrip("/"):
+        return TargetFrame(target, source, stamp, Transform.identity())
+    try:
+        transform, reason = _unpack(request.transforms.lookup(target, source, stamp,
+                                                              request.timeout_s))
+    except Exception as exc:  # noqa: BLE001 (a TF failure must never break an answer)
+        transform, reason = None, f"{prefix}: lookup failed: {type(exc).__name__}: " \
+                                  f"{for_log(exc, FRAME_CHARS)}"
+    if transform is None:
+        return TargetFrame(target, source, stamp, None, reason or prefix)
+    return TargetFrame(target, source, stamp, transform)
+
+
+def target_fields(measurement: Measurement, target: TargetFrame) -> dict[str, Any]:
+    """What one mask of the result JSON gains: ``target`` (or None) and ``target_error``."""
+    return target_entry(measurement.to_json(), target.transform, target.frame_id,
+                        target.reason)
+
+
+def moved_measurement(measurement: Measurement, target: TargetFrame) -> Measurement:
+    """``measurement`` in ``target.frame_id`` (the same values as the result JSON's
+    ``target``); its errors unchanged. ``target`` must have a transform."""
+    entry = target_fields(measurement, target)["target"]
+    moved = Measurement.from_json({"position": entry["position"], "box": entry["box"],
+                                   "position_error": measurement.position_error,
+                                   "position_spread_m": measurement.position_spread_m,
+                                   "box_error": measurement.box_error})
+    return moved
+
+
+def moved_measurements(measurements: Sequence[Measurement | None], target: TargetFrame | None
+                       ) -> list[Measurement | None] | None:
+    """The measurements in the output frame: unchanged without ``target_frame`` (``target``
+    None), moved with its transform, None when the transform is missing (publish none)."""
+    if target is None:
+        return list(measurements)
+    if target.transform is None:
+        return None
+    return [moved_measurement(m, target) if m is not None else None for m in measurements]
+
+
+def cloud_of(depth: Any, frame: Frame, masks: Sequence[np.ndarray], max_points: int,
+             target: TargetFrame | None, boxes: Sequence[Any] | None = None
+             ) -> TargetPoints | None:
+    """The masks' valid depth points (at most ``max_points``) in the output frame; None when
+    the depth source cannot give metres for ``frame`` or the transform is missing."""
+    if target is not None and target.transform is None:
+        return None
+    depth_for = getattr(depth, "depth_for", None)
+    metric = depth_for(frame) if depth_for is not None else None
+    if metric is None:
+        return None
+    return target_points(list(masks), metric.depth_m, metric.intrinsics, frame.image,
+                         max_points=max_points, min_m=metric.min_m, max_m=metric.max_m,
+                         erode_px=metric.erode_px, boxes=boxes,
+                         transform=target.transform if target is not None else None)
