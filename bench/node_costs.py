@@ -148,8 +148,10 @@ def publish_cost(publishes: int) -> dict:
     from sam3_agent_ros import render
     from sam3_agent_ros.config import Config
     from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
-    from sam3_agent_ros.ros import outputs
+    from sam3_agent_ros.pipeline.measurement import Answer
     from sam3_agent_ros.ros.conversions import frame_header, mono8_image
+    from sam3_agent_ros.ros.messages.answer import answer_messages, follow_messages
+    from sam3_agent_ros.ros.messages.images import FOLLOW_IMAGE_KINDS, IMAGE_KINDS
     from sam3_agent_ros.ros.node import Sam3AgentNode
 
     width, height = RESOLUTIONS["1080p"]
@@ -171,8 +173,8 @@ def publish_cost(publishes: int) -> dict:
         answer_out = node._life.outputs._publishers  # the node's own AnswerPublisher
         follow_out = node._life.follow._publisher._publishers  # its FollowPublisher
         wait_for(lambda: all(p.get_subscription_count() >= 1
-                             for kinds, out in ((outputs.IMAGE_KINDS, answer_out),
-                                                (outputs.FOLLOW_IMAGE_KINDS, follow_out))
+                             for kinds, out in ((IMAGE_KINDS, answer_out),
+                                                (FOLLOW_IMAGE_KINDS, follow_out))
                              for p in (out[k] for k in kinds)), 20.0,
                  "the bare subscriber on the output topics")
         time.sleep(0.5)
@@ -187,7 +189,7 @@ def publish_cost(publishes: int) -> dict:
                  json.dumps(result.to_json()))
 
         def answer_after(kinds, overlay=defaults):
-            built = outputs.answer_messages(result, None, kinds, None, overlay)
+            built = answer_messages(Answer(result), kinds, overlay)
             send(answer_out, built.images, "result", built.result.data)
 
         def follow_before():  # wave 2: invisible objects as empty arrays, two paintings
@@ -198,7 +200,7 @@ def publish_cost(publishes: int) -> dict:
                  "status", json.dumps(status))
 
         def follow_after(kinds):
-            built = outputs.follow_messages(frame, mask_list, status, None, kinds, None, defaults)
+            built = follow_messages(frame, mask_list, status, None, kinds, None, defaults)
             send(follow_out, built.images, "status", built.status.data)
 
         raw = ("mask", "labels", "overlay")  # the topics of the wave-2 figure
@@ -207,8 +209,7 @@ def publish_cost(publishes: int) -> dict:
             "before": answer_before,
             "before_build_only": lambda: wave2_images(image, mask_list, header),
             "after": lambda: answer_after(raw),
-            "after_build_only": lambda: outputs.answer_messages(result, None, raw, None,
-                                                                defaults),
+            "after_build_only": lambda: answer_messages(Answer(result), raw, defaults),
             "after_jpeg": lambda: answer_after(with_jpeg),
             "after_full_size_jpeg": lambda: answer_after(with_jpeg, full_size),
             "after_mask_labels": lambda: answer_after(("mask", "labels")),
@@ -219,8 +220,8 @@ def publish_cost(publishes: int) -> dict:
             "after_with_overlay": lambda: follow_after(with_jpeg),
             "overlay_only": lambda: follow_after(("overlay/compressed",)),
         }, publishes)
-        sizes = {kind: len(message.data) for kind, message in outputs.answer_messages(
-            result, None, outputs.IMAGE_KINDS, None, defaults).images.items()}
+        sizes = {kind: len(message.data) for kind, message in answer_messages(
+            Answer(result), IMAGE_KINDS, defaults).images.items()}
     finally:
         node.release()
         node.destroy_node()

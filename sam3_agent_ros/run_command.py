@@ -189,7 +189,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if depth is not None:  # the node's 3D step (pipeline.measurement), on one depth image
         from sam3_agent_ros.pipeline.measurement import StillDepth, measure_answer
 
-        measure_answer(result, StillDepth(*depth, cfg=config.depth))
+        depth_m, intrinsics, reason = depth
+        measure_answer(result, StillDepth(depth_m, intrinsics, reason, config.depth))
     if not _write_then_print(args.out, result, refined):
         return EXIT_FAILED
     return EXIT_OK if result.status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK) \

@@ -159,7 +159,7 @@ class FollowControl:
         if self._on_status is not None:
             self._on_status(status)
         with self._lock:
-            label = self._labels.get(status.get("query_id"))
+            label = self._labels.get(str(status.get("query_id")))
         self._publisher.publish(frame, masks, {**status, "backends": self._backends},
                                 self._depth(), label)
 

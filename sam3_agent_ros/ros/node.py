@@ -44,10 +44,14 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.parameter import Parameter
+from rclpy.subscription import Subscription
+from rclpy.timer import Timer
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import String
 
@@ -61,6 +65,7 @@ from sam3_agent_ros.config import (
 )
 from sam3_agent_ros.core.types import Query
 from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.pipeline.intake import QueryRejected, StopFollow, parse_query_message
 from sam3_agent_ros.pipeline.query_life import QueryLife
 from sam3_agent_ros.redact import install_log_redaction, redact_text
 from sam3_agent_ros.ros import (
@@ -80,9 +85,12 @@ from sam3_agent_ros.ros.follow_control import FollowControl
 from sam3_agent_ros.ros.outputs import AnswerPublisher
 from sam3_agent_ros.ros.python_logging import configure_node_logging
 from sam3_agent_ros.ros.qos import IMAGE_QOS, OUTPUT_QOS, QUERY_QOS
-from sam3_agent_ros.ros.query_message import QueryRejected, StopFollow, parse_query_message
 from sam3_agent_ros.ros.query_runner import LatestFrame, QueryRunner
 from sam3_agent_ros.ros.spinning import sigint_noted, spin_until_shutdown
+
+if TYPE_CHECKING:  # imported when first used (configure, activate)
+    from sam3_agent_ros.ros.concepts_control import ConceptsControl
+    from sam3_agent_ros.ros.depth import DepthTargets
 
 # Appended to every "cannot configure" line about a missing endpoint, key or checkpoint.
 TRY_OFFLINE = ("to try without a model: ros2 launch sam3_agent_ros sam3_agent.launch.py "
@@ -116,9 +124,14 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         # a query's collaborators (runner, agent, outputs, action, follow, depth): None while
         # absent; the order of their calls is the life's (pipeline/query_life.py)
         self._life = QueryLife(self._backends, self.context.ok, self.get_logger())
-        self._concepts = None  # standing concepts (ros/concepts_control.py)
-        self._inputs: list[Any] = []
-        self._autostart_timer = None
+        # the same collaborators as built here (the life sees them through its ports only)
+        self._runner: QueryRunner | None = None
+        self._follow: FollowControl | None = None
+        self._outputs: AnswerPublisher | None = None
+        self._depth: DepthTargets | None = None
+        self._concepts: ConceptsControl | None = None  # standing concepts (concepts_control.py)
+        self._inputs: list[Subscription] = []
+        self._autostart_timer: Timer | None = None
         self.start_up_failed = threading.Event()  # autostart failed: main exits with status 1
         self._restart_only = False  # the last configure failed for want of a restart
         self._health = health.HealthRecorder()  # /diagnostics (ros/health.py)
@@ -136,7 +149,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
     # --- lifecycle -----------------------------------------------------------------------------
     def _start_autostart(self) -> None:
         """Once the executor spins: configure + activate on a start-up thread (see above)."""
-        self.destroy_timer(self._autostart_timer)
+        if self._autostart_timer is not None:
+            self.destroy_timer(self._autostart_timer)
         self._autostart_timer = None
         threading.Thread(target=self._autostart, name="sam3_agent_autostart", daemon=True).start()
 
@@ -222,19 +236,18 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         self._config = config
         self._life.max_query_chars = config.node.max_query_chars
         self._reader = FrameReader(config.node.max_image_pixels)
-        self._life.outputs = AnswerPublisher(self, config.node.publish_overlay, OUTPUT_QOS,
-                                        config.overlay)
+        self._outputs = self._life.outputs = AnswerPublisher(
+            self, config.node.publish_overlay, OUTPUT_QOS, config.overlay)
         node = config.node
-        self._life.runner = QueryRunner(
+        self._runner = self._life.runner = QueryRunner(
             answer=self._life.answer, to_frame=self._reader.frame, publish=self._life.finish,
             status=self._life.status, frames=self._frames, policy=node.query_policy,
             queue_size=node.queue_size, max_frame_age_s=node.max_frame_age_s,
             frame_wait_s=node.frame_wait_s)
-        self._life.runner.start()
-        self._life.follow = FollowControl(self, config, gate.first, self._reader.frame,
-                                          depth=self._life.current_depth,
-                                          reground=self._life.reground,
-                                          on_status=self._health.follow_update)
+        self._runner.start()
+        self._follow = self._life.follow = FollowControl(
+            self, config, gate.first, self._reader.frame, depth=self._life.current_depth,
+            reground=self._life.reground, on_status=self._health.follow_update)
         from sam3_agent_ros.ros.concepts_control import ConceptsControl
 
         self._concepts = ConceptsControl(self, config, gate, self._reader.frame,
@@ -243,7 +256,10 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        node = self._config.node
+        config = self._config
+        if config is None:  # rclpy activates only a configured node
+            return TransitionCallbackReturn.FAILURE
+        node = config.node
         image_type, image_topic = ((CompressedImage, "image/compressed")
                                    if node.image_transport == "compressed" else (Image, "image"))
         image_sub = self.create_subscription(image_type, image_topic, self._on_image,
@@ -252,11 +268,11 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         self._inputs = [image_sub, query_sub]
         self._life.accepting = True
         self._health.listening(image_sub.topic_name)
-        if self._config.depth.enabled:
+        if config.depth.enabled:
             from sam3_agent_ros.ros.depth import start_depth
 
-            self._life.depth = start_depth(self, self._config.depth,
-                                           self._reader.max_pixels, self._health)
+            self._depth = self._life.depth = start_depth(self, config.depth,
+                                                         self._reader.max_pixels, self._health)
         self.get_logger().info(
             f"active: listening on {image_sub.topic_name} ({node.image_qos}) and "
             f"{query_sub.topic_name}")
@@ -265,19 +281,19 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
                 self, runner=self._life.current_runner, active=self._life.is_accepting,
                 new_query_id=self._life.new_query_id, max_query_chars=self._life.query_chars,
                 submit=self._life.submit, backends=self._backends,
-                result_timeout_s=self._config.action.result_timeout_s,
-                max_results_with_images=self._config.action.max_results_with_images)
+                result_timeout_s=config.action.result_timeout_s,
+                max_results_with_images=config.action.max_results_with_images)
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._stop_inputs()
-        if self._life.follow is not None:
-            self._life.follow.stop("node deactivated")
+        if self._follow is not None:
+            self._follow.stop("node deactivated")
         if self._concepts is not None:
             self._concepts.clear()
-        if self._life.runner is not None:
-            self._life.runner.cancel_all("node deactivated")
-            if not self._life.runner.wait_idle(DEACTIVATE_WAIT_S):
+        if self._runner is not None:
+            self._runner.cancel_all("node deactivated")
+            if not self._runner.wait_idle(DEACTIVATE_WAIT_S):
                 self.get_logger().warning(
                     "the cancelled query is still finishing; its result will follow")
         self._frames.clear()
@@ -307,7 +323,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             self.destroy_subscription(sub)
         self._inputs = []
         self._life.accepting = False
-        depth, self._life.depth = self._life.depth, None
+        depth, self._depth = self._depth, None
+        self._life.depth = None
         if depth is not None:
             depth.destroy()
 
@@ -315,11 +332,13 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         """Stop the worker, follow and concepts threads (each waited for up to ``wait_s``, the
         follow and concepts threads at most their own shutdown wait) and free the models unless
         one of them is still busy with the segmenter (cleanup, shutdown, error, process exit)."""
-        runner, self._life.runner = self._life.runner, None
+        runner, self._runner = self._runner, None
+        self._life.runner = None
         worker_done = True
         if runner is not None:
             worker_done = runner.stop("node shutting down", wait_s)
-        follow, self._life.follow = self._life.follow, None
+        follow, self._follow = self._follow, None
+        self._life.follow = None
         follow_done = True
         if follow is not None:
             follow_done = follow.destroy(min(wait_s, FOLLOW_SHUTDOWN_WAIT_S))
@@ -334,7 +353,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
                 close()
             except Exception as exc:
                 self.get_logger().warning(f"segmenter close failed: {exc}")
-        answers, self._life.outputs = self._life.outputs, None
+        answers, self._outputs = self._outputs, None
+        self._life.outputs = None
         if answers is not None:
             answers.destroy()
         self._config = None
@@ -342,7 +362,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         self._frames.clear()
         self._health.unconfigured()
 
-    def _on_set_parameters(self, changes: list[Any]):
+    def _on_set_parameters(self, changes: list[Parameter]) -> SetParametersResult:
         result = params.on_set_parameters(self, changes, configured=self._config is not None)
         if result.successful:  # a start-up problem fixed by this change is gone
             changed = {c.name for c in changes}
@@ -354,7 +374,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
     # --- inputs --------------------------------------------------------------------------------
     def _on_image(self, msg: Any) -> None:
         self._frames.put(msg)
-        follow = self._life.follow
+        follow = self._follow
         if follow is not None:
             follow.offer(msg)
         concepts = self._concepts
@@ -373,19 +393,19 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             self.get_logger().error(f"query callback failed: {for_log(repr(exc))}")
 
     def _handle_query(self, msg: String) -> None:
-        runner, config = self._life.runner, self._config
+        runner, config = self._runner, self._config
         if runner is None or config is None:
             return
         try:
             parsed = parse_query_message(msg.data, config.node.max_query_chars)
         except QueryRejected as exc:
-            query = Query(exc.query_id or self._life.new_query_id(), exc.text)
+            query = exc.failed_query(self._life.new_query_id)
             self.get_logger().warning(f"query {for_log(query.id)} rejected: {for_log(exc.reason)}",
                                       throttle_duration_sec=1.0)
             runner.reject(query, exc.reason)
             return
         if isinstance(parsed, StopFollow):
-            follow = self._life.follow
+            follow = self._follow
             if follow is not None and follow.stop("stop_follow on the query topic") is None:
                 self.get_logger().info("stop_follow: not following")
             return
@@ -395,7 +415,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
     # --- outputs -------------------------------------------------------------------------------
     def _health_inputs(self) -> health.HealthInputs:
         """What /diagnostics reports now (its timer, on the executor)."""
-        config, runner, agent = self._config, self._life.runner, self._life.agent
+        config, runner, agent = self._config, self._runner, self._life.agent
         values = config.to_params() if config is not None else params.current_values(self)
         return health.snapshot(self._health, values, getattr(agent, "segmenter", None),
                                runner.load() if runner is not None else None)

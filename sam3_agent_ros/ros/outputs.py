@@ -33,32 +33,17 @@ from sam3_agent_ros.config import OverlayConfig
 from sam3_agent_ros.core.types import Frame, StatusEvent
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.pipeline.measurement import Answer, measure_visible
-from sam3_agent_ros.pipeline.query_life import (  # noqa: F401 (re-exported)
-    ERROR_LOG_CHARS,
-    refines_note,
-    result_line,
-)
 from sam3_agent_ros.ros.conversions import frame_header
-from sam3_agent_ros.ros.messages.answer import (  # noqa: F401 (the builders' names, re-exported)
+from sam3_agent_ros.ros.messages.answer import (
     AnswerMessages,
     FollowMessages,
     answer_messages,
     follow_messages,
 )
-from sam3_agent_ros.ros.messages.images import (  # noqa: F401
+from sam3_agent_ros.ros.messages.images import (
     DEFAULT_OVERLAY,
     FOLLOW_IMAGE_KINDS,
     IMAGE_KINDS,
-    image_messages,
-    mask_boxes,
-)
-from sam3_agent_ros.ros.messages.markers import (  # noqa: F401
-    BOX_NAMESPACE,
-    LABEL_CHARS,
-    LABEL_NAMESPACE,
-    MIN_MARKER_SCALE_M,
-    marker_messages,
-    target_messages,
 )
 from sam3_agent_ros.ros.qos import OUTPUT_QOS
 

@@ -225,9 +225,10 @@ class QueryRunner:
             waiting = [p for p in self._pending if p.query.id == query_id]
             for item in waiting:
                 self._pending.remove(item)
-            running = self._running is not None and self._running.query.id == query_id
-            if running:
-                self._running.cancel.cancel(reason)
+            current = self._running
+            running = current is not None and current.query.id == query_id
+            if current is not None and running:
+                current.cancel.cancel(reason)
             self._lock.notify_all()
         for item in waiting:
             self._finish(item.query, QueryStatus.CANCELLED, reason)
