@@ -67,6 +67,7 @@ from sam3_agent_ros.core.types import Query
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.pipeline.intake import QueryRejected, StopFollow, parse_query_message
 from sam3_agent_ros.pipeline.query_life import QueryLife
+from sam3_agent_ros.pipeline.query_runner import LatestFrame, QueryRunner
 from sam3_agent_ros.redact import install_log_redaction, redact_text
 from sam3_agent_ros.ros import (
     health,
@@ -85,7 +86,6 @@ from sam3_agent_ros.ros.follow_control import FollowControl
 from sam3_agent_ros.ros.outputs import AnswerPublisher
 from sam3_agent_ros.ros.python_logging import configure_node_logging
 from sam3_agent_ros.ros.qos import IMAGE_QOS, OUTPUT_QOS, QUERY_QOS
-from sam3_agent_ros.ros.query_runner import LatestFrame, QueryRunner
 from sam3_agent_ros.ros.spinning import sigint_noted, spin_until_shutdown
 
 if TYPE_CHECKING:  # imported when first used (configure, activate)

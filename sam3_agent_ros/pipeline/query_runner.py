@@ -26,9 +26,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from sam3_agent_ros.core.cancel import CancelToken
-from sam3_agent_ros.core.types import Frame, Phase, Query, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.core.types import (
+    Frame,
+    FrameUnusable,
+    Phase,
+    Query,
+    QueryStatus,
+    Result,
+    StatusEvent,
+)
 from sam3_agent_ros.core.untrusted_text import for_log
-from sam3_agent_ros.ros.conversions import FrameUnusable
 
 PREEMPT = "preempt"
 QUEUE = "queue"
