@@ -381,8 +381,10 @@ def test_follow_publisher_always_sends_the_status_and_images_only_when_wanted(gr
                and publisher._publishers["labels"].get_subscription_count() == 1, "matching")
     first, _ = two_masks()
     frame = Frame(np.zeros((48, 64, 3), np.uint8), *STAMP, "cam")
+    depth = FakeDepth(POSITIONS[:1])
+    assert publisher.wants_3d(depth) and not publisher.wants_3d(None)
     sent = publisher.publish(frame, [first], {"state": "tracking", "objects": [{"id": 1}]},
-                             FakeDepth(POSITIONS[:1]))
+                             measure_visible(depth, frame, [first]), depth)
     assert set(sent.images) == {"labels"}
     wait_until(lambda: listener.received["sam3_agent/follow/status"]
                and listener.received["sam3_agent/follow/labels"]
@@ -391,9 +393,11 @@ def test_follow_publisher_always_sends_the_status_and_images_only_when_wanted(gr
     assert (target.header.stamp.sec, target.header.stamp.nanosec) == STAMP
     # Measured for the target and status subscribers: the boxes go out on ~/markers too.
     depth = FakeDepth(BOXES[:1])
-    publisher.publish(frame, [first], {"state": "tracking", "objects": [{"id": 1}]}, depth)
-    assert len(depth.calls) == 1 and len(depth.markers) == 1
+    publisher.publish(frame, [first], {"state": "tracking", "objects": [{"id": 1}]},
+                      measure_visible(depth, frame, [first]), depth)
+    assert len(depth.calls) == 1 and len(depth.markers) == 1  # measured once, before publish
     publisher.destroy()
+    assert not publisher.wants_3d(depth)  # destroyed: nothing to measure for
     quiet = publisher.publish(frame, [first], {"state": "stopped"})
     assert quiet.images == {}  # destroyed: builds and sends nothing
     without_overlay = outputs.FollowPublisher(node, overlay=None)  # publish_overlay: false
