@@ -32,7 +32,6 @@ imported, ``serve`` logs it once and returns None: the node runs with topics onl
 from __future__ import annotations
 
 import collections
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from sam3_agent_ros.core.types import Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.pipeline.intake import QueryRejected, goal_query
 from sam3_agent_ros.pipeline.query_life import refines_note
+from sam3_agent_ros.pipeline.running import RunningIds, in_use
 from sam3_agent_ros.ros import interfaces
 from sam3_agent_ros.ros.messages.action import (
     result_message,
@@ -136,8 +136,7 @@ class SegmentActionServer:
         self._new_query_id, self._max_query_chars = new_query_id, max_query_chars
         self._submit = submit
         self._backends = backends  # named in the results made here (interface §6)
-        self._lock = threading.Lock()
-        self._goals: dict[str, _Goal] = {}  # query id -> goal, while its query has no result
+        self._goals: RunningIds[_Goal] = RunningIds()  # query id -> goal, until its result
         self._result_timeout_s = int(result_timeout_s)
         self._with_images = KeptImages(max_results_with_images, self._result_timeout_s)
         self._trim_timer: Timer | None = None  # one-shot: once the last ended goal's result expired
@@ -167,8 +166,7 @@ class SegmentActionServer:
         from rclpy.action import CancelResponse
 
         runner = self._runner()
-        with self._lock:
-            query_ids = [qid for qid, goal in self._goals.items() if goal.handle is goal_handle]
+        query_ids = self._goals.ids_of(lambda goal: goal.handle is goal_handle)
         for query_id in query_ids:
             if runner is not None:
                 runner.cancel(query_id, "goal cancelled by the client")
@@ -187,10 +185,7 @@ class SegmentActionServer:
             rejected = None
         except QueryRejected as exc:
             query, rejected = exc.failed_query(self._new_query_id), exc.reason
-        with self._lock:  # checked and held at once: see refuse_duplicate
-            duplicate = query.id in self._goals
-            if not duplicate:
-                self._goals[query.id] = _Goal(goal_handle, query, done)
+        duplicate = not self._goals.claim(query.id, _Goal(goal_handle, query, done))
         self._node.get_logger().info(
             f"segment goal, query {for_log(query.id)}: {for_log(repr(query.text))}"
             + refines_note(query))
@@ -250,8 +245,7 @@ class SegmentActionServer:
 
     # --- worker side ---------------------------------------------------------------------------
     def on_status(self, event: StatusEvent) -> None:
-        with self._lock:
-            goal = self._goals.get(event.query_id)
+        goal = self._goals.get(event.query_id)
         if goal is None:
             return
         try:
@@ -264,18 +258,13 @@ class SegmentActionServer:
         """The ``failed`` result of a query whose id a running (or waiting) goal holds, else
         None (the node asks for topic queries; ``execute`` refuses a second goal the same way).
         Its result would end that goal, so it is refused alone, past the result hook."""
-        with self._lock:
-            held = query.id in self._goals
-        return self._in_use(query) if held else None
+        return self._in_use(query) if self._goals.holds(query.id) else None
 
     def _in_use(self, query: Query) -> Result:
-        return Result(query.id, query.text, QueryStatus.FAILED,
-                      error=f"query_id {query.id!r} is already in use by a running goal",
-                      refines=query.refines, backends=self._backends())
+        return in_use(query, self._backends())
 
     def on_result(self, result: Result, published: Any = None) -> None:
-        with self._lock:
-            goal = self._goals.pop(result.query_id, None)
+        goal = self._goals.release(result.query_id)
         if goal is None:
             return
         try:
