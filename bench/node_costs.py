@@ -24,6 +24,12 @@
    over ``--publishes`` rounds that run every case in turn (build + ``publish()``; the result /
    status JSON included).
 
+3. The per-frame decode: one camera message (bgr8, as most drivers send) taken by the three
+   consumers of a frame (query worker, follow, concepts): before, each converts it
+   (``message_to_frame`` three times); after, ``FrameReader`` decodes it once and hands the same
+   ``Frame`` to the others. Median ms per frame over ``--decodes`` frames, 480p and 1080p
+   (``--decode-only``: this part alone, no node, no DDS).
+
 Run alone: ``.venv/bin/python bench/node_costs.py [--window 8]``.
 """
 
@@ -230,11 +236,52 @@ def publish_cost(publishes: int) -> dict:
             "bytes": sizes}
 
 
+def decode_cost(decodes: int, consumers: int = 3) -> dict:
+    """Median ms to turn one camera message into the Frame of every consumer, before (each
+    decodes) and after (``FrameReader``: once per message), per resolution."""
+    import statistics
+
+    from sam3_agent_ros.ros.conversions import FrameReader, message_to_frame
+
+    figures = {}
+    for resolution in ("480p", "1080p"):
+        width, height = RESOLUTIONS[resolution]
+        messages = []
+        for _ in range(decodes):
+            msg = make_image_msg(width, height)
+            msg.encoding = "bgr8"  # a channel swap: what most camera drivers send
+            messages.append(msg)
+        reader = FrameReader()
+        before, after = [], []
+        for msg in messages:
+            start = time.perf_counter()
+            for _ in range(consumers):
+                message_to_frame(msg)
+            before.append((time.perf_counter() - start) * 1e3)
+            start = time.perf_counter()
+            for _ in range(consumers):
+                reader.frame(msg)
+            after.append((time.perf_counter() - start) * 1e3)
+        figures[resolution] = {"before_ms": statistics.median(before),
+                               "after_ms": statistics.median(after), "consumers": consumers}
+        print(f"decode per frame at {resolution}, {consumers} consumers: before "
+              f"{figures[resolution]['before_ms']:.2f} ms, after "
+              f"{figures[resolution]['after_ms']:.2f} ms", flush=True)
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--window", type=float, default=8.0, help="measured seconds per phase")
     parser.add_argument("--publishes", type=int, default=20)
+    parser.add_argument("--decodes", type=int, default=30, help="frames per decode figure")
+    parser.add_argument("--decode-only", action="store_true",
+                        help="only the per-frame decode figure (no node, no DDS)")
     args = parser.parse_args(argv)
+    if args.decode_only:
+        write_result("node_costs_decode", {"command": command_line(),
+                                           "decode": decode_cost(args.decodes)})
+        return 0
     env = reserved_loopback_env()
     os.environ.update(env)  # before rclpy.init: this process publishes the frames
     import rclpy
@@ -257,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                                   text=True, env=child_env)
     publisher_node = rclpy.create_node("bench_camera")
     publisher = publisher_node.create_publisher(Image, IMAGE_TOPIC, IMAGE_QOS["sensor_data"])
-    phases, received, publish = {}, {}, {}
+    phases, received, publish, decode = {}, {}, {}, {}
     try:
         for peer_process in (bare, bare_multi):
             if peer_process.stdout.readline().strip() != "ready":
@@ -279,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"MultiThreadedExecutor {phase['bare_multi_cpu_percent']:.1f} %), node beyond "
                   f"bare {phase['node_beyond_bare_percent']:.1f} %", flush=True)
         publish = publish_cost(args.publishes)
+        decode = decode_cost(args.decodes)
         for part in ("answer", "follow"):
             for case, figure in publish[part].items():
                 print(f"publish at 1080p, {part} {case}: {figure['wall_ms']:.1f} ms "
@@ -303,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     write_result("node_costs", {"command": command_line(), "rate_hz": RATE_HZ,
                                 "window_s": args.window, "phases": phases,
                                 "bare_received": received, "publish_1080p": publish,
+                                "decode": decode,
                                 "dds_profile": profiles_file(env)})
     return 0
 
