@@ -24,6 +24,12 @@
    over ``--publishes`` rounds that run every case in turn (build + ``publish()``; the result /
    status JSON included).
 
+3. The per-frame decode: one camera message (bgr8, as most drivers send) taken by the three
+   consumers of a frame (query worker, follow, concepts): before, each converts it
+   (``message_to_frame`` three times); after, ``FrameReader`` decodes it once and hands the same
+   ``Frame`` to the others. Median ms per frame over ``--decodes`` frames, 480p and 1080p
+   (``--decode-only``: this part alone, no node, no DDS).
+
 Run alone: ``.venv/bin/python bench/node_costs.py [--window 8]``.
 """
 
@@ -148,8 +154,10 @@ def publish_cost(publishes: int) -> dict:
     from sam3_agent_ros import render
     from sam3_agent_ros.config import Config
     from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
-    from sam3_agent_ros.ros import outputs
+    from sam3_agent_ros.pipeline.measurement import Answer
     from sam3_agent_ros.ros.conversions import frame_header, mono8_image
+    from sam3_agent_ros.ros.messages.answer import answer_messages, follow_messages
+    from sam3_agent_ros.ros.messages.images import FOLLOW_IMAGE_KINDS, IMAGE_KINDS
     from sam3_agent_ros.ros.node import Sam3AgentNode
 
     width, height = RESOLUTIONS["1080p"]
@@ -171,8 +179,8 @@ def publish_cost(publishes: int) -> dict:
         answer_out = node._life.outputs._publishers  # the node's own AnswerPublisher
         follow_out = node._life.follow._publisher._publishers  # its FollowPublisher
         wait_for(lambda: all(p.get_subscription_count() >= 1
-                             for kinds, out in ((outputs.IMAGE_KINDS, answer_out),
-                                                (outputs.FOLLOW_IMAGE_KINDS, follow_out))
+                             for kinds, out in ((IMAGE_KINDS, answer_out),
+                                                (FOLLOW_IMAGE_KINDS, follow_out))
                              for p in (out[k] for k in kinds)), 20.0,
                  "the bare subscriber on the output topics")
         time.sleep(0.5)
@@ -187,7 +195,7 @@ def publish_cost(publishes: int) -> dict:
                  json.dumps(result.to_json()))
 
         def answer_after(kinds, overlay=defaults):
-            built = outputs.answer_messages(result, None, kinds, None, overlay)
+            built = answer_messages(Answer(result), kinds, overlay)
             send(answer_out, built.images, "result", built.result.data)
 
         def follow_before():  # wave 2: invisible objects as empty arrays, two paintings
@@ -198,7 +206,7 @@ def publish_cost(publishes: int) -> dict:
                  "status", json.dumps(status))
 
         def follow_after(kinds):
-            built = outputs.follow_messages(frame, mask_list, status, None, kinds, None, defaults)
+            built = follow_messages(frame, mask_list, status, None, kinds, None, defaults)
             send(follow_out, built.images, "status", built.status.data)
 
         raw = ("mask", "labels", "overlay")  # the topics of the wave-2 figure
@@ -207,8 +215,7 @@ def publish_cost(publishes: int) -> dict:
             "before": answer_before,
             "before_build_only": lambda: wave2_images(image, mask_list, header),
             "after": lambda: answer_after(raw),
-            "after_build_only": lambda: outputs.answer_messages(result, None, raw, None,
-                                                                defaults),
+            "after_build_only": lambda: answer_messages(Answer(result), raw, defaults),
             "after_jpeg": lambda: answer_after(with_jpeg),
             "after_full_size_jpeg": lambda: answer_after(with_jpeg, full_size),
             "after_mask_labels": lambda: answer_after(("mask", "labels")),
@@ -219,8 +226,8 @@ def publish_cost(publishes: int) -> dict:
             "after_with_overlay": lambda: follow_after(with_jpeg),
             "overlay_only": lambda: follow_after(("overlay/compressed",)),
         }, publishes)
-        sizes = {kind: len(message.data) for kind, message in outputs.answer_messages(
-            result, None, outputs.IMAGE_KINDS, None, defaults).images.items()}
+        sizes = {kind: len(message.data) for kind, message in answer_messages(
+            Answer(result), IMAGE_KINDS, defaults).images.items()}
     finally:
         node.release()
         node.destroy_node()
@@ -229,11 +236,52 @@ def publish_cost(publishes: int) -> dict:
             "bytes": sizes}
 
 
+def decode_cost(decodes: int, consumers: int = 3) -> dict:
+    """Median ms to turn one camera message into the Frame of every consumer, before (each
+    decodes) and after (``FrameReader``: once per message), per resolution."""
+    import statistics
+
+    from sam3_agent_ros.ros.conversions import FrameReader, message_to_frame
+
+    figures = {}
+    for resolution in ("480p", "1080p"):
+        width, height = RESOLUTIONS[resolution]
+        messages = []
+        for _ in range(decodes):
+            msg = make_image_msg(width, height)
+            msg.encoding = "bgr8"  # a channel swap: what most camera drivers send
+            messages.append(msg)
+        reader = FrameReader()
+        before, after = [], []
+        for msg in messages:
+            start = time.perf_counter()
+            for _ in range(consumers):
+                message_to_frame(msg)
+            before.append((time.perf_counter() - start) * 1e3)
+            start = time.perf_counter()
+            for _ in range(consumers):
+                reader.frame(msg)
+            after.append((time.perf_counter() - start) * 1e3)
+        figures[resolution] = {"before_ms": statistics.median(before),
+                               "after_ms": statistics.median(after), "consumers": consumers}
+        print(f"decode per frame at {resolution}, {consumers} consumers: before "
+              f"{figures[resolution]['before_ms']:.2f} ms, after "
+              f"{figures[resolution]['after_ms']:.2f} ms", flush=True)
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--window", type=float, default=8.0, help="measured seconds per phase")
     parser.add_argument("--publishes", type=int, default=20)
+    parser.add_argument("--decodes", type=int, default=30, help="frames per decode figure")
+    parser.add_argument("--decode-only", action="store_true",
+                        help="only the per-frame decode figure (no node, no DDS)")
     args = parser.parse_args(argv)
+    if args.decode_only:
+        write_result("node_costs_decode", {"command": command_line(),
+                                           "decode": decode_cost(args.decodes)})
+        return 0
     env = reserved_loopback_env()
     os.environ.update(env)  # before rclpy.init: this process publishes the frames
     import rclpy
@@ -256,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                                   text=True, env=child_env)
     publisher_node = rclpy.create_node("bench_camera")
     publisher = publisher_node.create_publisher(Image, IMAGE_TOPIC, IMAGE_QOS["sensor_data"])
-    phases, received, publish = {}, {}, {}
+    phases, received, publish, decode = {}, {}, {}, {}
     try:
         for peer_process in (bare, bare_multi):
             if peer_process.stdout.readline().strip() != "ready":
@@ -278,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"MultiThreadedExecutor {phase['bare_multi_cpu_percent']:.1f} %), node beyond "
                   f"bare {phase['node_beyond_bare_percent']:.1f} %", flush=True)
         publish = publish_cost(args.publishes)
+        decode = decode_cost(args.decodes)
         for part in ("answer", "follow"):
             for case, figure in publish[part].items():
                 print(f"publish at 1080p, {part} {case}: {figure['wall_ms']:.1f} ms "
@@ -302,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     write_result("node_costs", {"command": command_line(), "rate_hz": RATE_HZ,
                                 "window_s": args.window, "phases": phases,
                                 "bare_received": received, "publish_1080p": publish,
+                                "decode": decode,
                                 "dds_profile": profiles_file(env)})
     return 0
 

@@ -17,8 +17,8 @@ followed query (the follow thread then tracks every frame). Then, per scenario:
 Measured per run: seconds from SIGINT to the process's exit, its exit status, and whether its log
 holds a traceback. Printed and recorded: median and max per scenario. The node's bound is
 ``EXIT_BOUND_S`` (a busy worker or follow thread is not waited for at exit:
-``sam3_agent_ros/ros/node.py`` EXIT_WAIT_S); ``launch/sam3_agent.launch.py`` escalates to SIGTERM
-after ``SIGTERM_TIMEOUT_S`` s anyway.
+``sam3_agent_ros/ros/node_main.py`` EXIT_WAIT_S); ``launch/sam3_agent.launch.py`` escalates to
+SIGTERM after ``SIGTERM_TIMEOUT_S`` s anyway.
 
     python bench/node_exit.py [--runs 5] [--segment-s 10]
 """

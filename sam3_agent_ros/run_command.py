@@ -192,7 +192,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         # --out: the target's points too (DIR/points.ply), at most depth.cloud_max_points
         cloud = config.depth.cloud_max_points if args.out else None
-        points = measure_answer(result, StillDepth(*depth, cfg=config.depth),
+        depth_m, intrinsics, reason = depth
+        points = measure_answer(result, StillDepth(depth_m, intrinsics, reason, config.depth),
                                 cloud_max_points=cloud).points
     if not _write_then_print(args.out, result, refined, points):
         return EXIT_FAILED

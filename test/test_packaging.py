@@ -23,8 +23,8 @@ CONSOLE_SCRIPTS = ("sam3-agent", "sam3_agent_node")
 # Subpackages allowed to import rclpy; everything else is the ROS-free core.
 ROS_SUBPACKAGES = ("sam3_agent_ros.ros", "sam3_agent_ros.bags", "sam3_agent_demo")
 # Pure-Python modules inside the ROS subpackages that must stay importable without rclpy.
-ROS_FREE_EXCEPTIONS = ("sam3_agent_ros.ros.dds", "sam3_agent_ros.ros.query_runner",
-                       "sam3_agent_ros.ros.query_message", "sam3_agent_ros.ros.conversions",
+ROS_FREE_EXCEPTIONS = ("sam3_agent_ros.ros.dds",
+                       "sam3_agent_ros.ros.conversions",
                        "sam3_agent_ros.ros.follow_runner", "sam3_agent_ros.bags.commands",
                        "sam3_agent_demo.commands", "sam3_agent_demo.scene",
                        "sam3_agent_demo.moving_scene", "sam3_agent_ros.ros.concepts_runner",

@@ -32,6 +32,17 @@ class Frame:
         return int(self.image.shape[0])
 
 
+class FrameUnusable(Exception):
+    """A frame message that cannot become a ``Frame`` (bad encoding, short data, over the pixel
+    cap...). ``frame`` carries its header (an empty image) so the failed result still names the
+    frame it refers to."""
+
+    def __init__(self, reason: str, frame: Frame | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.frame = frame
+
+
 def stamp_ns(sec: int, nanosec: int) -> int:
     """A stamp (``sec``, ``nanosec``) in integer nanoseconds: exact, ordered, comparable. The one
     conversion of the package (frames, ROS headers, result and status JSON)."""

@@ -29,6 +29,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.pipeline.measurement import Answer, DepthSource, measure_answer
@@ -42,7 +43,7 @@ class OutputsPort(Protocol):
 
     def status(self, event: StatusEvent) -> None: ...
 
-    def answer(self, answer: Answer, depth: Any = None) -> Any:
+    def answer(self, answer: Answer, depth: DepthSource | None = None) -> Any:
         """Publish the answer (``depth``: the 3D source, whose publishers send the targets);
         return what was published (the action reuses it)."""
 
@@ -72,7 +73,8 @@ class Runner(Protocol):
 
 
 class AgentLike(Protocol):
-    def run(self, frame: Frame | None, query: Query, cancel: Any, on_status: Any) -> Result: ...
+    def run(self, frame: Frame | None, query: Query, cancel: CancelToken | None = None,
+            on_status: Callable[[StatusEvent], None] | None = None) -> Result: ...
 
 
 def result_line(result: Result) -> str:
@@ -158,7 +160,8 @@ class QueryLife:
             self.submit(Query(f"{query_id}-reground-{next(self._ids)}", text), True)
 
     # --- the worker's steps --------------------------------------------------------------------
-    def answer(self, frame: Frame | None, query: Query, cancel: Any, on_status: Any) -> Result:
+    def answer(self, frame: Frame | None, query: Query, cancel: CancelToken,
+               on_status: Callable[[StatusEvent], None]) -> Result:
         """The agent, once following ended and the follow thread is done with the segmenter.
         A refinement (frame None) runs on the frame of the answer it refines."""
         follow, agent = self.follow, self.agent

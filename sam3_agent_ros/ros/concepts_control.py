@@ -32,12 +32,9 @@ from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.pipeline.measurement import locate
 from sam3_agent_ros.ros import interfaces as generated
 from sam3_agent_ros.ros.concepts_runner import ConceptsRunner
-from sam3_agent_ros.ros.messages.concepts import (  # noqa: F401 (re-exported)
+from sam3_agent_ros.ros.messages.concepts import (
     IMAGE_KINDS,
-    JPEG_QUALITY,
-    ConceptMessages,
     concept_messages,
-    detection_message,
 )
 from sam3_agent_ros.ros.qos import OUTPUT_QOS
 

@@ -25,8 +25,7 @@ from typing import Any
 from sam3_agent_ros.concepts import ConceptFrame, SegmenterGate, StandingConcepts
 from sam3_agent_ros.concepts.gate import PassAbandoned
 from sam3_agent_ros.core.errors import SegmenterError
-from sam3_agent_ros.core.types import Frame
-from sam3_agent_ros.ros.conversions import FrameUnusable
+from sam3_agent_ros.core.types import Frame, FrameUnusable
 
 log = logging.getLogger(__name__)
 WARN_EVERY_S = 10.0  # the same kind of warning at most this often

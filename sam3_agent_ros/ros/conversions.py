@@ -27,7 +27,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from sam3_agent_ros.core.types import Frame, stamp_ns
+from sam3_agent_ros.core.types import Frame, FrameUnusable, stamp_ns
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.image_header import (
     DEFAULT_MAX_PIXELS,
@@ -51,17 +51,6 @@ QUOTED_CHARS = 40  # the most of a peer's encoding / format name a frame problem
 
 class ImageConversionError(ValueError):
     """A frame that cannot be turned into an RGB image; the message says why."""
-
-
-class FrameUnusable(Exception):
-    """A frame message that cannot become a ``Frame`` (bad encoding, short data, over the pixel
-    cap...). ``frame`` carries its header (an empty image) so the failed result still names the
-    frame it refers to."""
-
-    def __init__(self, reason: str, frame: Frame | None = None):
-        super().__init__(reason)
-        self.reason = reason
-        self.frame = frame
 
 
 # --- stamps and headers ----------------------------------------------------------------------

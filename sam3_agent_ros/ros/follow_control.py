@@ -19,13 +19,17 @@ The follow thread (``FollowRunner``) publishes through ``outputs.FollowPublisher
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.types import Frame, QueryStatus, Result
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.follow.types import STOPPED, starting_source
+from sam3_agent_ros.geometry.measurement import Measurement
+from sam3_agent_ros.pipeline.measurement import measure_visible
 from sam3_agent_ros.ros.conversions import frame_stamp_ns
 from sam3_agent_ros.ros.follow_health import follow_started
 from sam3_agent_ros.ros.follow_runner import FollowRunner, status_json
@@ -159,9 +163,13 @@ class FollowControl:
         if self._on_status is not None:
             self._on_status(status)
         with self._lock:
-            label = self._labels.get(status.get("query_id"))
+            label = self._labels.get(str(status.get("query_id")))
+        depth = self._depth()
+        measurements = None
+        if self._publisher.wants_3d(depth):  # measured before any message is built
+            measurements = measure_follow(depth, frame, masks, self._node.get_logger())
         self._publisher.publish(frame, masks, {**status, "backends": self._backends},
-                                self._depth(), label)
+                                measurements, depth, label)
 
     def _on_reground(self, query_id: str, text: str) -> None:
         self._node.get_logger().info(f"follow of {for_log(query_id)} lost: re-running the query "
@@ -179,3 +187,12 @@ class FollowControl:
             self._node.destroy_service(self._service)
         self._publisher.destroy()
         return stopped
+
+
+def measure_follow(depth: Any, frame: Frame | None, masks: Sequence[np.ndarray | None],
+                   logger: Any = None) -> list[Measurement | None]:
+    """A follow update's 3D step, before its messages are built: ``measure_visible`` on a frame
+    with pixels, else nothing measured (one None per mask)."""
+    if frame is None or frame.image.size == 0:
+        return [None] * len(masks)
+    return measure_visible(depth, frame, masks, logger)

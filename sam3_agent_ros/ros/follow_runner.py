@@ -33,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from sam3_agent_ros.core.types import Frame
+from sam3_agent_ros.core.types import Frame, FrameUnusable
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.follow.types import LOST, STOPPED, FollowedObject, Session, starting_source
-from sam3_agent_ros.ros.conversions import FrameUnusable, frame_stamp_ns
+from sam3_agent_ros.ros.conversions import frame_stamp_ns
 
 log = logging.getLogger(__name__)
 

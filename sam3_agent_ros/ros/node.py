@@ -16,14 +16,14 @@ Threads:
   pass holding it.
 - a 1 Hz timer on the executor publishes ``/diagnostics`` (``ros/diagnostics.py``) from what the
   node records as it runs (``ros/health.py``: frames, LLM calls, lifecycle, follow statuses).
-- one worker thread (``QueryRunner``) converts the frame (``ros/conversions.py``), runs the agent
-  and publishes (``ros/outputs.py``). Publishers are plain (not lifecycle) publishers so a query
-  cancelled by ``deactivate`` still publishes its one result.
-Every query lives in ``pipeline/query_life.py`` (``QueryLife``, ROS-free): topic queries, action
-goals (``ros/segment_action.py``) and re-groundings are submitted there; it calls follow mode's
-hooks, the agent, the 3D step and the outputs in their order. The node holds its collaborators
-on it (``self._life``: runner, agent, outputs, action, follow, depth) and only builds, starts
-and frees them.
+- one worker thread (``pipeline/query_runner.py``) converts the frame, runs the agent and
+  publishes (``ros/outputs.py``: plain publishers, so a query cancelled by ``deactivate`` still
+  publishes its one result).
+Every query lives in ``pipeline/query_life.py`` (``QueryLife``, ROS-free): topic queries
+(``pipeline/intake.py``), action goals (``ros/segment_action.py``) and re-groundings are
+submitted there; it calls follow mode's hooks, the agent, the 3D step and the outputs in their
+order. The node builds its collaborators (backends: ``ros/assembly.py``), hands them to the life
+(``self._life``), starts and frees them.
 - ``on_configure`` builds the backends synchronously (SAM 3 loads for seconds to minutes), so a
   failure makes the transition fail as ROS tools expect. With ``autostart`` (the default) the
   transitions run on a start-up thread, so the executor keeps answering ``get_state`` and
@@ -44,10 +44,13 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.parameter import Parameter
+from rclpy.subscription import Subscription
+from rclpy.timer import Timer
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import String
 
@@ -56,44 +59,34 @@ from sam3_agent_ros.config import (
     Config,
     ConfigError,
     backends_of,
-    demo_backends_warning,
-    offline_overrides,
 )
 from sam3_agent_ros.core.types import Query
 from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.pipeline.intake import QueryRejected, StopFollow, parse_query_message
 from sam3_agent_ros.pipeline.query_life import QueryLife
-from sam3_agent_ros.redact import install_log_redaction, redact_text
+from sam3_agent_ros.pipeline.query_runner import LatestFrame, QueryRunner
+from sam3_agent_ros.redact import redact_text
 from sam3_agent_ros.ros import (
     health,
     hints,
-    node_cli,
+    node_main,
     param_guard,
     params,
-    rclpy_compat,
     segment_action,
 )
-from sam3_agent_ros.ros.concepts_control import SHUTDOWN_WAIT_S as CONCEPTS_SHUTDOWN_WAIT_S
+from sam3_agent_ros.ros.assembly import CannotConfigure, build_agent, release
 from sam3_agent_ros.ros.conversions import FrameReader
 from sam3_agent_ros.ros.diagnostics import DiagnosticsPublisher
-from sam3_agent_ros.ros.follow_control import SHUTDOWN_WAIT_S as FOLLOW_SHUTDOWN_WAIT_S
 from sam3_agent_ros.ros.follow_control import FollowControl
 from sam3_agent_ros.ros.outputs import AnswerPublisher
-from sam3_agent_ros.ros.python_logging import configure_node_logging
 from sam3_agent_ros.ros.qos import IMAGE_QOS, OUTPUT_QOS, QUERY_QOS
-from sam3_agent_ros.ros.query_message import QueryRejected, StopFollow, parse_query_message
-from sam3_agent_ros.ros.query_runner import LatestFrame, QueryRunner
-from sam3_agent_ros.ros.spinning import sigint_noted, spin_until_shutdown
 
-# Appended to every "cannot configure" line about a missing endpoint, key or checkpoint.
-TRY_OFFLINE = ("to try without a model: ros2 launch sam3_agent_ros sam3_agent.launch.py "
-               "offline:=true, or " + " ".join(f"-p {o}" for o in offline_overrides()))
+if TYPE_CHECKING:  # imported when first used (configure, activate)
+    from sam3_agent_ros.ros.concepts_control import ConceptsControl
+    from sam3_agent_ros.ros.depth import DepthTargets
+
 DEACTIVATE_WAIT_S = 5.0  # how long deactivate waits for a cancelled query to publish its result
 CLEANUP_WAIT_S = 30.0  # how long cleanup waits for the worker before freeing the models
-# At process exit (Ctrl-C, SIGTERM) nothing can be published any more (rclpy has shut the context
-# down) and the worker, follow and concepts threads are daemons: each gets this long to see that it
-# was cancelled, then the process exits without it; a SAM 3 or LLM call in flight would otherwise
-# hold the exit for its whole length (bench/node_exit.py: exit within 2 s, even mid-query).
-EXIT_WAIT_S = 0.5
 
 
 class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
@@ -116,9 +109,14 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         # a query's collaborators (runner, agent, outputs, action, follow, depth): None while
         # absent; the order of their calls is the life's (pipeline/query_life.py)
         self._life = QueryLife(self._backends, self.context.ok, self.get_logger())
-        self._concepts = None  # standing concepts (ros/concepts_control.py)
-        self._inputs: list[Any] = []
-        self._autostart_timer = None
+        # the same collaborators as built here (the life sees them through its ports only)
+        self._runner: QueryRunner | None = None
+        self._follow: FollowControl | None = None
+        self._outputs: AnswerPublisher | None = None
+        self._depth: DepthTargets | None = None
+        self._concepts: ConceptsControl | None = None  # standing concepts (concepts_control.py)
+        self._inputs: list[Subscription] = []
+        self._autostart_timer: Timer | None = None
         self.start_up_failed = threading.Event()  # autostart failed: main exits with status 1
         self._restart_only = False  # the last configure failed for want of a restart
         self._health = health.HealthRecorder()  # /diagnostics (ros/health.py)
@@ -136,7 +134,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
     # --- lifecycle -----------------------------------------------------------------------------
     def _start_autostart(self) -> None:
         """Once the executor spins: configure + activate on a start-up thread (see above)."""
-        self.destroy_timer(self._autostart_timer)
+        if self._autostart_timer is not None:
+            self.destroy_timer(self._autostart_timer)
         self._autostart_timer = None
         threading.Thread(target=self._autostart, name="sam3_agent_autostart", daemon=True).start()
 
@@ -180,61 +179,28 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             self.get_logger().error(f"cannot configure: {redact_text(str(exc))}")
             self._restart_only = False
             return TransitionCallbackReturn.FAILURE
-        from sam3_agent_ros.backends import (
-            close_quietly,
-            make_llm,
-            make_segmenter,
-            missing_requirements,
-        )
-        from sam3_agent_ros.concepts import SegmenterGate
-        from sam3_agent_ros.core.agent import Agent
-        from sam3_agent_ros.core.answers import AnswerStore
-
-        missing = missing_requirements(config)  # milliseconds: before anything slow
-        if missing:
-            self._configure_problem = "; ".join(missing)
-            for problem in missing:
-                self.get_logger().error(f"cannot configure: {problem}; {TRY_OFFLINE}")
-            return TransitionCallbackReturn.FAILURE
-        demo = demo_backends_warning(config.to_params())
-        if demo:
-            self.get_logger().warning(demo)
-        self.get_logger().info(
-            f"configuring: llm.backend={config.llm.backend} segmenter.backend="
-            f"{config.segmenter.backend} (building the backends; SAM 3 may take a while)")
-
-        segmenter = None
         try:
-            llm = health.ObservedLlm(make_llm(config), self._health)
-            segmenter = make_segmenter(config)
-            gate = SegmenterGate(segmenter)  # the agent and follow mode first, concepts between
-            self._life.agent = Agent(config, llm=llm, segmenter=gate.first,
-                                answers=AnswerStore(config.refine.keep_answers,
-                                                    config.refine.max_kept_mib * 2**20))
-        except Exception as exc:  # any backend failure: stay unconfigured, say why
-            close_quietly(segmenter)
-            self._configure_problem = (f"cannot build the backends: {type(exc).__name__}: "
-                                       f"{redact_text(str(exc))}")
-            self.get_logger().error(self._configure_problem)
-            self._restart_only = False
-            self.get_logger().error(f"to configure: {hints.fix_backends(name)}")
+            self._life.agent, gate = build_agent(config, self._health, self.get_logger(), name)
+        except CannotConfigure as exc:
+            self._configure_problem = exc.problem
+            if exc.by_building:
+                self._restart_only = False
             return TransitionCallbackReturn.FAILURE
         self._config = config
         self._life.max_query_chars = config.node.max_query_chars
         self._reader = FrameReader(config.node.max_image_pixels)
-        self._life.outputs = AnswerPublisher(self, config.node.publish_overlay, OUTPUT_QOS,
-                                        config.overlay)
+        self._outputs = self._life.outputs = AnswerPublisher(
+            self, config.node.publish_overlay, OUTPUT_QOS, config.overlay)
         node = config.node
-        self._life.runner = QueryRunner(
+        self._runner = self._life.runner = QueryRunner(
             answer=self._life.answer, to_frame=self._reader.frame, publish=self._life.finish,
             status=self._life.status, frames=self._frames, policy=node.query_policy,
             queue_size=node.queue_size, max_frame_age_s=node.max_frame_age_s,
             frame_wait_s=node.frame_wait_s)
-        self._life.runner.start()
-        self._life.follow = FollowControl(self, config, gate.first, self._reader.frame,
-                                          depth=self._life.current_depth,
-                                          reground=self._life.reground,
-                                          on_status=self._health.follow_update)
+        self._runner.start()
+        self._follow = self._life.follow = FollowControl(
+            self, config, gate.first, self._reader.frame, depth=self._life.current_depth,
+            reground=self._life.reground, on_status=self._health.follow_update)
         from sam3_agent_ros.ros.concepts_control import ConceptsControl
 
         self._concepts = ConceptsControl(self, config, gate, self._reader.frame,
@@ -243,7 +209,10 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        node = self._config.node
+        config = self._config
+        if config is None:  # rclpy activates only a configured node
+            return TransitionCallbackReturn.FAILURE
+        node = config.node
         image_type, image_topic = ((CompressedImage, "image/compressed")
                                    if node.image_transport == "compressed" else (Image, "image"))
         image_sub = self.create_subscription(image_type, image_topic, self._on_image,
@@ -252,11 +221,11 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         self._inputs = [image_sub, query_sub]
         self._life.accepting = True
         self._health.listening(image_sub.topic_name)
-        if self._config.depth.enabled:
+        if config.depth.enabled:
             from sam3_agent_ros.ros.depth import start_depth
 
-            self._life.depth = start_depth(self, self._config.depth,
-                                           self._reader.max_pixels, self._health)
+            self._depth = self._life.depth = start_depth(self, config.depth,
+                                                         self._reader.max_pixels, self._health)
         self.get_logger().info(
             f"active: listening on {image_sub.topic_name} ({node.image_qos}) and "
             f"{query_sub.topic_name}")
@@ -265,19 +234,19 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
                 self, runner=self._life.current_runner, active=self._life.is_accepting,
                 new_query_id=self._life.new_query_id, max_query_chars=self._life.query_chars,
                 submit=self._life.submit, backends=self._backends,
-                result_timeout_s=self._config.action.result_timeout_s,
-                max_results_with_images=self._config.action.max_results_with_images)
+                result_timeout_s=config.action.result_timeout_s,
+                max_results_with_images=config.action.max_results_with_images)
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._stop_inputs()
-        if self._life.follow is not None:
-            self._life.follow.stop("node deactivated")
+        if self._follow is not None:
+            self._follow.stop("node deactivated")
         if self._concepts is not None:
             self._concepts.clear()
-        if self._life.runner is not None:
-            self._life.runner.cancel_all("node deactivated")
-            if not self._life.runner.wait_idle(DEACTIVATE_WAIT_S):
+        if self._runner is not None:
+            self._runner.cancel_all("node deactivated")
+            if not self._runner.wait_idle(DEACTIVATE_WAIT_S):
                 self.get_logger().warning(
                     "the cancelled query is still finishing; its result will follow")
         self._frames.clear()
@@ -297,7 +266,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
 
     def release(self, wait_s: float = CLEANUP_WAIT_S) -> None:
         """Free everything (shutdown, error, and before the process exits, whatever the state;
-        main passes EXIT_WAIT_S: at exit nobody can receive a result any more)."""
+        node_main passes EXIT_WAIT_S: at exit nobody can receive a result any more)."""
         self._stop_inputs()
         self._release(wait_s)
 
@@ -307,42 +276,22 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             self.destroy_subscription(sub)
         self._inputs = []
         self._life.accepting = False
-        depth, self._life.depth = self._life.depth, None
+        depth, self._depth = self._depth, None
+        self._life.depth = None
         if depth is not None:
             depth.destroy()
 
     def _release(self, wait_s: float = CLEANUP_WAIT_S) -> None:
-        """Stop the worker, follow and concepts threads (each waited for up to ``wait_s``, the
-        follow and concepts threads at most their own shutdown wait) and free the models unless
-        one of them is still busy with the segmenter (cleanup, shutdown, error, process exit)."""
-        runner, self._life.runner = self._life.runner, None
-        worker_done = True
-        if runner is not None:
-            worker_done = runner.stop("node shutting down", wait_s)
-        follow, self._life.follow = self._life.follow, None
-        follow_done = True
-        if follow is not None:
-            follow_done = follow.destroy(min(wait_s, FOLLOW_SHUTDOWN_WAIT_S))
-        concepts, self._concepts = self._concepts, None
-        concepts_done = True
-        if concepts is not None:
-            concepts_done = concepts.destroy(min(wait_s, CONCEPTS_SHUTDOWN_WAIT_S))
-        agent, self._life.agent = self._life.agent, None
-        close = getattr(getattr(agent, "segmenter", None), "close", None)
-        if callable(close) and worker_done and follow_done and concepts_done:
-            try:
-                close()
-            except Exception as exc:
-                self.get_logger().warning(f"segmenter close failed: {exc}")
-        answers, self._life.outputs = self._life.outputs, None
-        if answers is not None:
-            answers.destroy()
+        """Stop the worker, follow and concepts threads and free the models (ros/assembly.py:
+        cleanup, shutdown, error, process exit)."""
+        parts = (self._runner, self._follow, self._concepts, self._outputs)
+        self._runner = self._follow = self._concepts = self._outputs = None
+        release(self._life, *parts, wait_s=wait_s, logger=self.get_logger())
         self._config = None
-        self._life.max_query_chars = 0
         self._frames.clear()
         self._health.unconfigured()
 
-    def _on_set_parameters(self, changes: list[Any]):
+    def _on_set_parameters(self, changes: list[Parameter]) -> SetParametersResult:
         result = params.on_set_parameters(self, changes, configured=self._config is not None)
         if result.successful:  # a start-up problem fixed by this change is gone
             changed = {c.name for c in changes}
@@ -354,7 +303,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
     # --- inputs --------------------------------------------------------------------------------
     def _on_image(self, msg: Any) -> None:
         self._frames.put(msg)
-        follow = self._life.follow
+        follow = self._follow
         if follow is not None:
             follow.offer(msg)
         concepts = self._concepts
@@ -373,19 +322,19 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             self.get_logger().error(f"query callback failed: {for_log(repr(exc))}")
 
     def _handle_query(self, msg: String) -> None:
-        runner, config = self._life.runner, self._config
+        runner, config = self._runner, self._config
         if runner is None or config is None:
             return
         try:
             parsed = parse_query_message(msg.data, config.node.max_query_chars)
         except QueryRejected as exc:
-            query = Query(exc.query_id or self._life.new_query_id(), exc.text)
+            query = exc.failed_query(self._life.new_query_id)
             self.get_logger().warning(f"query {for_log(query.id)} rejected: {for_log(exc.reason)}",
                                       throttle_duration_sec=1.0)
             runner.reject(query, exc.reason)
             return
         if isinstance(parsed, StopFollow):
-            follow = self._life.follow
+            follow = self._follow
             if follow is not None and follow.stop("stop_follow on the query topic") is None:
                 self.get_logger().info("stop_follow: not following")
             return
@@ -395,7 +344,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
     # --- outputs -------------------------------------------------------------------------------
     def _health_inputs(self) -> health.HealthInputs:
         """What /diagnostics reports now (its timer, on the executor)."""
-        config, runner, agent = self._config, self._life.runner, self._life.agent
+        config, runner, agent = self._config, self._runner, self._life.agent
         values = config.to_params() if config is not None else params.current_values(self)
         return health.snapshot(self._health, values, getattr(agent, "segmenter", None),
                                runner.load() if runner is not None else None)
@@ -410,34 +359,8 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
 
 
 def main(args: list[str] | None = None) -> int:
-    argv = list(sys.argv if args is None else args)
-    early = node_cli.early_exit(argv[1:], sys.stdout, sys.stderr)  # --help, unreadable files
-    if early is not None:
-        return early
-    configure_node_logging()  # Python's lines (httpx, openai, ours) in rclpy's format
-    install_log_redaction()  # no URL credentials in any Python log line (httpx, openai, ours)
-    start_up_failed = threading.Event()
-    try:
-        # Ctrl-C is noted, never raised mid-callback (ros/spinning.py); rclpy's handler, installed
-        # by init, shuts the context down and passes the signal on to this one.
-        with sigint_noted() as interrupted, rclpy_compat.initialized(args=argv):
-            node = Sam3AgentNode()
-            start_up_failed = node.start_up_failed
-            executor = SingleThreadedExecutor()
-            executor.add_node(node)
-            try:  # not executor.spin(): see ros/spinning.py
-                spin_until_shutdown(
-                    executor, stop=lambda: interrupted.is_set() or start_up_failed.is_set())
-            finally:
-                node.release(EXIT_WAIT_S)
-                executor.shutdown(timeout_sec=1.0)
-                node.destroy_node()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except rclpy_compat.InitFailed as exc:  # e.g. a params file rcl cannot parse
-        sys.stderr.write(f"{node_cli.PROGRAM}: cannot start: {exc}\n")
-        return 2
-    return 1 if start_up_failed.is_set() else 0
+    """The executable ``sam3_agent_node`` (ros/node_main.py: start-up, spin, exit status)."""
+    return node_main.run(Sam3AgentNode, args)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ Two kinds of answer go out:
 
 The messages are built by ``ros/messages/`` (pure builders) from values computed before: a
 query's ``pipeline.measurement.Answer`` (its masks measured by ``measure_answer`` before it comes
-here), a follow update's ``measure_visible``. ``AnswerPublisher`` / ``FollowPublisher`` build only
+here), a follow update's measurements (``follow_control.measure_follow``, before it comes
+here). ``AnswerPublisher`` / ``FollowPublisher`` build only
 the images somebody subscribes to (publishing a 1080p mono8 image alone costs ~2 ms) and publish
 them; the action server reuses what was built. Publishing runs on the thread that computed the
 answer (the query worker or the follow worker), never on the executor.
@@ -32,33 +33,18 @@ from std_msgs.msg import String
 from sam3_agent_ros.config import OverlayConfig
 from sam3_agent_ros.core.types import Frame, StatusEvent
 from sam3_agent_ros.geometry.measurement import Measurement
-from sam3_agent_ros.pipeline.measurement import Answer, measure_visible
-from sam3_agent_ros.pipeline.query_life import (  # noqa: F401 (re-exported)
-    ERROR_LOG_CHARS,
-    refines_note,
-    result_line,
-)
+from sam3_agent_ros.pipeline.measurement import Answer
 from sam3_agent_ros.ros.conversions import frame_header
-from sam3_agent_ros.ros.messages.answer import (  # noqa: F401 (the builders' names, re-exported)
+from sam3_agent_ros.ros.messages.answer import (
     AnswerMessages,
     FollowMessages,
     answer_messages,
     follow_messages,
 )
-from sam3_agent_ros.ros.messages.images import (  # noqa: F401
+from sam3_agent_ros.ros.messages.images import (
     DEFAULT_OVERLAY,
     FOLLOW_IMAGE_KINDS,
     IMAGE_KINDS,
-    image_messages,
-    mask_boxes,
-)
-from sam3_agent_ros.ros.messages.markers import (  # noqa: F401
-    BOX_NAMESPACE,
-    LABEL_CHARS,
-    LABEL_NAMESPACE,
-    MIN_MARKER_SCALE_M,
-    marker_messages,
-    target_messages,
 )
 from sam3_agent_ros.ros.qos import OUTPUT_QOS
 
@@ -137,8 +123,9 @@ class AnswerPublisher:
 class FollowPublisher:
     """``~/follow/mask``, ``~/follow/labels``, ``~/follow/overlay/compressed`` (unless
     ``overlay`` is None: publish_overlay off), ``~/follow/target``, ``~/follow/status``, and the
-    followed boxes on the depth object's ``~/markers``. Images and the 3D step are built only
-    when subscribed (it costs a depth lookup); the status always goes out."""
+    followed boxes on the depth object's ``~/markers``. Images are built only when subscribed;
+    the status always goes out. The 3D step is the caller's, before ``publish`` (``wants_3d``
+    says whether anybody would read it: it costs a depth lookup)."""
 
     def __init__(self, node: Any, qos: QoSProfile = OUTPUT_QOS,
                  overlay: OverlayConfig | None = DEFAULT_OVERLAY):
@@ -154,28 +141,32 @@ class FollowPublisher:
             self._publishers["overlay/compressed"] = node.create_publisher(
                 CompressedImage, f"{FOLLOW_NAMESPACE}/overlay/compressed", qos)
 
+    def wants_3d(self, depth: Any) -> bool:
+        """Whether a follow update is worth measuring: depth on, and a subscriber to
+        ``~/follow/target``, ``~/follow/status`` or the depth object's ``~/markers``."""
+        publishers = self._publishers
+        if depth is None or not publishers or not _context_ok(self._node):
+            return False
+        return (publishers["target"].get_subscription_count() > 0
+                or publishers["status"].get_subscription_count() > 0
+                or _markers_wanted(depth))
+
     def publish(self, frame: Frame | None, masks: Sequence[np.ndarray | None],
-                status: dict[str, Any], depth: Any = None,
+                status: dict[str, Any],
+                measurements: Sequence[Measurement | None] | None = None, depth: Any = None,
                 label: str | None = None) -> FollowMessages:
+        """One follow update; ``measurements`` (one per mask, None for one not visible) come
+        from the 3D step (``follow_control.measure_follow``), ``depth`` carries ``~/markers``."""
         publishers = self._publishers
         if not publishers or not _context_ok(self._node):  # destroyed, or rclpy shut down
             return FollowMessages(header=frame_header(frame), status=String())
-        wants_3d = depth is not None and (
-            publishers["target"].get_subscription_count() > 0
-            or publishers["status"].get_subscription_count() > 0
-            or _markers_wanted(depth))
-        measurements: list[Measurement | None] | None = None
-        if wants_3d:  # computed before any message is built
-            has_pixels = frame is not None and frame.image.size > 0
-            measurements = (measure_visible(depth, frame, masks, self._node.get_logger())
-                            if has_pixels and frame is not None else [None] * len(masks))
         messages = follow_messages(frame, masks, status, measurements,
                                    _wanted(publishers, FOLLOW_IMAGE_KINDS), label, self._overlay)
         for kind, image in messages.images.items():
             publishers[kind].publish(image)
         if messages.target is not None:
             publishers["target"].publish(messages.target)
-        if messages.markers is not None:
+        if messages.markers is not None and depth is not None:
             try:
                 depth.publish_markers(messages.markers)
             except Exception as exc:  # noqa: BLE001
@@ -196,3 +187,4 @@ def _markers_wanted(depth: Any) -> bool:
         return bool(wants()) if callable(wants) else False
     except Exception:  # noqa: BLE001 (a destroyed publisher: nobody to draw for)
         return False
+

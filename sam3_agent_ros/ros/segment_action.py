@@ -32,26 +32,25 @@ imported, ``serve`` logs it once and returns None: the node runs with topics onl
 from __future__ import annotations
 
 import collections
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rclpy.timer import Timer
 from sensor_msgs.msg import Image
 
 from sam3_agent_ros.config import PARAMETERS_BY_NAME
 from sam3_agent_ros.core.types import Query, QueryStatus, Result, StatusEvent
-from sam3_agent_ros.core.untrusted_text import clip, for_log
+from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.pipeline.intake import QueryRejected, goal_query
+from sam3_agent_ros.pipeline.query_life import refines_note
+from sam3_agent_ros.pipeline.running import RunningIds, in_use
 from sam3_agent_ros.ros import interfaces
-from sam3_agent_ros.ros.messages.action import (  # noqa: F401 (re-exported)
-    RESULT_IMAGE_KINDS,
-    mask_info,
+from sam3_agent_ros.ros.messages.action import (
     result_message,
 )
-from sam3_agent_ros.ros.outputs import refines_note
 from sam3_agent_ros.ros.qos import ACTION_SERVICE_QOS
-from sam3_agent_ros.ros.query_message import ECHO_CHARS, MAX_QUERY_ID_CHARS
 
 ACTION_NAME = "~/segment"
 # action.result_timeout_s: how long rclpy keeps a finished goal's result (its mask and labels
@@ -60,36 +59,6 @@ ACTION_NAME = "~/segment"
 DEFAULT_RESULT_TIMEOUT_S: int = PARAMETERS_BY_NAME["action.result_timeout_s"].default
 DEFAULT_MAX_RESULTS_WITH_IMAGES: int = PARAMETERS_BY_NAME["action.max_results_with_images"].default
 TRIM_DELAY_S = 1.0  # after the result timeout: rclpy has dropped the expired results by then
-
-
-class GoalRejected(ValueError):
-    """A goal whose query cannot run (the reason goes into its ``failed`` result)."""
-
-
-def goal_query(text: str, query_id: str, max_chars: int, new_query_id: Callable[[], str],
-               refines: str = "") -> Query:
-    """The query of a goal: ids as for topic queries (generated when empty); ``refines`` (the
-    query_id of the answer it corrects; empty: none) bounded like an id. Raises
-    ``GoalRejected`` (carrying the query) for an empty or oversized query, id or refines.
-    Lengths are checked first: a rejected query carries at most ``ECHO_CHARS`` of its text, a
-    node-made id in place of an oversized one, so nothing long is logged or echoed."""
-    query_id = query_id.strip()
-    if len(query_id) > MAX_QUERY_ID_CHARS:
-        raise GoalRejected(f"query_id is {len(query_id)} characters long, more than "
-                           f"{MAX_QUERY_ID_CHARS}", Query(new_query_id(), clip(text, ECHO_CHARS)))
-    query_id = query_id or new_query_id()
-    refines = refines.strip()
-    if len(refines) > MAX_QUERY_ID_CHARS:
-        raise GoalRejected(f"refines is {len(refines)} characters long, more than "
-                           f"{MAX_QUERY_ID_CHARS}", Query(query_id, clip(text, ECHO_CHARS)))
-    if len(text) > max_chars:
-        raise GoalRejected(f"query is {len(text)} characters long, more than "
-                           f"max_query_chars={max_chars}",
-                           Query(query_id, clip(text, ECHO_CHARS), refines or None))
-    query = Query(query_id, text.strip(), refines or None)
-    if not query.text:
-        raise GoalRejected("empty query", query)
-    return query
 
 
 def feedback_fields(event: StatusEvent) -> dict[str, Any]:
@@ -167,11 +136,10 @@ class SegmentActionServer:
         self._new_query_id, self._max_query_chars = new_query_id, max_query_chars
         self._submit = submit
         self._backends = backends  # named in the results made here (interface §6)
-        self._lock = threading.Lock()
-        self._goals: dict[str, _Goal] = {}  # query id -> goal, while its query has no result
+        self._goals: RunningIds[_Goal] = RunningIds()  # query id -> goal, until its result
         self._result_timeout_s = int(result_timeout_s)
         self._with_images = KeptImages(max_results_with_images, self._result_timeout_s)
-        self._trim_timer = None  # one-shot: after the last ended goal's result expired
+        self._trim_timer: Timer | None = None  # one-shot: once the last ended goal's result expired
         self._server = ActionServer(
             node, self._action, ACTION_NAME, execute_callback=self._execute,
             goal_callback=self._on_goal, cancel_callback=self._on_cancel,
@@ -198,8 +166,7 @@ class SegmentActionServer:
         from rclpy.action import CancelResponse
 
         runner = self._runner()
-        with self._lock:
-            query_ids = [qid for qid, goal in self._goals.items() if goal.handle is goal_handle]
+        query_ids = self._goals.ids_of(lambda goal: goal.handle is goal_handle)
         for query_id in query_ids:
             if runner is not None:
                 runner.cancel(query_id, "goal cancelled by the client")
@@ -208,7 +175,7 @@ class SegmentActionServer:
     async def _execute(self, goal_handle: Any) -> Any:
         from rclpy.task import Future
 
-        done = Future(executor=self._node.executor)
+        done: Future[tuple[QueryStatus, Any]] = Future(executor=self._node.executor)
         done.add_done_callback(lambda _: None)  # a done callback makes set_result wake the executor
         request = goal_handle.request
         runner = self._runner()
@@ -216,12 +183,9 @@ class SegmentActionServer:
             query = goal_query(request.query, request.query_id, self._max_query_chars(),
                                self._new_query_id, getattr(request, "refines", ""))
             rejected = None
-        except GoalRejected as exc:
-            query, rejected = exc.args[1], exc.args[0]
-        with self._lock:  # checked and held at once: see refuse_duplicate
-            duplicate = query.id in self._goals
-            if not duplicate:
-                self._goals[query.id] = _Goal(goal_handle, query, done)
+        except QueryRejected as exc:
+            query, rejected = exc.failed_query(self._new_query_id), exc.reason
+        duplicate = not self._goals.claim(query.id, _Goal(goal_handle, query, done))
         self._node.get_logger().info(
             f"segment goal, query {for_log(query.id)}: {for_log(repr(query.text))}"
             + refines_note(query))
@@ -239,7 +203,9 @@ class SegmentActionServer:
             runner.reject(query, "goal cancelled by the client", QueryStatus.CANCELLED)
         else:  # goal.follow true, else follow.default
             self._submit(query, True if getattr(request, "follow", False) else None)
-        status, message = await done
+        ended = await done
+        assert ended is not None  # set_result is always called with (status, message)
+        status, message = ended
         self._end(goal_handle, status)
         self._with_images.add(message)
         return message
@@ -272,14 +238,14 @@ class SegmentActionServer:
             self._trim_timer.reset()
 
     def _on_trim_timer(self) -> None:
-        self._trim_timer.cancel()
+        if self._trim_timer is not None:
+            self._trim_timer.cancel()
         self._with_images.clear()
         release_free_memory()
 
     # --- worker side ---------------------------------------------------------------------------
     def on_status(self, event: StatusEvent) -> None:
-        with self._lock:
-            goal = self._goals.get(event.query_id)
+        goal = self._goals.get(event.query_id)
         if goal is None:
             return
         try:
@@ -292,18 +258,13 @@ class SegmentActionServer:
         """The ``failed`` result of a query whose id a running (or waiting) goal holds, else
         None (the node asks for topic queries; ``execute`` refuses a second goal the same way).
         Its result would end that goal, so it is refused alone, past the result hook."""
-        with self._lock:
-            held = query.id in self._goals
-        return self._in_use(query) if held else None
+        return self._in_use(query) if self._goals.holds(query.id) else None
 
     def _in_use(self, query: Query) -> Result:
-        return Result(query.id, query.text, QueryStatus.FAILED,
-                      error=f"query_id {query.id!r} is already in use by a running goal",
-                      refines=query.refines, backends=self._backends())
+        return in_use(query, self._backends())
 
     def on_result(self, result: Result, published: Any = None) -> None:
-        with self._lock:
-            goal = self._goals.pop(result.query_id, None)
+        goal = self._goals.release(result.query_id)
         if goal is None:
             return
         try:

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sam3_agent_ros.core.types import Frame
-from sam3_agent_ros.ros.conversions import FrameUnusable
+from sam3_agent_ros.core.types import Frame, FrameUnusable
 from test.waiting import TIMEOUT_S
 
 

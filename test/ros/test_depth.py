@@ -35,7 +35,7 @@ from sam3_agent_ros.geometry.rotations import quaternion_to_matrix
 from sam3_agent_ros.ros.conversions import rgb8_image
 from sam3_agent_ros.ros.dds import apply_loopback_env
 from sam3_agent_ros.ros.depth import DepthTargets
-from sam3_agent_ros.ros.outputs import target_messages
+from sam3_agent_ros.ros.messages.markers import target_messages
 from test.ros.helpers import Spinner
 from test.waiting import wait_until
 

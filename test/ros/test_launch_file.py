@@ -320,11 +320,11 @@ def test_the_rviz_config_shows_the_nodes_outputs_by_relative_names():
                       ("PoseArray", "sam3_agent/targets")]
     assert all(d["Enabled"] for d in displays)
     assert manager["Global Options"]["Fixed Frame"] == "camera_color_optical_frame"
-    from sam3_agent_ros.ros import outputs
+    from sam3_agent_ros.ros.messages.markers import BOX_NAMESPACE, LABEL_NAMESPACE
 
     for display in displays:
         if display["Class"] == "rviz_default_plugins/MarkerArray":
-            assert set(display["Namespaces"]) == {outputs.BOX_NAMESPACE, outputs.LABEL_NAMESPACE}
+            assert set(display["Namespaces"]) == {BOX_NAMESPACE, LABEL_NAMESPACE}
 
 
 def _launched_parameters(monkeypatch, tmp_path: Path, arguments: dict[str, str]) -> dict:

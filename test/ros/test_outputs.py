@@ -22,9 +22,19 @@ from sam3_agent_ros.config import OverlayConfig
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.pipeline.measurement import measure_answer, measure_visible
+from sam3_agent_ros.pipeline.query_life import ERROR_LOG_CHARS, result_line
 from sam3_agent_ros.render import downscale
 from sam3_agent_ros.ros import outputs
 from sam3_agent_ros.ros.conversions import compressed_to_rgb, image_to_rgb
+from sam3_agent_ros.ros.messages.answer import answer_messages, follow_messages
+from sam3_agent_ros.ros.messages.markers import (
+    BOX_NAMESPACE,
+    LABEL_CHARS,
+    LABEL_NAMESPACE,
+    MIN_MARKER_SCALE_M,
+    marker_messages,
+    target_messages,
+)
 from test.ros.helpers import RELIABLE
 from test.waiting import wait_until
 
@@ -48,7 +58,7 @@ def measured(extras):
 
 def answered(result, depth=None, **kwargs):
     """A query's messages the node's way: the 3D step first, then the builders."""
-    return outputs.answer_messages(measure_answer(result, depth), **kwargs)
+    return answer_messages(measure_answer(result, depth), **kwargs)
 
 
 def followed(frame, masks, status, depth=None, **kwargs):
@@ -57,7 +67,7 @@ def followed(frame, masks, status, depth=None, **kwargs):
     if depth is not None:
         measurements = (measure_visible(depth, frame, masks) if frame.image.size > 0
                         else [None] * len(masks))
-    return outputs.follow_messages(frame, masks, status, measurements, **kwargs)
+    return follow_messages(frame, masks, status, measurements, **kwargs)
 
 
 class FakeDepth:
@@ -136,7 +146,7 @@ def test_answer_messages_carry_images_targets_and_json_with_the_frame_header():
 
 def test_target_poses_are_the_boxes_and_positions_without_a_box_keep_the_identity():
     header = Header(frame_id="cam")
-    target, poses = outputs.target_messages(header, measured(BOXES))
+    target, poses = target_messages(header, measured(BOXES))
     assert target.point.x == pytest.approx(0.1) and target.point.z == pytest.approx(0.9)
     assert len(poses.poses) == 2  # the third mask has no position
     box_pose, point_pose = poses.poses
@@ -149,12 +159,12 @@ def test_target_poses_are_the_boxes_and_positions_without_a_box_keep_the_identit
 def test_markers_delete_all_then_a_cube_and_a_label_per_mask():
     header = Header(frame_id="cam")
     header.stamp.sec, header.stamp.nanosec = STAMP
-    markers = outputs.marker_messages(header, measured(BOXES), "the  red\nbox").markers
+    markers = marker_messages(header, measured(BOXES), "the  red\nbox").markers
     assert markers[0].action == Marker.DELETEALL
     assert [(m.ns, m.id, m.type) for m in markers[1:]] == [
-        (outputs.BOX_NAMESPACE, 1, Marker.CUBE), (outputs.LABEL_NAMESPACE, 1,
+        (BOX_NAMESPACE, 1, Marker.CUBE), (LABEL_NAMESPACE, 1,
                                                   Marker.TEXT_VIEW_FACING),
-        (outputs.BOX_NAMESPACE, 2, Marker.SPHERE), (outputs.LABEL_NAMESPACE, 2,
+        (BOX_NAMESPACE, 2, Marker.SPHERE), (LABEL_NAMESPACE, 2,
                                                     Marker.TEXT_VIEW_FACING)]
     for marker in markers:
         assert marker.header.frame_id == "cam"
@@ -164,14 +174,14 @@ def test_markers_delete_all_then_a_cube_and_a_label_per_mask():
     assert [cube.pose.orientation.z, cube.pose.orientation.w] == pytest.approx([0.707107] * 2)
     # A flat face is drawn with the smallest visible thickness, its sides as they are.
     assert [cube.scale.x, cube.scale.y, cube.scale.z] == pytest.approx(
-        [0.15, 0.1, outputs.MIN_MARKER_SCALE_M])
+        [0.15, 0.1, MIN_MARKER_SCALE_M])
     assert [cube.color.r, cube.color.g, cube.color.b] == pytest.approx(
         [c / 255 for c in render.palette_color(0)])
     assert label.text == "the red box #1"
     assert label.pose.position.z < cube.pose.position.z  # nearer the camera than the box
     assert markers[4].text == "the red box #2"
-    long_label = outputs.marker_messages(header, measured(BOXES[:1]), "x" * 200).markers[2].text
-    assert len(long_label) == outputs.LABEL_CHARS + len(" #1")
+    long_label = marker_messages(header, measured(BOXES[:1]), "x" * 200).markers[2].text
+    assert len(long_label) == LABEL_CHARS + len(" #1")
 
 
 def test_answer_messages_build_only_the_kinds_asked_and_nothing_for_a_failure():
@@ -244,11 +254,11 @@ def test_a_failing_depth_step_becomes_a_reason_per_mask():
 
 
 def test_the_log_line_of_a_result_says_its_masks_or_its_error_clipped_and_escaped():
-    assert outputs.result_line(make_result()) == "query q-7: succeeded, 2 mask(s)"
+    assert result_line(make_result()) == "query q-7: succeeded, 2 mask(s)"
     failed = Result("q-\n8", "x", QueryStatus.FAILED, error="endpoint down\n" + "e" * 2000)
-    line = outputs.result_line(failed)
+    line = result_line(failed)
     assert line.startswith("query q-\\n8: failed (endpoint down\\neee") and "\n" not in line
-    assert len(line) < outputs.ERROR_LOG_CHARS + 100
+    assert len(line) < ERROR_LOG_CHARS + 100
 
 
 def test_follow_messages_keep_each_objects_label_and_add_positions():
@@ -371,8 +381,10 @@ def test_follow_publisher_always_sends_the_status_and_images_only_when_wanted(gr
                and publisher._publishers["labels"].get_subscription_count() == 1, "matching")
     first, _ = two_masks()
     frame = Frame(np.zeros((48, 64, 3), np.uint8), *STAMP, "cam")
+    depth = FakeDepth(POSITIONS[:1])
+    assert publisher.wants_3d(depth) and not publisher.wants_3d(None)
     sent = publisher.publish(frame, [first], {"state": "tracking", "objects": [{"id": 1}]},
-                             FakeDepth(POSITIONS[:1]))
+                             measure_visible(depth, frame, [first]), depth)
     assert set(sent.images) == {"labels"}
     wait_until(lambda: listener.received["sam3_agent/follow/status"]
                and listener.received["sam3_agent/follow/labels"]
@@ -381,9 +393,11 @@ def test_follow_publisher_always_sends_the_status_and_images_only_when_wanted(gr
     assert (target.header.stamp.sec, target.header.stamp.nanosec) == STAMP
     # Measured for the target and status subscribers: the boxes go out on ~/markers too.
     depth = FakeDepth(BOXES[:1])
-    publisher.publish(frame, [first], {"state": "tracking", "objects": [{"id": 1}]}, depth)
-    assert len(depth.calls) == 1 and len(depth.markers) == 1
+    publisher.publish(frame, [first], {"state": "tracking", "objects": [{"id": 1}]},
+                      measure_visible(depth, frame, [first]), depth)
+    assert len(depth.calls) == 1 and len(depth.markers) == 1  # measured once, before publish
     publisher.destroy()
+    assert not publisher.wants_3d(depth)  # destroyed: nothing to measure for
     quiet = publisher.publish(frame, [first], {"state": "stopped"})
     assert quiet.images == {}  # destroyed: builds and sends nothing
     without_overlay = outputs.FollowPublisher(node, overlay=None)  # publish_overlay: false

@@ -1,9 +1,9 @@
-"""The action server's pure parts: goal validation, feedback fields and the result message
-(generated types, no ROS graph). The goal flow over DDS is in test_action.py."""
+"""The action server's pure parts: feedback fields and the result message
+(generated types, no ROS graph). Goal validation: test/pipeline/test_intake.py; the goal flow
+over DDS: test_action.py."""
 
 from __future__ import annotations
 
-import itertools
 import json
 
 import numpy as np
@@ -13,77 +13,16 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import String
 
 from sam3_agent_ros.action import Segment
-from sam3_agent_ros.core.types import Frame, Mask, Phase, Query, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.core.types import Frame, Mask, Phase, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.msg import MaskInfo
 from sam3_agent_ros.ros.conversions import frame_header
-from sam3_agent_ros.ros.outputs import AnswerMessages
-from sam3_agent_ros.ros.query_message import ECHO_CHARS, MAX_QUERY_ID_CHARS
+from sam3_agent_ros.ros.messages.action import result_message
+from sam3_agent_ros.ros.messages.answer import AnswerMessages
 from sam3_agent_ros.ros.segment_action import (
-    GoalRejected,
     KeptImages,
     feedback_fields,
-    goal_query,
     load_interfaces,
-    result_message,
 )
-
-
-def ids():
-    counter = itertools.count(1)
-    return lambda: f"q-{next(counter)}"
-
-
-def test_goal_query_keeps_or_makes_the_id_and_strips_the_text():
-    new_id = ids()
-    assert goal_query("  the cup ", "", 100, new_id) == Query("q-1", "the cup")
-    assert goal_query("the cup", " mine ", 100, new_id) == Query("mine", "the cup")
-
-
-@pytest.mark.parametrize("text, reason", [
-    ("", "empty query"), ("   ", "empty query"),
-    ("x" * 11, "query is 11 characters long, more than max_query_chars=10")])
-def test_goal_query_rejects_with_the_reason_and_the_query(text, reason):
-    with pytest.raises(GoalRejected) as caught:
-        goal_query(text, "g-1", 10, ids())
-    assert caught.value.args[0] == reason
-    assert caught.value.args[1].id == "g-1"
-
-
-def test_a_megabyte_goal_is_rejected_carrying_only_a_clipped_text():
-    """Nothing long is logged or echoed: the rejected query (logged, then published as the failed
-    result) holds at most ECHO_CHARS of the text."""
-    with pytest.raises(GoalRejected) as caught:
-        goal_query("blue " * 200_000, "g-1", 2000, ids())
-    reason, query = caught.value.args
-    assert reason == "query is 1000000 characters long, more than max_query_chars=2000"
-    assert query.id == "g-1" and len(query.text) <= ECHO_CHARS
-    assert query.text.endswith("... (1000000 characters)")
-
-
-def test_a_long_goal_id_is_replaced_by_a_node_made_one():
-    long_id = "i" * (MAX_QUERY_ID_CHARS + 1)
-    with pytest.raises(GoalRejected) as caught:
-        goal_query("the cup", long_id, 100, ids())
-    reason, query = caught.value.args
-    assert reason == f"query_id is {MAX_QUERY_ID_CHARS + 1} characters long, more than 128"
-    assert query == Query("q-1", "the cup")
-    assert goal_query("the cup", "i" * MAX_QUERY_ID_CHARS, 100, ids()).id == (
-        "i" * MAX_QUERY_ID_CHARS)
-
-
-def test_a_goal_may_refine_an_earlier_answer_named_by_a_bounded_id():
-    new_id = ids()
-    assert goal_query("no, the other one", "q-2", 100, new_id, " q-1 ") == Query(
-        "q-2", "no, the other one", refines="q-1")
-    assert goal_query("the cup", "q-3", 100, new_id, "").refines is None
-    with pytest.raises(GoalRejected) as caught:
-        goal_query("the other one", "q-4", 100, new_id, "r" * (MAX_QUERY_ID_CHARS + 1))
-    reason, query = caught.value.args
-    assert reason == f"refines is {MAX_QUERY_ID_CHARS + 1} characters long, more than 128"
-    assert query == Query("q-4", "the other one")  # the oversized id is not carried on
-    with pytest.raises(GoalRejected) as caught:
-        goal_query("  ", "q-5", 100, new_id, "q-1")
-    assert caught.value.args[1].refines == "q-1"  # its failed result names what it refined
 
 
 def test_feedback_fields_fill_none_with_empty_strings():

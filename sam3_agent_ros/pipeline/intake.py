@@ -1,17 +1,25 @@
-"""Parsing of the ``query`` topic: plain text, or a JSON object ``{"id": str, "query": str}``
+"""The intake of a query, topic and action alike: one validator, one rejection type.
+
+The ``query`` topic: plain text, or a JSON object ``{"id": str, "query": str}``
 with an optional ``"follow": bool`` (keep the answer current on new frames, interface §5b) and an
 optional ``"refines": str`` (the query_id of an earlier answer this query corrects, §8c), or
 ``{"stop_follow": true}`` (end following; an ``"id"`` may name the message).
 
-Pure: no ROS. Anything unusable raises ``QueryRejected`` with a reason; the node turns it into a
-``failed`` result (every query gets exactly one result, even a malformed one).
+An action goal (``goal_query``): its text, ``query_id`` and ``refines`` fields, bounded alike.
+
+Pure: no ROS. Anything unusable raises ``QueryRejected`` with a reason and what it could read
+of the query (``failed_query``); the node answers that ``failed`` (every query gets exactly one
+result, even a malformed one).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sam3_agent_ros.core import guarded_json
+from sam3_agent_ros.core.types import Query
 from sam3_agent_ros.core.untrusted_text import clip, echoable
 
 MAX_QUERY_ID_CHARS = 128  # ids name queries in results, logs and goals: short labels
@@ -20,13 +28,20 @@ QUERY_EXAMPLE = '{"id": "q-1", "query": "the red cup"}'
 
 
 class QueryRejected(ValueError):
-    """The message is not a usable query. ``query_id`` is the id it gave, if any."""
+    """The message or goal is not a usable query. ``query_id`` is the (usable) id it gave, if
+    any; ``text`` at most ``ECHO_CHARS`` of its text; ``refines`` the answer it corrects."""
 
-    def __init__(self, reason: str, query_id: str | None = None, text: str = ""):
+    def __init__(self, reason: str, query_id: str | None = None, text: str = "",
+                 refines: str | None = None):
         super().__init__(reason)
         self.reason = reason
         self.query_id = query_id
         self.text = text
+        self.refines = refines
+
+    def failed_query(self, new_query_id: Callable[[], str]) -> Query:
+        """The query its ``failed`` result answers (a node-made id where it gave none)."""
+        return Query(self.query_id or new_query_id(), self.text, self.refines)
 
 
 @dataclass(frozen=True)
@@ -83,7 +98,7 @@ def parse_query_message(raw: str, max_chars: int) -> ParsedQuery | StopFollow:
     return ParsedQuery(query_id, text.strip(), follow, refines)
 
 
-def _id_field(payload: dict, name: str, query_id: str | None, raw: str) -> str | None:
+def _id_field(payload: dict[str, Any], name: str, query_id: str | None, raw: str) -> str | None:
     """An id field (``id``, ``refines``): a string (a number is taken as one), at most
     ``MAX_QUERY_ID_CHARS`` long once its lone surrogates are escaped (``echoable``: the id is
     logged, published and echoed); missing or empty: None."""
@@ -98,7 +113,7 @@ def _id_field(payload: dict, name: str, query_id: str | None, raw: str) -> str |
     return value
 
 
-def _stop_follow(payload: dict, query_id: str | None, raw: str) -> StopFollow:
+def _stop_follow(payload: dict[str, Any], query_id: str | None, raw: str) -> StopFollow:
     if payload["stop_follow"] is not True:
         raise QueryRejected("invalid JSON query: 'stop_follow' must be true, got "
                             f"{clip(repr(payload['stop_follow']), 60)}", query_id, text=raw)
@@ -106,3 +121,29 @@ def _stop_follow(payload: dict, query_id: str | None, raw: str) -> StopFollow:
         raise QueryRejected("invalid JSON query: a 'stop_follow' message cannot also carry "
                             "'query', 'follow' or 'refines'", query_id, text=raw)
     return StopFollow(query_id)
+
+
+def goal_query(text: str, query_id: str, max_chars: int, new_query_id: Callable[[], str],
+               refines: str = "") -> Query:
+    """The query of a goal: ids as for topic queries (generated when empty); ``refines`` (the
+    query_id of the answer it corrects; empty: none) bounded like an id. Raises
+    ``QueryRejected`` for an empty or oversized query, id or refines. Lengths are checked first:
+    a rejected query carries at most ``ECHO_CHARS`` of its text, no id in place of an oversized
+    one (``failed_query`` makes one), so nothing long is logged or echoed."""
+    query_id = query_id.strip()
+    if len(query_id) > MAX_QUERY_ID_CHARS:
+        raise QueryRejected(f"query_id is {len(query_id)} characters long, more than "
+                            f"{MAX_QUERY_ID_CHARS}", None, clip(text, ECHO_CHARS))
+    query_id = query_id or new_query_id()
+    refines = refines.strip()
+    if len(refines) > MAX_QUERY_ID_CHARS:
+        raise QueryRejected(f"refines is {len(refines)} characters long, more than "
+                            f"{MAX_QUERY_ID_CHARS}", query_id, clip(text, ECHO_CHARS))
+    if len(text) > max_chars:
+        raise QueryRejected(f"query is {len(text)} characters long, more than "
+                            f"max_query_chars={max_chars}", query_id, clip(text, ECHO_CHARS),
+                            refines or None)
+    query = Query(query_id, text.strip(), refines or None)
+    if not query.text:
+        raise QueryRejected("empty query", query_id, query.text, query.refines)
+    return query

@@ -26,9 +26,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from sam3_agent_ros.core.cancel import CancelToken
-from sam3_agent_ros.core.types import Frame, Phase, Query, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.core.types import (
+    Frame,
+    FrameUnusable,
+    Phase,
+    Query,
+    QueryStatus,
+    Result,
+    StatusEvent,
+)
 from sam3_agent_ros.core.untrusted_text import for_log
-from sam3_agent_ros.ros.conversions import FrameUnusable
 
 PREEMPT = "preempt"
 QUEUE = "queue"
@@ -225,9 +232,10 @@ class QueryRunner:
             waiting = [p for p in self._pending if p.query.id == query_id]
             for item in waiting:
                 self._pending.remove(item)
-            running = self._running is not None and self._running.query.id == query_id
-            if running:
-                self._running.cancel.cancel(reason)
+            current = self._running
+            running = current is not None and current.query.id == query_id
+            if current is not None and running:
+                current.cancel.cancel(reason)
             self._lock.notify_all()
         for item in waiting:
             self._finish(item.query, QueryStatus.CANCELLED, reason)

@@ -8,9 +8,16 @@ import numpy as np
 import pytest
 
 from sam3_agent_ros.core.cancel import CancelToken
-from sam3_agent_ros.core.types import Frame, Phase, Query, QueryStatus, Result, StatusEvent
-from sam3_agent_ros.ros.conversions import FrameUnusable
-from sam3_agent_ros.ros.query_runner import PREEMPT, QUEUE, LatestFrame, QueryRunner
+from sam3_agent_ros.core.types import (
+    Frame,
+    FrameUnusable,
+    Phase,
+    Query,
+    QueryStatus,
+    Result,
+    StatusEvent,
+)
+from sam3_agent_ros.pipeline.query_runner import PREEMPT, QUEUE, LatestFrame, QueryRunner
 
 TIMEOUT = 10.0
 

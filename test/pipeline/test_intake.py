@@ -1,15 +1,20 @@
-"""Parsing the query topic's text: plain text or {"id", "query"} JSON; bad input -> a reason."""
+"""pipeline/intake.py: the query topic's text (plain text or {"id", "query"} JSON) and action
+goals; bad input -> a reason and the query its failed result answers."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
-from sam3_agent_ros.ros.query_message import (
+from sam3_agent_ros.core.types import Query
+from sam3_agent_ros.pipeline.intake import (
     ECHO_CHARS,
     MAX_QUERY_ID_CHARS,
     ParsedQuery,
     QueryRejected,
     StopFollow,
+    goal_query,
     parse_query_message,
 )
 
@@ -167,3 +172,62 @@ def test_an_id_too_long_once_escaped_is_rejected():
 def test_a_control_character_id_is_kept_as_sent():
     # JSON escapes it in the result and for_log in the log: it can be echoed as it is.
     assert parse_query_message('{"id": "a\\nb", "query": "x"}', 2000).query_id == "a\nb"
+
+
+# --- action goals ------------------------------------------------------------------------------
+def ids():
+    counter = itertools.count(1)
+    return lambda: f"q-{next(counter)}"
+
+
+def test_goal_query_keeps_or_makes_the_id_and_strips_the_text():
+    new_id = ids()
+    assert goal_query("  the cup ", "", 100, new_id) == Query("q-1", "the cup")
+    assert goal_query("the cup", " mine ", 100, new_id) == Query("mine", "the cup")
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("", "empty query"), ("   ", "empty query"),
+    ("x" * 11, "query is 11 characters long, more than max_query_chars=10")])
+def test_goal_query_rejects_with_the_reason_and_the_query(text, reason):
+    with pytest.raises(QueryRejected) as caught:
+        goal_query(text, "g-1", 10, ids())
+    assert caught.value.reason == reason
+    assert caught.value.failed_query(ids()).id == "g-1"
+
+
+def test_a_megabyte_goal_is_rejected_carrying_only_a_clipped_text():
+    """Nothing long is logged or echoed: the rejected query (logged, then published as the failed
+    result) holds at most ECHO_CHARS of the text."""
+    with pytest.raises(QueryRejected) as caught:
+        goal_query("blue " * 200_000, "g-1", 2000, ids())
+    reason, query = caught.value.reason, caught.value.failed_query(ids())
+    assert reason == "query is 1000000 characters long, more than max_query_chars=2000"
+    assert query.id == "g-1" and len(query.text) <= ECHO_CHARS
+    assert query.text.endswith("... (1000000 characters)")
+
+
+def test_a_long_goal_id_is_replaced_by_a_node_made_one():
+    long_id, new_id = "i" * (MAX_QUERY_ID_CHARS + 1), ids()
+    with pytest.raises(QueryRejected) as caught:
+        goal_query("the cup", long_id, 100, new_id)
+    reason, query = caught.value.reason, caught.value.failed_query(new_id)
+    assert reason == f"query_id is {MAX_QUERY_ID_CHARS + 1} characters long, more than 128"
+    assert query == Query("q-1", "the cup")
+    assert goal_query("the cup", "i" * MAX_QUERY_ID_CHARS, 100, ids()).id == (
+        "i" * MAX_QUERY_ID_CHARS)
+
+
+def test_a_goal_may_refine_an_earlier_answer_named_by_a_bounded_id():
+    new_id = ids()
+    assert goal_query("no, the other one", "q-2", 100, new_id, " q-1 ") == Query(
+        "q-2", "no, the other one", refines="q-1")
+    assert goal_query("the cup", "q-3", 100, new_id, "").refines is None
+    with pytest.raises(QueryRejected) as caught:
+        goal_query("the other one", "q-4", 100, new_id, "r" * (MAX_QUERY_ID_CHARS + 1))
+    reason, query = caught.value.reason, caught.value.failed_query(new_id)
+    assert reason == f"refines is {MAX_QUERY_ID_CHARS + 1} characters long, more than 128"
+    assert query == Query("q-4", "the other one")  # the oversized id is not carried on
+    with pytest.raises(QueryRejected) as caught:
+        goal_query("  ", "q-5", 100, new_id, "q-1")
+    assert caught.value.failed_query(new_id).refines == "q-1"  # its failed result names it
