@@ -13,9 +13,8 @@ Policy, in one place:
 - Cancel: the blocking SDK call runs on a daemon thread; ``complete`` waits for it, the cancel
   token or the deadline, whichever comes first, and raises ``LlmError("cancelled")`` at once on
   cancel. The abandoned HTTP call ends in the background, bounded by its own timeout.
-- Parameters a model rejects with a 400 (OpenAI reasoning models: ``max_tokens`` ->
-  ``max_completion_tokens``; a non-default ``temperature`` -> not sent) are adapted once, logged,
-  and the request is resent; the client keeps the adaptation.
+- Parameters a model rejects with a 400 (reasoning models: ``max_tokens`` -> ``max_completion_
+  tokens``; a non-default ``temperature`` -> not sent) are adapted once, logged, and kept.
 - The API key (from the environment variable named by ``llm.api_key_env``) is never logged and
   is scrubbed from every error message; so are credentials and key-like query parameters of URLs
   (``redact.py``): the endpoint is always shown redacted.
