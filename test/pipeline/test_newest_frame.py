@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import threading
-import time
 
 from sam3_agent_ros.pipeline.newest_frame import NewestFrameWorker, Wait, Work
-
-DEADLINE_S = 5.0
+from test.waiting import TIMEOUT_S as DEADLINE_S
+from test.waiting import wait_until
 
 
 class Owner:
@@ -42,21 +41,12 @@ class Owner:
         self.stopped_on.append(threading.current_thread().name)
 
 
-def until(predicate, timeout_s: float = DEADLINE_S) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return predicate()
-
-
 def test_a_busy_worker_gets_only_the_newest_frame_and_the_others_count_as_dropped():
     owner = Owner()
     owner.worker.start()
     owner.gate.clear()
     assert owner.worker.offer("a") is False
-    assert until(lambda: owner.worker.newest is None)  # taken: the worker holds "a"
+    wait_until(lambda: owner.worker.newest is None, "the worker to take a")
     dropped = [owner.worker.offer(m) for m in ("b", "c", "d")]
     assert dropped == [False, True, True]
     owner.gate.set()
@@ -80,7 +70,7 @@ def test_an_unwanted_frame_is_not_kept():
 def test_a_timed_wait_plans_again_without_a_frame():
     owner = Owner(wake_every_s=0.01)  # e.g. follow's lost watchdog
     owner.worker.start()
-    assert until(lambda: owner.plans >= 3)
+    wait_until(lambda: owner.plans >= 3, "three plans without a frame")
     assert owner.worker.stop(DEADLINE_S)
 
 
@@ -88,10 +78,10 @@ def test_failing_work_does_not_end_the_worker():
     owner = Owner()
     owner.worker.start()
     owner.worker.offer("boom")
-    assert until(lambda: owner.worker.newest is None)
+    wait_until(lambda: owner.worker.newest is None, "the worker to take boom")
     assert owner.worker.wait_idle(DEADLINE_S)
     owner.worker.offer("after")
-    assert until(lambda: owner.seen == ["after"])
+    wait_until(lambda: owner.seen == ["after"], "the frame after the failure")
     assert owner.worker.stop(DEADLINE_S)
 
 
@@ -100,11 +90,11 @@ def test_stop_drops_the_waiting_frame_and_runs_the_last_words_once():
     owner.gate.clear()
     owner.worker.start()
     owner.worker.offer("a")
-    assert until(lambda: owner.worker.newest is None)
+    wait_until(lambda: owner.worker.newest is None, "the worker to take a")
     owner.worker.offer("never")
     stopper = threading.Thread(target=owner.worker.stop, args=(DEADLINE_S,))
     stopper.start()
-    assert until(lambda: owner.worker.stopping)
+    wait_until(lambda: owner.worker.stopping, "stop to begin")
     owner.gate.set()
     stopper.join(DEADLINE_S)
     assert owner.seen == ["a"]
