@@ -1,4 +1,9 @@
-"""What the node's configure builds first (the backends, the agent) and what its cleanup frees.
+"""The node's collaborators: what its lifecycle builds, starts, stops and frees (``NodeParts``).
+
+The node (``ros/node.py``) creates the ROS entities and runs the transitions; ``NodeParts`` wires
+what a query passes (frames, reader, ``QueryLife``, runner, outputs, follow, concepts, depth, the
+action server) and takes the node's callbacks (images, queries, parameter changes, diagnostics),
+so the road from the query callback to the published result enters the node once.
 
 ``build_agent`` checks what the configuration needs first (milliseconds: endpoint, key, SAM 3
 weights), then builds the LLM client, the segmenter (SAM 3 loads for seconds to minutes) and the
@@ -9,22 +14,35 @@ logged; the node stays unconfigured and says why (the configure transition fails
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sam3_agent_ros.config import Config, demo_backends_warning, offline_overrides
+from sam3_agent_ros.config import Config, backends_of, demo_backends_warning, offline_overrides
+from sam3_agent_ros.core.types import Query
+from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.pipeline.intake import QueryRejected, StopFollow, parse_query_message
+from sam3_agent_ros.pipeline.query_life import QueryLife
+from sam3_agent_ros.pipeline.query_runner import LatestFrame, QueryRunner
 from sam3_agent_ros.redact import redact_text
-from sam3_agent_ros.ros import health, hints
+from sam3_agent_ros.ros import health, hints, params, segment_action
 from sam3_agent_ros.ros.concepts_control import SHUTDOWN_WAIT_S as CONCEPTS_SHUTDOWN_WAIT_S
+from sam3_agent_ros.ros.concepts_control import ConceptsControl
+from sam3_agent_ros.ros.conversions import FrameReader
 from sam3_agent_ros.ros.follow_control import SHUTDOWN_WAIT_S as FOLLOW_SHUTDOWN_WAIT_S
+from sam3_agent_ros.ros.follow_control import FollowControl
+from sam3_agent_ros.ros.outputs import AnswerPublisher
+from sam3_agent_ros.ros.qos import OUTPUT_QOS
 
 if TYPE_CHECKING:
+    from rclpy.lifecycle import LifecycleNode
+    from rclpy.parameter import Parameter
+
     from sam3_agent_ros.concepts import SegmenterGate
     from sam3_agent_ros.core.agent import Agent
-    from sam3_agent_ros.pipeline.query_life import QueryLife
-    from sam3_agent_ros.pipeline.query_runner import QueryRunner
-    from sam3_agent_ros.ros.concepts_control import ConceptsControl
-    from sam3_agent_ros.ros.follow_control import FollowControl
-    from sam3_agent_ros.ros.outputs import AnswerPublisher
+    from sam3_agent_ros.ros.depth import DepthTargets
+
+DEACTIVATE_WAIT_S = 5.0  # how long deactivate waits for a cancelled query to publish its result
+CLEANUP_WAIT_S = 30.0  # how long cleanup waits for the worker before freeing the models
 
 # Appended to every "cannot configure" line about a missing endpoint, key or checkpoint.
 TRY_OFFLINE = ("to try without a model: ros2 launch sam3_agent_ros sam3_agent.launch.py "
@@ -109,3 +127,146 @@ def release(life: QueryLife, runner: QueryRunner | None, follow: FollowControl |
     if outputs is not None:
         outputs.destroy()
     life.max_query_chars = 0
+
+
+class NodeParts:
+    """The collaborators of ``node``, None while absent; the order of their calls in a query is
+    the life's (``pipeline/query_life.py``), which sees them through its ports only."""
+
+    def __init__(self, node: LifecycleNode, recorder: health.HealthRecorder):
+        self._node = node
+        self._health = recorder
+        self._logger = node.get_logger()
+        self.frames = LatestFrame()
+        self.reader = FrameReader()  # under config.node.max_image_pixels once configured
+        self.config: Config | None = None
+        self.life = QueryLife(self.backends, node.context.ok, self._logger)
+        self.runner: QueryRunner | None = None
+        self.follow: FollowControl | None = None
+        self.outputs: AnswerPublisher | None = None
+        self.depth: DepthTargets | None = None
+        self.concepts: ConceptsControl | None = None  # standing concepts (concepts_control.py)
+
+    # --- the lifecycle -------------------------------------------------------------------------
+    def configure(self, config: Config) -> None:
+        """Build the agent (``CannotConfigure`` when it cannot be), the outputs, the query worker,
+        follow mode and the standing concepts, and start the worker."""
+        node, life = self._node, self.life
+        life.agent, gate = build_agent(config, self._health, self._logger,
+                                       node.get_fully_qualified_name())
+        self.config = config
+        life.max_query_chars = config.node.max_query_chars
+        self.reader = reader = FrameReader(config.node.max_image_pixels)
+        self.outputs = life.outputs = AnswerPublisher(
+            node, config.node.publish_overlay, OUTPUT_QOS, config.overlay)
+        settings = config.node
+        self.runner = life.runner = QueryRunner(
+            answer=life.answer, to_frame=reader.frame, publish=life.finish, status=life.status,
+            frames=self.frames, policy=settings.query_policy, queue_size=settings.queue_size,
+            max_frame_age_s=settings.max_frame_age_s, frame_wait_s=settings.frame_wait_s)
+        self.runner.start()
+        self.follow = life.follow = FollowControl(
+            node, config, gate.first, reader.frame, depth=life.current_depth,
+            reground=life.reground, on_status=self._health.follow_update)
+        self.concepts = ConceptsControl(node, config, gate, reader.frame,
+                                        depth=life.current_depth)
+
+    def activate(self, config: Config) -> None:
+        """Accept queries; the depth inputs when enabled; the action server (kept once made)."""
+        life = self.life
+        life.accepting = True
+        if config.depth.enabled:
+            from sam3_agent_ros.ros.depth import start_depth
+
+            self.depth = life.depth = start_depth(self._node, config.depth,
+                                                  self.reader.max_pixels, self._health)
+        if life.action is None:  # ros/segment_action.py: goals run through the same runner
+            life.action = segment_action.serve(
+                self._node, runner=life.current_runner, active=life.is_accepting,
+                new_query_id=life.new_query_id, max_query_chars=life.query_chars,
+                submit=life.submit, backends=self.backends,
+                result_timeout_s=config.action.result_timeout_s,
+                max_results_with_images=config.action.max_results_with_images)
+
+    def deactivate(self) -> None:
+        """End following, drop the waiting frames, cancel the queries (each publishes its one
+        result: waited for up to ``DEACTIVATE_WAIT_S``)."""
+        if self.follow is not None:
+            self.follow.stop("node deactivated")
+        if self.concepts is not None:
+            self.concepts.clear()
+        if self.runner is not None:
+            self.runner.cancel_all("node deactivated")
+            if not self.runner.wait_idle(DEACTIVATE_WAIT_S):
+                self._logger.warning(
+                    "the cancelled query is still finishing; its result will follow")
+        self.frames.clear()
+
+    def stop_inputs(self) -> None:
+        """Refuse queries; the depth inputs go."""
+        self.life.accepting = False
+        depth, self.depth = self.depth, None
+        self.life.depth = None
+        if depth is not None:
+            depth.destroy()
+
+    def release(self, wait_s: float = CLEANUP_WAIT_S) -> None:
+        """Stop the worker, follow and concepts threads and free the models (cleanup, shutdown,
+        error, process exit)."""
+        parts = (self.runner, self.follow, self.concepts, self.outputs)
+        self.runner = self.follow = self.concepts = self.outputs = None
+        release(self.life, *parts, wait_s=wait_s, logger=self._logger)
+        self.config = None
+        self.frames.clear()
+
+    # --- the node's callbacks, forwarded -------------------------------------------------------
+    def on_image(self, msg: Any) -> str | None:
+        """A frame for every consumer (by reference); what is wrong with it from its header
+        (cheap, nothing decoded), or None."""
+        self.frames.put(msg)
+        if self.follow is not None:
+            self.follow.offer(msg)
+        if self.concepts is not None:
+            self.concepts.offer(msg)
+        return self.reader.problem(msg)
+
+    def on_query(self, text: str) -> None:
+        """A query topic message: parsed (pipeline/intake.py), then its life, or its one failed
+        result; ``stop_follow`` ends following. Unconfigured: ignored."""
+        runner, config = self.runner, self.config
+        if runner is None or config is None:
+            return
+        try:
+            parsed = parse_query_message(text, config.node.max_query_chars)
+        except QueryRejected as exc:
+            query = exc.failed_query(self.life.new_query_id)
+            self._logger.warning(f"query {for_log(query.id)} rejected: {for_log(exc.reason)}",
+                                 throttle_duration_sec=1.0)
+            runner.reject(query, exc.reason)
+            return
+        if isinstance(parsed, StopFollow):
+            follow = self.follow
+            if follow is not None and follow.stop("stop_follow on the query topic") is None:
+                self._logger.info("stop_follow: not following")
+            return
+        query = Query(parsed.query_id or self.life.new_query_id(), parsed.text, parsed.refines)
+        self.life.take(query, parsed.follow)
+
+    def on_parameters(self, changes: Sequence[Parameter]) -> None:
+        """Accepted runtime changes: concepts.prompts / rate_hz apply at once."""
+        if self.concepts is not None:
+            self.concepts.on_parameters(changes)
+
+    def health_inputs(self) -> health.HealthInputs:
+        """What /diagnostics reports now (its timer, on the executor)."""
+        config, runner, agent = self.config, self.runner, self.life.agent
+        values = config.to_params() if config is not None else params.current_values(self._node)
+        return health.snapshot(self._health, values, getattr(agent, "segmenter", None),
+                               runner.load() if runner is not None else None)
+
+    def backends(self) -> dict[str, str]:
+        """What answers: the configured backends, else (unconfigured) the parameters'."""
+        if self.config is not None:
+            return self.config.backends
+        return backends_of({name: self._node.get_parameter(name).value
+                            for name in ("llm.backend", "segmenter.backend")})

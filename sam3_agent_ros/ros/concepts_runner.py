@@ -16,7 +16,6 @@ ROS-free (the node passes plain callables), so the threading is unit-tested with
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from sam3_agent_ros.concepts import ConceptFrame, SegmenterGate, StandingConcept
 from sam3_agent_ros.concepts.gate import PassAbandoned
 from sam3_agent_ros.core.errors import SegmenterError
 from sam3_agent_ros.core.types import Frame, FrameUnusable
+from sam3_agent_ros.pipeline.newest_frame import NewestFrameWorker, Wait, Work
 
 log = logging.getLogger(__name__)
 WARN_EVERY_S = 10.0  # the same kind of warning at most this often
@@ -55,30 +55,22 @@ class ConceptsRunner:
         self._publish = publish
         self._clock = clock
         self._period_s = 1.0 / rate_hz
-        self._changed = threading.Condition()
-        self._slot: Any = None
         self._next_due = 0.0
-        self._busy = False
-        self._shutdown = False
-        self._thread: threading.Thread | None = None
+        self._frames: NewestFrameWorker[Any] = NewestFrameWorker(
+            plan=self._plan, label="concepts", thread_name="sam3_agent_concepts",
+            wanted=lambda: bool(self._concepts.prompts), clock=clock)
+        self._changed = self._frames.changed  # the rate shares the slot's lock
         self._warned: dict[str, float] = {}
         self.stats = ConceptsStats()
 
     # --- any thread ------------------------------------------------------------------------------
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="sam3_agent_concepts",
-                                        daemon=True)
-        self._thread.start()
+        self._frames.start()
 
     def offer(self, message: Any) -> None:
         """The image callback's part: O(1), keeps a reference, drops an untaken older frame."""
-        if not self._concepts.prompts:
-            return
-        with self._changed:
-            if self._slot is not None:
-                self.stats.dropped += 1
-            self._slot = message
-            self._changed.notify_all()
+        if self._frames.offer(message):
+            self.stats.dropped += 1
 
     def set_rate(self, rate_hz: float) -> None:
         with self._changed:
@@ -88,56 +80,28 @@ class ConceptsRunner:
 
     def clear(self) -> None:
         """Drop the waiting frame (deactivation: no stale frame after a later activation)."""
-        with self._changed:
-            self._slot = None
+        self._frames.clear()
 
     def wait_idle(self, timeout_s: float) -> bool:
         """Until no pass runs; False on timeout."""
-        with self._changed:
-            return self._changed.wait_for(lambda: not self._busy, timeout_s)
+        return self._frames.wait_idle(timeout_s)
 
     def shutdown(self, timeout_s: float = 5.0) -> bool:
         """Stop the thread (a pass waiting for the segmenter gives up); False when it did not
         finish in time."""
-        with self._changed:
-            self._shutdown = True
-            self._slot = None
-            self._changed.notify_all()
-        thread = self._thread
-        if thread is None:
-            return True
-        thread.join(timeout_s)
-        return not thread.is_alive()
+        return self._frames.stop(timeout_s)
 
     # --- the concepts thread ------------------------------------------------------------------
-    def _take(self) -> Any:
-        """The newest frame once a pass is due, or None at shutdown."""
-        with self._changed:
-            while True:
-                if self._shutdown:
-                    return None
-                wait = None
-                if self._slot is not None and self._concepts.prompts:
-                    wait = self._next_due - self._clock()
-                    if wait <= 0:
-                        message, self._slot = self._slot, None
-                        self._busy = True
-                        return message
-                self._changed.wait(wait)
-
-    def _run(self) -> None:
-        while True:
-            message = self._take()
-            if message is None:
-                return
-            try:
-                self._pass(message)
-            except Exception:  # noqa: BLE001 (the thread must survive anything)
-                log.exception("concepts: unexpected failure")
-            finally:
-                with self._changed:
-                    self._busy = False
-                    self._changed.notify_all()
+    def _plan(self) -> Work | Wait:
+        """The newest frame's pass once one is due; else wait (until it is due, or for a frame
+        and a concept). Under ``_changed``."""
+        if self._frames.newest is None or not self._concepts.prompts:
+            return Wait(None)
+        wait = self._next_due - self._clock()
+        offered = self._frames.take() if wait <= 0 else None
+        if offered is None:
+            return Wait(wait)
+        return lambda: self._pass(offered.message)
 
     def _pass(self, message: Any) -> None:
         started = self._clock()
@@ -150,7 +114,7 @@ class ConceptsRunner:
             self._warn("unusable", f"concepts: skipping an unusable frame: {exc.reason}")
             return
         try:
-            with self._gate.concept_pass(stopped=lambda: self._shutdown) as segmenter:
+            with self._gate.concept_pass(stopped=lambda: self._frames.stopping) as segmenter:
                 detected = self._concepts.detect(segmenter, frame.image)
         except PassAbandoned:
             return

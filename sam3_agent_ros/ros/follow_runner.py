@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ import numpy as np
 from sam3_agent_ros.core.types import Frame, FrameUnusable
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.follow.types import LOST, STOPPED, FollowedObject, Session, starting_source
+from sam3_agent_ros.pipeline.newest_frame import NewestFrameWorker, Offered, Wait, Work
 from sam3_agent_ros.ros.conversions import frame_stamp_ns
 
 log = logging.getLogger(__name__)
@@ -105,12 +105,6 @@ class _Followed:
 
 
 @dataclass
-class _Slot:
-    message: Any
-    received: float  # clock() at offer
-
-
-@dataclass
 class _Ending:
     followed: _Followed
     reason: str
@@ -144,19 +138,18 @@ class FollowRunner:
         self._on_reground = on_reground
         self._clock = clock
         self._lost_timeout_s = lost_timeout_s
-        self._changed = threading.Condition()
         self._followed: _Followed | None = None
-        self._slot: _Slot | None = None
         self._endings: list[_Ending] = []
-        self._busy = False
-        self._shutdown = False
-        self._thread: threading.Thread | None = None
+        self._frames: NewestFrameWorker[Any] = NewestFrameWorker(
+            plan=self._plan, label="follow", thread_name="sam3_agent_follow",
+            wanted=lambda: self._followed is not None, on_stop=self._finish_endings,
+            clock=clock)
+        self._changed = self._frames.changed  # the follow's state shares the slot's lock
         self.stats = FollowStats()
 
     # --- any thread ------------------------------------------------------------------------------
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="sam3_agent_follow", daemon=True)
-        self._thread.start()
+        self._frames.start()
 
     @property
     def following(self) -> str | None:
@@ -174,34 +167,27 @@ class FollowRunner:
         followed = _Followed(query_id, session, count, clock, now, text, last_frame=after,
                              last_source=starting_source(session.mode))
         with self._changed:
-            if self._shutdown:
+            if self._frames.stopping:
                 self._endings.append(_Ending(followed, "the node is shutting down"))
             else:
                 if self._followed is not None:
                     self._endings.append(_Ending(self._followed,
                                                  f"replaced by the follow of {query_id}"))
                 self._followed = followed
-                self._slot = None
+                self._frames.clear()
             self._changed.notify_all()
 
     def offer(self, message: Any) -> None:
         """The image callback's part: O(1), keeps a reference, drops an untaken older frame."""
-        if self._followed is None:
-            return
-        slot = _Slot(message, self._clock())
-        with self._changed:
-            if self._followed is None:
-                return
-            if self._slot is not None:
-                self.stats.dropped += 1
-            self._slot = slot
-            self._changed.notify_all()
+        if self._frames.offer(message):
+            self.stats.dropped += 1
 
     def end(self, reason: str) -> str | None:
         """Stop following; returns the query id that was followed (None: nothing was). The
         ``stopped`` status goes out from the follow thread right after its current frame."""
         with self._changed:
-            followed, self._followed, self._slot = self._followed, None, None
+            followed, self._followed = self._followed, None
+            self._frames.clear()
             if followed is not None:
                 self._endings.append(_Ending(followed, reason))
                 self._changed.notify_all()
@@ -210,21 +196,12 @@ class FollowRunner:
     def wait_idle(self, timeout_s: float) -> bool:
         """Until no frame is being processed and no ending is pending (e.g. before a query uses
         the segmenter the follow thread may be using); False on timeout."""
-        with self._changed:  # the thread notifies when it sets _busy False (endings are done)
-            return self._changed.wait_for(lambda: not (self._busy or self._endings), timeout_s)
+        return self._frames.wait_idle(timeout_s, settled=lambda: not self._endings)
 
     def shutdown(self, timeout_s: float = 5.0) -> bool:
         """End the follow (``stopped``) and the thread; False when the thread did not finish."""
         self.end("the node is shutting down")
-        with self._changed:
-            self._shutdown = True
-            self._changed.notify_all()
-        thread = self._thread
-        if thread is None:
-            self._finish_endings()
-            return True
-        thread.join(timeout_s)
-        return not thread.is_alive()
+        return self._frames.stop(timeout_s)  # its last work: the pending endings
 
     # --- the follow thread -----------------------------------------------------------------------
     def _quiet_for(self) -> float | None:
@@ -234,39 +211,21 @@ class FollowRunner:
             return None
         return self._followed.updated + self._lost_timeout_s - self._clock()
 
-    def _run(self) -> None:
-        while True:
-            with self._changed:
-                while not (self._shutdown or self._endings
-                           or (self._followed is not None and self._slot is not None)):
-                    left = self._quiet_for()
-                    if left is not None and left <= 0:
-                        break
-                    self._changed.wait(left)
-                job = quiet = None
-                if not (self._endings or self._shutdown):
-                    left = self._quiet_for()
-                    if left is not None and left <= 0:  # ends with the watchdog's lost
-                        quiet, self._followed, self._slot = self._followed, None, None
-                    elif self._followed is not None and self._slot is not None:
-                        job, self._slot = (self._followed, self._slot), None
-                self._busy = True
-                shutting_down = self._shutdown
-            try:
-                self._finish_endings()
-                if job is not None:
-                    self._process(*job)
-                if quiet is not None:
-                    self._publish_quiet_lost(quiet)
-            except Exception:  # noqa: BLE001 (the thread must survive anything)
-                log.exception("follow: unexpected failure")
-            finally:
-                with self._changed:
-                    self._busy = False
-                    self._changed.notify_all()
-            if shutting_down:
-                self._finish_endings()
-                return
+    def _plan(self) -> Work | Wait:
+        """The follow thread's next work: pending endings first, then the watchdog's ``lost``,
+        then the newest frame; else wait (until the watchdog is due). Under ``_changed``."""
+        if self._endings:
+            return self._finish_endings
+        left = self._quiet_for()
+        followed = self._followed
+        if followed is not None and left is not None and left <= 0:
+            self._followed = None  # ends with the watchdog's lost
+            self._frames.clear()
+            return lambda: self._publish_quiet_lost(followed)
+        offered = self._frames.take() if followed is not None else None
+        if followed is not None and offered is not None:
+            return lambda: self._process(followed, offered)
+        return Wait(left)
 
     def _finish_endings(self) -> None:
         with self._changed:
@@ -278,7 +237,7 @@ class FollowRunner:
                 followed.query_id, followed.session.mode, STOPPED, followed.last_source,
                 followed.last_frame, None, [], update.error or ending.reason))
 
-    def _process(self, followed: _Followed, slot: _Slot) -> None:
+    def _process(self, followed: _Followed, slot: Offered[Any]) -> None:
         message = slot.message
         try:
             frame = self._to_frame(message)

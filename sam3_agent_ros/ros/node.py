@@ -22,8 +22,9 @@ Threads:
 Every query lives in ``pipeline/query_life.py`` (``QueryLife``, ROS-free): topic queries
 (``pipeline/intake.py``), action goals (``ros/segment_action.py``) and re-groundings are
 submitted there; it calls follow mode's hooks, the agent, the 3D step and the outputs in their
-order. The node builds its collaborators (backends: ``ros/assembly.py``), hands them to the life
-(``self._life``), starts and frees them.
+order. The node creates the entities (parameters, subscriptions, timers), runs the lifecycle
+transitions and forwards its callbacks to its collaborators, which ``ros/assembly.NodeParts``
+wires, builds, starts and frees (``self._parts``).
 - ``on_configure`` builds the backends synchronously (SAM 3 loads for seconds to minutes), so a
   failure makes the transition fail as ROS tools expect. With ``autostart`` (the default) the
   transitions run on a start-up thread, so the executor keeps answering ``get_state`` and
@@ -44,7 +45,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
@@ -54,39 +55,13 @@ from rclpy.timer import Timer
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import String
 
-from sam3_agent_ros.config import (
-    NODE_NAME,
-    Config,
-    ConfigError,
-    backends_of,
-)
-from sam3_agent_ros.core.types import Query
+from sam3_agent_ros.config import NODE_NAME, ConfigError
 from sam3_agent_ros.core.untrusted_text import for_log
-from sam3_agent_ros.pipeline.intake import QueryRejected, StopFollow, parse_query_message
-from sam3_agent_ros.pipeline.query_life import QueryLife
-from sam3_agent_ros.pipeline.query_runner import LatestFrame, QueryRunner
 from sam3_agent_ros.redact import redact_text
-from sam3_agent_ros.ros import (
-    health,
-    hints,
-    node_main,
-    param_guard,
-    params,
-    segment_action,
-)
-from sam3_agent_ros.ros.assembly import CannotConfigure, build_agent, release
-from sam3_agent_ros.ros.conversions import FrameReader
+from sam3_agent_ros.ros import health, hints, node_main, param_guard, params
+from sam3_agent_ros.ros.assembly import CLEANUP_WAIT_S, CannotConfigure, NodeParts
 from sam3_agent_ros.ros.diagnostics import DiagnosticsPublisher
-from sam3_agent_ros.ros.follow_control import FollowControl
-from sam3_agent_ros.ros.outputs import AnswerPublisher
-from sam3_agent_ros.ros.qos import IMAGE_QOS, OUTPUT_QOS, QUERY_QOS
-
-if TYPE_CHECKING:  # imported when first used (configure, activate)
-    from sam3_agent_ros.ros.concepts_control import ConceptsControl
-    from sam3_agent_ros.ros.depth import DepthTargets
-
-DEACTIVATE_WAIT_S = 5.0  # how long deactivate waits for a cancelled query to publish its result
-CLEANUP_WAIT_S = 30.0  # how long cleanup waits for the worker before freeing the models
+from sam3_agent_ros.ros.qos import IMAGE_QOS, QUERY_QOS
 
 
 class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
@@ -103,25 +78,15 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         if hasattr(self, "add_pre_set_parameters_callback"):  # rclpy of Iron and later
             self.add_pre_set_parameters_callback(params.typed_string_arrays)
         param_guard.guard_parameter_services(self)
-        self._frames = LatestFrame()
-        self._config: Config | None = None
-        self._reader = FrameReader()  # under config.node.max_image_pixels once configured
-        # a query's collaborators (runner, agent, outputs, action, follow, depth): None while
-        # absent; the order of their calls is the life's (pipeline/query_life.py)
-        self._life = QueryLife(self._backends, self.context.ok, self.get_logger())
-        # the same collaborators as built here (the life sees them through its ports only)
-        self._runner: QueryRunner | None = None
-        self._follow: FollowControl | None = None
-        self._outputs: AnswerPublisher | None = None
-        self._depth: DepthTargets | None = None
-        self._concepts: ConceptsControl | None = None  # standing concepts (concepts_control.py)
         self._inputs: list[Subscription] = []
         self._autostart_timer: Timer | None = None
         self.start_up_failed = threading.Event()  # autostart failed: main exits with status 1
         self._restart_only = False  # the last configure failed for want of a restart
         self._health = health.HealthRecorder()  # /diagnostics (ros/health.py)
         self._configure_problem: str | None = None  # why the last configure failed
-        self._diagnostics = DiagnosticsPublisher(self, self._health_inputs)
+        self._parts = NodeParts(self, self._health)  # the collaborators (ros/assembly.py)
+        self._life = self._parts.life  # a query's road (bench/node_costs.py reads its parts)
+        self._diagnostics = DiagnosticsPublisher(self, self._parts.health_inputs)
         name = self.get_fully_qualified_name()
         if self.get_parameter("autostart").value:
             self._autostart_timer = self.create_timer(0.0, self._start_autostart)
@@ -180,36 +145,17 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             self._restart_only = False
             return TransitionCallbackReturn.FAILURE
         try:
-            self._life.agent, gate = build_agent(config, self._health, self.get_logger(), name)
+            self._parts.configure(config)
         except CannotConfigure as exc:
             self._configure_problem = exc.problem
             if exc.by_building:
                 self._restart_only = False
             return TransitionCallbackReturn.FAILURE
-        self._config = config
-        self._life.max_query_chars = config.node.max_query_chars
-        self._reader = FrameReader(config.node.max_image_pixels)
-        self._outputs = self._life.outputs = AnswerPublisher(
-            self, config.node.publish_overlay, OUTPUT_QOS, config.overlay)
-        node = config.node
-        self._runner = self._life.runner = QueryRunner(
-            answer=self._life.answer, to_frame=self._reader.frame, publish=self._life.finish,
-            status=self._life.status, frames=self._frames, policy=node.query_policy,
-            queue_size=node.queue_size, max_frame_age_s=node.max_frame_age_s,
-            frame_wait_s=node.frame_wait_s)
-        self._runner.start()
-        self._follow = self._life.follow = FollowControl(
-            self, config, gate.first, self._reader.frame, depth=self._life.current_depth,
-            reground=self._life.reground, on_status=self._health.follow_update)
-        from sam3_agent_ros.ros.concepts_control import ConceptsControl
-
-        self._concepts = ConceptsControl(self, config, gate, self._reader.frame,
-                                         depth=self._life.current_depth)
         self.get_logger().info("configured")
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        config = self._config
+        config = self._parts.config
         if config is None:  # rclpy activates only a configured node
             return TransitionCallbackReturn.FAILURE
         node = config.node
@@ -219,37 +165,16 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
                                              IMAGE_QOS[node.image_qos])
         query_sub = self.create_subscription(String, "query", self._on_query, QUERY_QOS)
         self._inputs = [image_sub, query_sub]
-        self._life.accepting = True
         self._health.listening(image_sub.topic_name)
-        if config.depth.enabled:
-            from sam3_agent_ros.ros.depth import start_depth
-
-            self._depth = self._life.depth = start_depth(self, config.depth,
-                                                         self._reader.max_pixels, self._health)
+        self._parts.activate(config)  # depth inputs, the action server
         self.get_logger().info(
             f"active: listening on {image_sub.topic_name} ({node.image_qos}) and "
             f"{query_sub.topic_name}")
-        if self._life.action is None:  # ros/segment_action.py: goals run through the same runner
-            self._life.action = segment_action.serve(
-                self, runner=self._life.current_runner, active=self._life.is_accepting,
-                new_query_id=self._life.new_query_id, max_query_chars=self._life.query_chars,
-                submit=self._life.submit, backends=self._backends,
-                result_timeout_s=config.action.result_timeout_s,
-                max_results_with_images=config.action.max_results_with_images)
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._stop_inputs()
-        if self._follow is not None:
-            self._follow.stop("node deactivated")
-        if self._concepts is not None:
-            self._concepts.clear()
-        if self._runner is not None:
-            self._runner.cancel_all("node deactivated")
-            if not self._runner.wait_idle(DEACTIVATE_WAIT_S):
-                self.get_logger().warning(
-                    "the cancelled query is still finishing; its result will follow")
-        self._frames.clear()
+        self._parts.deactivate()
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -275,41 +200,26 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         for sub in self._inputs:
             self.destroy_subscription(sub)
         self._inputs = []
-        self._life.accepting = False
-        depth, self._depth = self._depth, None
-        self._life.depth = None
-        if depth is not None:
-            depth.destroy()
+        self._parts.stop_inputs()
 
     def _release(self, wait_s: float = CLEANUP_WAIT_S) -> None:
-        """Stop the worker, follow and concepts threads and free the models (ros/assembly.py:
-        cleanup, shutdown, error, process exit)."""
-        parts = (self._runner, self._follow, self._concepts, self._outputs)
-        self._runner = self._follow = self._concepts = self._outputs = None
-        release(self._life, *parts, wait_s=wait_s, logger=self.get_logger())
-        self._config = None
-        self._frames.clear()
+        """Stop the worker, follow and concepts threads and free the models (cleanup, shutdown,
+        error, process exit)."""
+        self._parts.release(wait_s)
         self._health.unconfigured()
 
     def _on_set_parameters(self, changes: list[Parameter]) -> SetParametersResult:
-        result = params.on_set_parameters(self, changes, configured=self._config is not None)
+        result = params.on_set_parameters(self, changes,
+                                          configured=self._parts.config is not None)
         if result.successful:  # a start-up problem fixed by this change is gone
             changed = {c.name for c in changes}
             self._param_problems = [p for p in self._param_problems if p.name not in changed]
-            if self._concepts is not None:  # concepts.prompts / rate_hz apply at once
-                self._concepts.on_parameters(changes)
+            self._parts.on_parameters(changes)
         return result
 
-    # --- inputs --------------------------------------------------------------------------------
+    # --- inputs, forwarded ----------------------------------------------------------------------
     def _on_image(self, msg: Any) -> None:
-        self._frames.put(msg)
-        follow = self._follow
-        if follow is not None:
-            follow.offer(msg)
-        concepts = self._concepts
-        if concepts is not None:
-            concepts.offer(msg)
-        problem = self._reader.problem(msg)  # from the header: cheap, nothing decoded
+        problem = self._parts.on_image(msg)
         self._health.frame(problem)
         if problem:
             self.get_logger().warning(f"unusable frame on the image topic: {problem}",
@@ -317,45 +227,9 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
 
     def _on_query(self, msg: String) -> None:
         try:
-            self._handle_query(msg)
+            self._parts.on_query(msg.data)
         except Exception as exc:  # a callback that raises would stop the executor
             self.get_logger().error(f"query callback failed: {for_log(repr(exc))}")
-
-    def _handle_query(self, msg: String) -> None:
-        runner, config = self._runner, self._config
-        if runner is None or config is None:
-            return
-        try:
-            parsed = parse_query_message(msg.data, config.node.max_query_chars)
-        except QueryRejected as exc:
-            query = exc.failed_query(self._life.new_query_id)
-            self.get_logger().warning(f"query {for_log(query.id)} rejected: {for_log(exc.reason)}",
-                                      throttle_duration_sec=1.0)
-            runner.reject(query, exc.reason)
-            return
-        if isinstance(parsed, StopFollow):
-            follow = self._follow
-            if follow is not None and follow.stop("stop_follow on the query topic") is None:
-                self.get_logger().info("stop_follow: not following")
-            return
-        query = Query(parsed.query_id or self._life.new_query_id(), parsed.text, parsed.refines)
-        self._life.take(query, parsed.follow)
-
-    # --- outputs -------------------------------------------------------------------------------
-    def _health_inputs(self) -> health.HealthInputs:
-        """What /diagnostics reports now (its timer, on the executor)."""
-        config, runner, agent = self._config, self._runner, self._life.agent
-        values = config.to_params() if config is not None else params.current_values(self)
-        return health.snapshot(self._health, values, getattr(agent, "segmenter", None),
-                               runner.load() if runner is not None else None)
-
-    def _backends(self) -> dict[str, str]:
-        """What answers: the configured backends, else (unconfigured) the parameters'."""
-        config = self._config
-        if config is not None:
-            return config.backends
-        return backends_of({name: self.get_parameter(name).value
-                            for name in ("llm.backend", "segmenter.backend")})
 
 
 def main(args: list[str] | None = None) -> int:
