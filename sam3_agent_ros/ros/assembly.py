@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from sam3_agent_ros.core.agent import Agent
     from sam3_agent_ros.pipeline.query_life import QueryLife
     from sam3_agent_ros.pipeline.query_runner import QueryRunner
+    from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
     from sam3_agent_ros.ros.concepts_control import ConceptsControl
     from sam3_agent_ros.ros.follow_control import FollowControl
     from sam3_agent_ros.ros.outputs import AnswerPublisher
@@ -82,6 +83,33 @@ def build_agent(config: Config, recorder: health.HealthRecorder, logger: Any,
         logger.error(f"to configure: {hints.fix_backends(node_name)}")
         raise CannotConfigure(problem, by_building=True) from None
     return agent, gate
+
+
+def start_target_frame(node: Any, config: Config,
+                       recorder: health.HealthRecorder) -> TargetFrameRequest | None:
+    """With ``target_frame`` set (CONTRACTS §9): the TF source (tf2_ros, else our own listener
+    on /tf and /tf_static), once per configure, and the request every 3D step uses; None
+    without it. ``recorder`` shows the ``target frame`` status."""
+    frame_id = config.node.target_frame
+    recorder.target_frame_started(frame_id)
+    if not frame_id:
+        return None
+    from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
+    from sam3_agent_ros.ros.tf_listener import create_tf_source
+
+    return TargetFrameRequest(frame_id, create_tf_source(node), config.tf.timeout_s)
+
+
+def stop_target_frame(life: QueryLife, recorder: health.HealthRecorder, logger: Any) -> None:
+    """Close the TF source of ``start_target_frame`` (cleanup); never raises."""
+    request, life.target_frame = life.target_frame, None
+    recorder.target_frame_started("")
+    close = getattr(getattr(request, "transforms", None), "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception as exc:  # noqa: BLE001 (teardown goes on)
+            logger.warning(f"closing the TF listener failed: {exc}")
 
 
 def release(life: QueryLife, runner: QueryRunner | None, follow: FollowControl | None,

@@ -74,7 +74,13 @@ from sam3_agent_ros.ros import (
     params,
     segment_action,
 )
-from sam3_agent_ros.ros.assembly import CannotConfigure, build_agent, release
+from sam3_agent_ros.ros.assembly import (
+    CannotConfigure,
+    build_agent,
+    release,
+    start_target_frame,
+    stop_target_frame,
+)
 from sam3_agent_ros.ros.conversions import FrameReader
 from sam3_agent_ros.ros.diagnostics import DiagnosticsPublisher
 from sam3_agent_ros.ros.follow_control import FollowControl
@@ -191,6 +197,9 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         self._reader = FrameReader(config.node.max_image_pixels)
         self._outputs = self._life.outputs = AnswerPublisher(
             self, config.node.publish_overlay, OUTPUT_QOS, config.overlay)
+        self._life.target_frame = start_target_frame(self, config, self._health)  # CONTRACTS §9
+        self._life.cloud_max_points = config.depth.cloud_max_points
+        self._life.on_target = self._health.target_frame_looked_up
         node = config.node
         self._runner = self._life.runner = QueryRunner(
             answer=self._life.answer, to_frame=self._reader.frame, publish=self._life.finish,
@@ -200,11 +209,14 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         self._runner.start()
         self._follow = self._life.follow = FollowControl(
             self, config, gate.first, self._reader.frame, depth=self._life.current_depth,
-            reground=self._life.reground, on_status=self._health.follow_update)
+            reground=self._life.reground, on_status=self._health.follow_update,
+            target_frame=self._life.current_target_frame,
+            on_target=self._health.target_frame_looked_up)
         from sam3_agent_ros.ros.concepts_control import ConceptsControl
 
         self._concepts = ConceptsControl(self, config, gate, self._reader.frame,
-                                         depth=self._life.current_depth)
+                                         depth=self._life.current_depth,
+                                         target_frame=self._life.current_target_frame)
         self.get_logger().info("configured")
         return TransitionCallbackReturn.SUCCESS
 
@@ -287,6 +299,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         parts = (self._runner, self._follow, self._concepts, self._outputs)
         self._runner = self._follow = self._concepts = self._outputs = None
         release(self._life, *parts, wait_s=wait_s, logger=self.get_logger())
+        stop_target_frame(self._life, self._health, self.get_logger())
         self._config = None
         self._frames.clear()
         self._health.unconfigured()
