@@ -404,3 +404,38 @@ def test_follow_publisher_always_sends_the_status_and_images_only_when_wanted(gr
     without_overlay = outputs.FollowPublisher(node, overlay=None)  # publish_overlay: false
     assert "~/follow/overlay/compressed" not in without_overlay._publishers
     without_overlay.destroy()
+
+
+def test_follow_publisher_sends_the_target_in_target_frame_or_none_without_the_transform(graph):
+    from sam3_agent_ros.frames import Transform
+    from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
+    from sam3_agent_ros.ros.follow_control import measure_follow_in
+
+    class Transforms:
+        def __init__(self, transform):
+            self.transform = transform
+
+        def lookup(self, target, source, stamp_ns, timeout_s):
+            return self.transform, f"no transform from '{source}' to '{target}'"
+
+    node, peer = _nodes(graph)
+    listener = Listener(peer, {"sam3_agent/follow/target": PointStamped})
+    publisher = outputs.FollowPublisher(node)
+    wait_until(lambda: publisher._publishers["~/follow/target"].get_subscription_count() == 1,
+               "matching")
+    first, _ = two_masks()
+    frame = Frame(np.zeros((48, 64, 3), np.uint8), *STAMP, "cam")
+    status = {"state": "tracking", "objects": [{"id": 1}]}
+    move = Transform(np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 0.0, 1.0]))
+    for transform in (None, move):  # first no transform: nothing; then base_link
+        visible = measure_follow_in(FakeDepth(POSITIONS[:1]), frame, [first],
+                                    target_frame=TargetFrameRequest("base_link",
+                                                                    Transforms(transform)))
+        sent = publisher.publish(frame, [first], status, visible.measurements, None, None,
+                                 visible)
+        assert (sent.target is None) == (transform is None)
+    wait_until(lambda: listener.received["sam3_agent/follow/target"], "~/follow/target")
+    received = listener.received["sam3_agent/follow/target"]
+    assert len(received) == 1 and received[0].header.frame_id == "base_link"
+    assert received[0].point.x == pytest.approx(POSITIONS[0]["position"]["x"] + 1.0)
+    publisher.destroy()
