@@ -33,6 +33,7 @@ from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.pipeline.measurement import Answer, DepthSource, measure_answer
+from sam3_agent_ros.pipeline.target_frame import TargetFrame, TargetFrameRequest
 
 log = logging.getLogger(__name__)
 ERROR_LOG_CHARS = 500  # the most of a result's error that its log line repeats
@@ -106,6 +107,11 @@ class QueryLife:
         self.action: ActionPort | None = None
         self.follow: FollowHooks | None = None
         self.depth: DepthSource | None = None
+        # target_frame set (CONTRACTS §9): the TF request of every answer, the most points of
+        # the target's cloud (computed only when the outputs want it), who sees each lookup
+        self.target_frame: TargetFrameRequest | None = None
+        self.cloud_max_points = 0
+        self.on_target: Callable[[TargetFrame, str], None] | None = None
         self.accepting = False  # the node is active: its inputs are subscribed
         self.max_query_chars = 0  # node.max_query_chars while configured
         self._ids = itertools.count(1)
@@ -116,6 +122,17 @@ class QueryLife:
 
     def current_depth(self) -> DepthSource | None:
         return self.depth
+
+    def current_target_frame(self) -> TargetFrameRequest | None:
+        return self.target_frame
+
+    def _cloud_points(self, outputs: OutputsPort | None) -> int | None:
+        """The most points of this answer's cloud when the outputs want one, else None."""
+        wants = getattr(outputs, "cloud_max_points", None)
+        if self.depth is None or self.cloud_max_points <= 0 or not callable(wants):
+            return None
+        points = wants(self.cloud_max_points)
+        return int(points) if points is not None else None
 
     def is_accepting(self) -> bool:
         return self.accepting
@@ -192,7 +209,10 @@ class QueryLife:
             result.backends = self._backends()  # that never reached the agent (no frame...)
         outputs, published, depth = self.outputs, None, self.depth
         try:  # the 3D step first: the result JSON, the targets and the action read it
-            answer = measure_answer(result, depth, self._logger)
+            answer = measure_answer(result, depth, self._logger, self.target_frame,
+                                    self._cloud_points(outputs))
+            if answer.target is not None and (seen := self.on_target) is not None:
+                seen(answer.target, "answer")
             published = outputs.answer(answer, depth) if outputs is not None else None
         finally:  # whatever publishing raised (the worker logs it), the goal of this query ends
             if (action := self.action) is not None:

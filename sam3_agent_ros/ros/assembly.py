@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from sam3_agent_ros.concepts import SegmenterGate
     from sam3_agent_ros.core.agent import Agent
+    from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
     from sam3_agent_ros.ros.depth import DepthTargets
 
 DEACTIVATE_WAIT_S = 5.0  # how long deactivate waits for a cancelled query to publish its result
@@ -102,6 +103,33 @@ def build_agent(config: Config, recorder: health.HealthRecorder, logger: Any,
     return agent, gate
 
 
+def start_target_frame(node: Any, config: Config,
+                       recorder: health.HealthRecorder) -> TargetFrameRequest | None:
+    """With ``target_frame`` set (CONTRACTS §9): the TF source (tf2_ros, else our own listener
+    on /tf and /tf_static), once per configure, and the request every 3D step uses; None
+    without it. ``recorder`` shows the ``target frame`` status."""
+    frame_id = config.node.target_frame
+    recorder.target_frame_started(frame_id)
+    if not frame_id:
+        return None
+    from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
+    from sam3_agent_ros.ros.tf_listener import create_tf_source
+
+    return TargetFrameRequest(frame_id, create_tf_source(node), config.tf.timeout_s)
+
+
+def stop_target_frame(life: QueryLife, recorder: health.HealthRecorder, logger: Any) -> None:
+    """Close the TF source of ``start_target_frame`` (cleanup); never raises."""
+    request, life.target_frame = life.target_frame, None
+    recorder.target_frame_started("")
+    close = getattr(getattr(request, "transforms", None), "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception as exc:  # noqa: BLE001 (teardown goes on)
+            logger.warning(f"closing the TF listener failed: {exc}")
+
+
 def release(life: QueryLife, runner: QueryRunner | None, follow: FollowControl | None,
             concepts: ConceptsControl | None, outputs: AnswerPublisher | None, *,
             wait_s: float, logger: Any) -> None:
@@ -159,6 +187,9 @@ class NodeParts:
         self.reader = reader = FrameReader(config.node.max_image_pixels)
         self.outputs = life.outputs = AnswerPublisher(
             node, config.node.publish_overlay, OUTPUT_QOS, config.overlay)
+        life.target_frame = start_target_frame(node, config, self._health)  # CONTRACTS §9
+        life.cloud_max_points = config.depth.cloud_max_points
+        life.on_target = self._health.target_frame_looked_up
         settings = config.node
         self.runner = life.runner = QueryRunner(
             answer=life.answer, to_frame=reader.frame, publish=life.finish, status=life.status,
@@ -167,9 +198,12 @@ class NodeParts:
         self.runner.start()
         self.follow = life.follow = FollowControl(
             node, config, gate.first, reader.frame, depth=life.current_depth,
-            reground=life.reground, on_status=self._health.follow_update)
+            reground=life.reground, on_status=self._health.follow_update,
+            target_frame=life.current_target_frame,
+            on_target=self._health.target_frame_looked_up)
         self.concepts = ConceptsControl(node, config, gate, reader.frame,
-                                        depth=life.current_depth)
+                                        depth=life.current_depth,
+                                        target_frame=life.current_target_frame)
 
     def activate(self, config: Config) -> None:
         """Accept queries; the depth inputs when enabled; the action server (kept once made)."""
@@ -216,6 +250,7 @@ class NodeParts:
         parts = (self.runner, self.follow, self.concepts, self.outputs)
         self.runner = self.follow = self.concepts = self.outputs = None
         release(self.life, *parts, wait_s=wait_s, logger=self._logger)
+        stop_target_frame(self.life, self._health, self._logger)
         self.config = None
         self.frames.clear()
 

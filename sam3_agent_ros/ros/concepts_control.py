@@ -21,25 +21,29 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sensor_msgs.msg import CompressedImage, Image
-from visualization_msgs.msg import MarkerArray
-
 from sam3_agent_ros.concepts import ConceptFrame, SegmenterGate, StandingConcepts
 from sam3_agent_ros.config import PARAMETERS_BY_NAME, Config
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.follow.redetect import Gates
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.pipeline.measurement import locate
+from sam3_agent_ros.pipeline.target_frame import TargetFrame, TargetFrameRequest, lookup_target
 from sam3_agent_ros.ros import interfaces as generated
 from sam3_agent_ros.ros.concepts_runner import ConceptsRunner
 from sam3_agent_ros.ros.messages.concepts import (
     IMAGE_KINDS,
     concept_messages,
 )
+from sam3_agent_ros.ros.messages.robot_frame import concept_robot_messages
+from sam3_agent_ros.ros.publishers import Publishers, context_ok
 from sam3_agent_ros.ros.qos import OUTPUT_QOS
 
 NAMESPACE = "~/concepts"
 SHUTDOWN_WAIT_S = 5.0
+TOPIC_OF = {"labels": f"{NAMESPACE}/labels", "overlay": f"{NAMESPACE}/overlay/compressed",
+            "markers": f"{NAMESPACE}/markers", "detections": f"{NAMESPACE}/detections",
+            "detections_2d": f"{NAMESPACE}/detections_2d",
+            "detections_3d": f"{NAMESPACE}/detections_3d"}
 
 
 def interfaces() -> tuple[Any, Any] | None:
@@ -64,28 +68,33 @@ def with_positions(result: ConceptFrame, depth: Any, logger: Any = None
     return dataclasses.replace(result, detections=located), extras
 
 
+@dataclasses.dataclass
+class _ConceptOutputs:
+    detections_2d: Any
+    detections_3d: Any
+    markers: Any
+    target: TargetFrame | None
+
+
 class ConceptsControl:
     def __init__(self, node: Any, config: Config, gate: SegmenterGate,
-                 to_frame: Callable[[Any], Any], depth: Callable[[], Any]):
+                 to_frame: Callable[[Any], Any], depth: Callable[[], Any],
+                 target_frame: Callable[[], TargetFrameRequest | None] | None = None):
         self._node = node
         self._depth = depth
+        self._target_frame = target_frame  # the node's TF request (target_frame set) or None
         follow = config.follow
         self.concepts = StandingConcepts(config.concepts.prompts,
                                          Gates(follow.match_min_iou, follow.match_max_shift))
         self._types = interfaces()
-        self._publishers = {
-            "labels": node.create_publisher(Image, f"{NAMESPACE}/labels", OUTPUT_QOS),
-            "overlay": node.create_publisher(CompressedImage, f"{NAMESPACE}/overlay/compressed",
-                                             OUTPUT_QOS),
-        }
+        names = [TOPIC_OF["labels"], TOPIC_OF["overlay"], TOPIC_OF["detections_2d"]]
         if config.depth.enabled:
-            self._publishers["markers"] = node.create_publisher(
-                MarkerArray, f"{NAMESPACE}/markers", OUTPUT_QOS)
+            names += [TOPIC_OF["markers"], TOPIC_OF["detections_3d"]]
         self._jpeg_quality = config.overlay.jpeg_quality
         if self._types is not None:
-            self._publishers["detections"] = node.create_publisher(
-                self._types[0], f"{NAMESPACE}/detections", OUTPUT_QOS)
-        else:
+            names.append(TOPIC_OF["detections"])
+        self._publishers = Publishers(node, names, OUTPUT_QOS)
+        if self._types is None:
             generated.say_missing(node, "~/concepts/detections", "sam3_agent_ros.msg",
                                   "The concepts' labels and overlay work as usual.")
         self.runner = ConceptsRunner(concepts=self.concepts, gate=gate, to_frame=to_frame,
@@ -123,21 +132,34 @@ class ConceptsControl:
     # --- concepts thread ---------------------------------------------------------------------
     def _publish(self, result: ConceptFrame) -> None:
         publishers = self._publishers
-        context = getattr(self._node, "context", None)
-        if not publishers or (context is not None and not context.ok()):
+        if not publishers.names or not context_ok(self._node):
             return
         result, extras = with_positions(result, self._depth(), self._node.get_logger())
-        kinds = [k for k in (*IMAGE_KINDS, "markers")
-                 if k in publishers and publishers[k].get_subscription_count() > 0]
+        kinds = [k for k in (*IMAGE_KINDS, "markers") if publishers.wanted(TOPIC_OF[k])]
         messages = concept_messages(result, kinds, self._types, extras, self._jpeg_quality)
-        if messages.markers is not None:
-            publishers["markers"].publish(messages.markers)
-        if messages.labels is not None:
-            publishers["labels"].publish(messages.labels)
-        if messages.overlay is not None:
-            publishers["overlay"].publish(messages.overlay)
-        if messages.detections is not None:
-            publishers["detections"].publish(messages.detections)
+        markers = messages.markers
+        request = self._target_frame() if self._target_frame is not None else None
+        if any(publishers.wanted(TOPIC_OF[k]) for k in ("detections_2d", "detections_3d")) \
+                or (markers is not None and request is not None):
+            robot = self._robot_messages(result, extras, request)
+            publishers.publish(TOPIC_OF["detections_2d"], robot.detections_2d)
+            if publishers.wanted(TOPIC_OF["detections_3d"]):
+                publishers.publish(TOPIC_OF["detections_3d"], robot.detections_3d)
+            if markers is not None and robot.target is not None:  # target_frame set
+                markers = robot.markers  # in target_frame; None without the transform
+        publishers.publish(TOPIC_OF["markers"], markers)
+        publishers.publish(TOPIC_OF["labels"], messages.labels)
+        publishers.publish(TOPIC_OF["overlay"], messages.overlay)
+        publishers.publish(TOPIC_OF["detections"], messages.detections)
+
+    def _robot_messages(self, result: ConceptFrame, extras: list[Measurement] | None,
+                        request: TargetFrameRequest | None) -> _ConceptOutputs:
+        """The pass's vision_msgs detections and, with ``target_frame``, its 3D outputs in
+        that frame (the transform at the pass's frame's stamp, looked up once)."""
+        target = (lookup_target(request, result.frame)
+                  if request is not None and extras else None)
+        built = concept_robot_messages(result.frame, result.detections, extras, target)
+        return _ConceptOutputs(built.detections_2d, built.detections_3d, built.markers, target)
 
     # --- lifecycle ---------------------------------------------------------------------------
     def destroy(self, wait_s: float = SHUTDOWN_WAIT_S) -> bool:
@@ -146,7 +168,5 @@ class ConceptsControl:
         stopped = self.runner.shutdown(wait_s)
         if not stopped:
             self._node.get_logger().warning("concepts: the concepts thread did not stop in time")
-        publishers, self._publishers = self._publishers, {}
-        for publisher in publishers.values():
-            self._node.destroy_publisher(publisher)
+        self._publishers.destroy()
         return stopped

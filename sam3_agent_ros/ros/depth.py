@@ -1,5 +1,6 @@
-"""3D targets from aligned depth: the ROS side of ``geometry/`` (depth + camera_info in,
-``~/target``, ``~/targets`` and ``~/markers`` out).
+"""3D targets from aligned depth: the ROS side of ``geometry/`` (depth + camera_info in; the
+3D topics ``~/target``, ``~/targets``, ``~/markers`` held while depth is on, published by
+``ros/outputs.py`` through ``ros/publishers.py``).
 
 Threads: the subscription callbacks only keep message references (a ring buffer of depth frames)
 and the calibrations by stamp (``camera_model.CalibrationHistory``); ``locate`` runs on the node's
@@ -18,9 +19,7 @@ import collections
 import threading
 from typing import Any
 
-from geometry_msgs.msg import PointStamped, PoseArray
 from sensor_msgs.msg import CameraInfo, Image
-from visualization_msgs.msg import MarkerArray
 
 from sam3_agent_ros.config import DepthConfig
 from sam3_agent_ros.core.types import stamp_ns
@@ -35,14 +34,14 @@ from sam3_agent_ros.geometry.depth_image import depth_for_colour, depth_from_buf
 from sam3_agent_ros.geometry.measure import measure_mask
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS, pixel_cap_problem
+from sam3_agent_ros.pipeline.target_frame import MetricDepth
 from sam3_agent_ros.ros.conversions import frame_stamp_ns
-from sam3_agent_ros.ros.qos import DEPTH_QOS, OUTPUT_QOS
+from sam3_agent_ros.ros.publishers import Publishers
+from sam3_agent_ros.ros.qos import DEPTH_QOS
 
 DEPTH_TOPIC = "depth"
 CAMERA_INFO_TOPIC = "camera_info"
-TARGET_TOPIC = "~/target"
-TARGETS_TOPIC = "~/targets"
-MARKERS_TOPIC = "~/markers"
+DEPTH_OUTPUTS = ("~/target", "~/targets", "~/markers", "~/detections_3d", "~/target/points")
 ID_LOG_CHARS = 80  # the most of one frame_id a warning repeats
 WARNING_CHARS = 1000  # the most of one warning
 REASON_CHARS = 300  # the most of a depth frame's problem that a position_error repeats
@@ -56,8 +55,8 @@ def camera_model_of(msg: CameraInfo) -> CameraModel:
 
 
 class DepthTargets:
-    """Subscribes ``depth`` and ``camera_info``, measures masks, publishes ``~/target(s)`` and
-    ``~/markers``."""
+    """Subscribes ``depth`` and ``camera_info``, measures masks (``locate``), gives the depth
+    in metres (``depth_for``); holds the 3D topics while it lives."""
 
     def __init__(self, node: Any, cfg: DepthConfig, callback_group: Any = None,
                  max_pixels: int = DEFAULT_MAX_PIXELS, health: Any = None):
@@ -77,9 +76,10 @@ class DepthTargets:
             callback_group=callback_group)
         self._depth_topic = self._depth_sub.topic_name
         self._info_topic = self._info_sub.topic_name
-        self._target_pub = node.create_publisher(PointStamped, TARGET_TOPIC, OUTPUT_QOS)
-        self._targets_pub = node.create_publisher(PoseArray, TARGETS_TOPIC, OUTPUT_QOS)
-        self._markers_pub = node.create_publisher(MarkerArray, MARKERS_TOPIC, OUTPUT_QOS)
+        self._last_prepared: tuple[Any, Image, tuple[Any, Any, str | None]] | None = None
+        # The 3D topics live while depth is on (ros/publishers.py; the answer and follow
+        # publishers send on them).
+        self.outputs = Publishers(node, DEPTH_OUTPUTS)
 
     # --- callbacks (executor thread): keep references only --------------------------------------
     def _on_depth(self, msg: Image) -> None:
@@ -107,23 +107,42 @@ class DepthTargets:
             return [_no_position(reason) for _ in masks]
 
     def _locate(self, frame: Any, masks: list[Any]) -> list[dict[str, Any]]:
+        depth_m, intrinsics, reason = self._prepared(frame)
+        if reason:
+            return [_no_position(reason) for _ in masks]
+        return [self._measure(mask, frame, depth_m, intrinsics) for mask in masks]
+
+    def depth_for(self, frame: Any) -> MetricDepth | None:
+        """The depth in metres at the colour resolution with the colour intrinsics (the
+        target's points, ``pipeline.target_frame.cloud_of``); None when there is none for this
+        frame (the reason went into the masks' ``position_error``). Never raises."""
+        try:
+            depth_m, intrinsics, reason = self._prepared(frame)
+        except Exception as exc:  # noqa: BLE001 (the cloud must never break a query)
+            self._warn_once("internal", f"3D step failed: {type(exc).__name__}: {exc}")
+            return None
+        if reason or depth_m is None:
+            return None
+        cfg = self._cfg
+        return MetricDepth(depth_m, intrinsics, cfg.min_m, cfg.max_m, cfg.erode_px)
+
+    def _prepared(self, frame: Any) -> tuple[Any, Any, str | None]:
+        """``_prepare`` of the depth frame nearest the colour frame, reused for the same colour
+        frame and depth frame (``locate`` then ``depth_for`` convert once)."""
         with self._lock:
             depth_frames = list(self._depth_frames)
             have_info = len(self._calibrations) > 0
-        reason = None
         if not have_info:
-            reason = f"no camera_info received on {self._info_topic}"
-        elif not depth_frames:
-            reason = f"no depth frame received on {self._depth_topic}"
-        if reason:
-            return [_no_position(reason) for _ in masks]
+            return None, None, f"no camera_info received on {self._info_topic}"
+        if not depth_frames:
+            return None, None, f"no depth frame received on {self._depth_topic}"
 
         target_ns = frame_stamp_ns(frame)
         with self._lock:
             model, missing = self._calibrations.at(target_ns)
         if model is None:
-            reason = f"no camera_info for the colour frame's stamp on {self._info_topic}: {missing}"
-            return [_no_position(reason) for _ in masks]
+            return None, None, (f"no camera_info for the colour frame's stamp on "
+                                f"{self._info_topic}: {missing}")
 
         def distance_ns(message: Image) -> int:
             return abs(stamp_ns(message.header.stamp.sec, message.header.stamp.nanosec)
@@ -133,14 +152,18 @@ class DepthTargets:
         depth_msg = min(reversed(depth_frames), key=distance_ns)
         diff_s = distance_ns(depth_msg) / 1e9
         if diff_s > self._cfg.max_stamp_diff_s:
-            reason = (f"no depth frame within depth.max_stamp_diff_s={self._cfg.max_stamp_diff_s:g}"
-                      f" s of the colour frame (nearest is {diff_s:.3f} s away)")
-            return [_no_position(reason) for _ in masks]
-
-        depth_m, intrinsics, reason = self._prepare(frame, depth_msg, model)
-        if reason:
-            return [_no_position(reason) for _ in masks]
-        return [self._measure(mask, frame, depth_m, intrinsics) for mask in masks]
+            return None, None, (
+                f"no depth frame within depth.max_stamp_diff_s={self._cfg.max_stamp_diff_s:g}"
+                f" s of the colour frame (nearest is {diff_s:.3f} s away)")
+        key = (id(depth_msg), id(model), target_ns, frame.width, frame.height)
+        with self._lock:
+            cached = self._last_prepared
+        if cached is not None and cached[0] == key and cached[1] is depth_msg:
+            return cached[2]
+        prepared = self._prepare(frame, depth_msg, model)
+        with self._lock:  # holds the message too: its id cannot be reused meanwhile
+            self._last_prepared = (key, depth_msg, prepared)
+        return prepared
 
     def _prepare(self, frame: Any, depth_msg: Image, model: CameraModel):
         """(depth in metres at the colour resolution, colour intrinsics, None) or a reason."""
@@ -188,33 +211,6 @@ class DepthTargets:
                                 f"({frame.height}, {frame.width})")
         return measure_mask(array, depth_m, intrinsics, self._cfg)
 
-    # --- outputs --------------------------------------------------------------------------------
-    def publish_messages(self, target: PointStamped | None, targets: PoseArray,
-                         markers: MarkerArray | None = None) -> None:
-        """``~/target`` (the first selected mask's point, when it has one), ``~/targets`` (one
-        pose per mask with a position) and ``~/markers``, as built by ``outputs``. Never
-        raises."""
-        try:
-            if target is not None:
-                self._target_pub.publish(target)
-            self._targets_pub.publish(targets)
-        except Exception as exc:  # noqa: BLE001
-            self._warn_once("publish", f"cannot publish 3D targets: {type(exc).__name__}: {exc}")
-        if markers is not None:
-            self.publish_markers(markers)
-
-    def publish_markers(self, markers: MarkerArray) -> None:
-        """``~/markers`` (an answer's or a follow update's boxes). Never raises."""
-        try:
-            self._markers_pub.publish(markers)
-        except Exception as exc:  # noqa: BLE001
-            self._warn_once("markers", f"cannot publish ~/markers: {type(exc).__name__}: {exc}")
-
-    def markers_wanted(self) -> bool:
-        """Whether anybody subscribes to ``~/markers`` (follow mode builds them only then)."""
-        publisher = self._markers_pub
-        return publisher is not None and publisher.get_subscription_count() > 0
-
     def destroy(self) -> None:
         """Drop the subscriptions, publishers and buffered messages; never raises."""
         node = self._node
@@ -222,16 +218,14 @@ class DepthTargets:
             for sub in (self._depth_sub, self._info_sub):
                 if sub is not None:
                     node.destroy_subscription(sub)
-            for pub in (self._target_pub, self._targets_pub, self._markers_pub):
-                if pub is not None:
-                    node.destroy_publisher(pub)
         except Exception as exc:  # noqa: BLE001 (teardown goes on)
             self._logger.warning(f"depth: destroy failed: {exc}")
         self._depth_sub = self._info_sub = None
-        self._target_pub = self._targets_pub = self._markers_pub = None
+        self.outputs.destroy()
         with self._lock:
             self._depth_frames.clear()
             self._calibrations.clear()
+            self._last_prepared = None
         if self._health is not None:
             self._health.camera_model_started(False)
 

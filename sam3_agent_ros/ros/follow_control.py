@@ -29,7 +29,8 @@ from sam3_agent_ros.core.types import Frame, QueryStatus, Result
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.follow.types import STOPPED, starting_source
 from sam3_agent_ros.geometry.measurement import Measurement
-from sam3_agent_ros.pipeline.measurement import measure_visible
+from sam3_agent_ros.pipeline.measurement import Visible, measure_visible, measure_visible_in
+from sam3_agent_ros.pipeline.target_frame import TargetFrame, TargetFrameRequest
 from sam3_agent_ros.ros.conversions import frame_stamp_ns
 from sam3_agent_ros.ros.follow_health import follow_started
 from sam3_agent_ros.ros.follow_runner import FollowRunner, status_json
@@ -45,13 +46,17 @@ class FollowControl:
     def __init__(self, node: Any, config: Config, segmenter: Any,
                  to_frame: Callable[[Any], Frame], depth: Callable[[], Any],
                  reground: Callable[[str, str], None],
-                 on_status: Callable[[dict], None] | None = None):
+                 on_status: Callable[[dict], None] | None = None,
+                 target_frame: Callable[[], TargetFrameRequest | None] | None = None,
+                 on_target: Callable[[TargetFrame, str], None] | None = None):
         self._node = node
         self._config = config.follow
         self._backends = config.backends  # named in every follow status (interface §6)
         self._segmenter = segmenter
         self._depth = depth  # the node's current DepthTargets (None without depth)
         self._on_status = on_status  # sees every ~/follow/status (the node's health)
+        self._target_frame = target_frame  # the node's TF request (target_frame set) or None
+        self._on_target = on_target  # sees every lookup (the node's health)
         self._lock = threading.Lock()
         self._requests: dict[str, tuple[bool, str]] = {}  # query id -> (follow?, query text)
         self._labels: dict[str, str] = {}  # the followed query's id -> its text (marker labels)
@@ -165,11 +170,15 @@ class FollowControl:
         with self._lock:
             label = self._labels.get(str(status.get("query_id")))
         depth = self._depth()
-        measurements = None
+        visible = None
         if self._publisher.wants_3d(depth):  # measured before any message is built
-            measurements = measure_follow(depth, frame, masks, self._node.get_logger())
+            request = self._target_frame() if self._target_frame is not None else None
+            visible = measure_follow_in(depth, frame, masks, self._node.get_logger(), request)
+            if visible.target is not None and self._on_target is not None:
+                self._on_target(visible.target, "follow update")
         self._publisher.publish(frame, masks, {**status, "backends": self._backends},
-                                measurements, depth, label)
+                                visible.measurements if visible is not None else None, depth,
+                                label, visible)
 
     def _on_reground(self, query_id: str, text: str) -> None:
         self._node.get_logger().info(f"follow of {for_log(query_id)} lost: re-running the query "
@@ -187,6 +196,15 @@ class FollowControl:
             self._node.destroy_service(self._service)
         self._publisher.destroy()
         return stopped
+
+
+def measure_follow_in(depth: Any, frame: Frame | None, masks: Sequence[np.ndarray | None],
+                      logger: Any = None, target_frame: TargetFrameRequest | None = None
+                      ) -> Visible:
+    """``measure_follow`` and, with ``target_frame``, the transform at ``frame``'s stamp."""
+    if frame is None or frame.image.size == 0:
+        return Visible([None] * len(masks))
+    return measure_visible_in(depth, frame, masks, logger, target_frame)
 
 
 def measure_follow(depth: Any, frame: Frame | None, masks: Sequence[np.ndarray | None],

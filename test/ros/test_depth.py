@@ -94,8 +94,15 @@ class Rig:
         executor.add_node(self.feeder)
         wait_until(lambda: self.depth_pub.get_subscription_count() >= 1
                    and self.info_pub.get_subscription_count() >= 1
-                   and self.targets._target_pub.get_subscription_count() >= 1
-                   and self.targets._targets_pub.get_subscription_count() >= 1, "matching")
+                   and self.targets.outputs["~/target"].get_subscription_count() >= 1
+                   and self.targets.outputs["~/targets"].get_subscription_count() >= 1,
+                   "matching")
+
+    def publish_targets(self, target, targets, markers=None) -> None:
+        """What the answer publisher sends on the 3D topics the depth step holds."""
+        self.targets.outputs.publish("~/target", target)
+        self.targets.outputs.publish("~/targets", targets)
+        self.targets.outputs.publish("~/markers", markers)
 
     def send_info(self, k, width: int, height: int, stamp=(0, 0)) -> None:
         info = CameraInfo(width=width, height=height)
@@ -211,7 +218,7 @@ def test_16uc1_locate_and_publish(rig, scene):
     header = Header(frame_id=COLOUR_FRAME)
     header.stamp.sec, header.stamp.nanosec = STAMP
     extras[1] = {"position": None, "position_error": "too few valid depth pixels (3 < 20)"}
-    r.targets.publish_messages(*target_messages(header, [Measurement.from_json(e) for e in extras]))
+    r.publish_targets(*target_messages(header, [Measurement.from_json(e) for e in extras]))
     wait_until(lambda: r.received["target"] and r.received["targets"], "~/target and ~/targets")
     target = r.received["target"][0]
     assert target.header.frame_id == COLOUR_FRAME
@@ -233,7 +240,7 @@ def test_16uc1_locate_and_publish(rig, scene):
 def test_first_mask_without_position_publishes_no_target(rig, scene):
     r = rig()
     header = Header(frame_id=COLOUR_FRAME)
-    r.targets.publish_messages(*target_messages(header, [
+    r.publish_targets(*target_messages(header, [
         Measurement.missing("no depth"), Measurement(position=(0.1, 0.2, 0.9))]))
     wait_until(lambda: r.received["targets"], "~/targets")
     time.sleep(0.2)
@@ -252,6 +259,20 @@ def test_32fc1_half_resolution_best_effort_with_holes(rig, scene):
     extras = r.locate_when(colour_frame(scene), masks, has_position)
     for name, extra in zip(names, extras, strict=True):
         assert error_cm(extra["position"], scene.positions[name]) < 1.0, name
+    # depth_for: the same prepared depth (colour resolution, colour intrinsics, cfg limits),
+    # reused for the same frame rather than converted again.
+    frame = colour_frame(scene)
+    metric = r.targets.depth_for(frame)
+    assert metric is not None and metric.depth_m.shape == (frame.height, frame.width)
+    assert metric.intrinsics.fx == pytest.approx(scene.intrinsics.K[0][0])
+    assert r.targets.depth_for(frame).depth_m is metric.depth_m  # converted once
+    assert np.nanmedian(np.abs(metric.depth_m - scene.depth_m)[scene.depth_m > 0]) < 0.01
+    assert (metric.min_m, metric.max_m) == (r.targets._cfg.min_m, r.targets._cfg.max_m)
+
+
+def test_depth_for_without_depth_is_none(rig):
+    r = rig()
+    assert r.targets.depth_for(Frame(np.zeros((48, 64, 3), np.uint8), 1, 0, COLOUR_FRAME)) is None
 
 
 def test_camera_info_of_another_resolution_is_refused_not_scaled(rig, scene):

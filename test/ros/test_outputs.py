@@ -15,7 +15,7 @@ from geometry_msgs.msg import PointStamped
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Header, String
-from visualization_msgs.msg import Marker
+from visualization_msgs.msg import Marker, MarkerArray
 
 from sam3_agent_ros import render
 from sam3_agent_ros.config import OverlayConfig
@@ -26,6 +26,7 @@ from sam3_agent_ros.pipeline.query_life import ERROR_LOG_CHARS, result_line
 from sam3_agent_ros.render import downscale
 from sam3_agent_ros.ros import outputs
 from sam3_agent_ros.ros.conversions import compressed_to_rgb, image_to_rgb
+from sam3_agent_ros.ros.depth import DEPTH_OUTPUTS
 from sam3_agent_ros.ros.messages.answer import answer_messages, follow_messages
 from sam3_agent_ros.ros.messages.markers import (
     BOX_NAMESPACE,
@@ -35,6 +36,7 @@ from sam3_agent_ros.ros.messages.markers import (
     marker_messages,
     target_messages,
 )
+from sam3_agent_ros.ros.publishers import Publishers
 from test.ros.helpers import RELIABLE
 from test.waiting import wait_until
 
@@ -77,9 +79,6 @@ class FakeDepth:
         self.extras = extras
         self.fail = fail
         self.calls: list[tuple] = []
-        self.published: list[tuple] = []
-        self.markers: list = []
-        self.wants_markers = False
 
     def locate(self, frame, masks):
         self.calls.append((frame, masks))
@@ -87,17 +86,6 @@ class FakeDepth:
             raise RuntimeError("depth exploded")
         assert len(masks) == len(self.extras), "locate called with an unexpected mask count"
         return [dict(e) for e in self.extras]
-
-    def publish_messages(self, target, targets, markers=None):
-        self.published.append((target, targets))
-        if markers is not None:
-            self.markers.append(markers)
-
-    def publish_markers(self, markers):
-        self.markers.append(markers)
-
-    def markers_wanted(self):
-        return self.wants_markers
 
 
 def two_masks(height=48, width=64):
@@ -350,10 +338,14 @@ def _nodes(graph):
 def test_answer_publisher_renders_only_subscribed_images(graph):
     node, peer = _nodes(graph)
     listener = Listener(peer, {"sam3_agent/result": String, "sam3_agent/mask": Image,
-                               "sam3_agent/overlay/compressed": CompressedImage})
+                               "sam3_agent/overlay/compressed": CompressedImage,
+                               "sam3_agent/target": PointStamped,
+                               "sam3_agent/markers": MarkerArray})
     publisher = outputs.AnswerPublisher(node, publish_overlay=True)
-    wait_until(lambda: all(publisher._publishers[kind].get_subscription_count() == 1
-                           for kind in ("mask", "result", "overlay/compressed")), "matching")
+    three_d = Publishers(node, DEPTH_OUTPUTS)  # what the depth step holds while it is on
+    wait_until(lambda: all(publisher._publishers[f"~/{kind}"].get_subscription_count() == 1
+                           for kind in ("mask", "result", "overlay/compressed"))
+               and three_d["~/markers"].get_subscription_count() == 1, "matching")
     depth = FakeDepth(POSITIONS)
     sent = publisher.publish(measure_answer(make_result(), depth), depth)
     assert set(sent.images) == {"mask", "overlay/compressed"}  # nobody on labels, raw overlay
@@ -364,8 +356,12 @@ def test_answer_publisher_renders_only_subscribed_images(graph):
     assert compressed_to_rgb(jpeg).shape == (48, 64, 3) and jpeg.header.stamp.sec == STAMP[0]
     assert json.loads(listener.received["sam3_agent/result"][0].data)["query_id"] == "q-7"
     assert listener.received["sam3_agent/mask"][0].header.stamp.sec == STAMP[0]
-    assert len(depth.published) == 1 and depth.published[0][0].point.x == pytest.approx(0.1)
-    assert depth.markers == [sent.markers] and sent.markers.markers[2].text == "the boxes #1"
+    wait_until(lambda: listener.received["sam3_agent/target"]
+               and listener.received["sam3_agent/markers"], "the targets")
+    assert listener.received["sam3_agent/target"][0].point.x == pytest.approx(0.1)
+    assert sent.markers.markers[2].text == "the boxes #1"
+    assert listener.received["sam3_agent/markers"][0].markers[2].text == "the boxes #1"
+    three_d.destroy()
     publisher.destroy()
     wait_until(lambda: peer.count_publishers(f"{node.get_namespace()}/sam3_agent/result") == 0,
                "the publishers to go away")
@@ -375,10 +371,13 @@ def test_follow_publisher_always_sends_the_status_and_images_only_when_wanted(gr
     node, peer = _nodes(graph)
     listener = Listener(peer, {"sam3_agent/follow/status": String,
                                "sam3_agent/follow/labels": Image,
-                               "sam3_agent/follow/target": PointStamped})
+                               "sam3_agent/follow/target": PointStamped,
+                               "sam3_agent/markers": MarkerArray})
     publisher = outputs.FollowPublisher(node)
-    wait_until(lambda: publisher._publishers["status"].get_subscription_count() == 1
-               and publisher._publishers["labels"].get_subscription_count() == 1, "matching")
+    three_d = Publishers(node, DEPTH_OUTPUTS)  # what the depth step holds while it is on
+    wait_until(lambda: publisher._publishers["~/follow/status"].get_subscription_count() == 1
+               and publisher._publishers["~/follow/labels"].get_subscription_count() == 1
+               and three_d["~/markers"].get_subscription_count() == 1, "matching")
     first, _ = two_masks()
     frame = Frame(np.zeros((48, 64, 3), np.uint8), *STAMP, "cam")
     depth = FakeDepth(POSITIONS[:1])
@@ -395,11 +394,48 @@ def test_follow_publisher_always_sends_the_status_and_images_only_when_wanted(gr
     depth = FakeDepth(BOXES[:1])
     publisher.publish(frame, [first], {"state": "tracking", "objects": [{"id": 1}]},
                       measure_visible(depth, frame, [first]), depth)
-    assert len(depth.calls) == 1 and len(depth.markers) == 1  # measured once, before publish
+    assert len(depth.calls) == 1  # measured once, before publish
+    wait_until(lambda: listener.received["sam3_agent/markers"], "the followed boxes")
+    three_d.destroy()
     publisher.destroy()
     assert not publisher.wants_3d(depth)  # destroyed: nothing to measure for
     quiet = publisher.publish(frame, [first], {"state": "stopped"})
     assert quiet.images == {}  # destroyed: builds and sends nothing
     without_overlay = outputs.FollowPublisher(node, overlay=None)  # publish_overlay: false
-    assert "overlay/compressed" not in without_overlay._publishers
+    assert "~/follow/overlay/compressed" not in without_overlay._publishers
     without_overlay.destroy()
+
+
+def test_follow_publisher_sends_the_target_in_target_frame_or_none_without_the_transform(graph):
+    from sam3_agent_ros.frames import Transform
+    from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
+    from sam3_agent_ros.ros.follow_control import measure_follow_in
+
+    class Transforms:
+        def __init__(self, transform):
+            self.transform = transform
+
+        def lookup(self, target, source, stamp_ns, timeout_s):
+            return self.transform, f"no transform from '{source}' to '{target}'"
+
+    node, peer = _nodes(graph)
+    listener = Listener(peer, {"sam3_agent/follow/target": PointStamped})
+    publisher = outputs.FollowPublisher(node)
+    wait_until(lambda: publisher._publishers["~/follow/target"].get_subscription_count() == 1,
+               "matching")
+    first, _ = two_masks()
+    frame = Frame(np.zeros((48, 64, 3), np.uint8), *STAMP, "cam")
+    status = {"state": "tracking", "objects": [{"id": 1}]}
+    move = Transform(np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 0.0, 1.0]))
+    for transform in (None, move):  # first no transform: nothing; then base_link
+        visible = measure_follow_in(FakeDepth(POSITIONS[:1]), frame, [first],
+                                    target_frame=TargetFrameRequest("base_link",
+                                                                    Transforms(transform)))
+        sent = publisher.publish(frame, [first], status, visible.measurements, None, None,
+                                 visible)
+        assert (sent.target is None) == (transform is None)
+    wait_until(lambda: listener.received["sam3_agent/follow/target"], "~/follow/target")
+    received = listener.received["sam3_agent/follow/target"]
+    assert len(received) == 1 and received[0].header.frame_id == "base_link"
+    assert received[0].point.x == pytest.approx(POSITIONS[0]["position"]["x"] + 1.0)
+    publisher.destroy()

@@ -158,3 +158,23 @@ def test_expired_results_are_let_go_without_touching_them():
     assert len(kept) == 1  # a result without images takes no place
     kept.clear()
     assert len(kept) == 0
+
+
+def test_result_message_carries_the_published_answers_detections_3d_and_target_error():
+    from sam3_agent_ros.ros.messages.robot_frame import answer_robot_messages
+    from test.ros.messages.test_robot_frame import measured
+    from test.ros.messages.test_robot_frame import result as robot_result
+
+    for transform, frames in (("ok", 2), (None, 0)):
+        answer = measured() if transform else measured(transform=None)
+        robot = answer_robot_messages(answer)
+        published = AnswerMessages(header=robot.header, result=String(data="{}"),
+                                   target=robot.target, answer=answer, robot=robot)
+        message = result_message(Segment, MaskInfo, robot_result(), published)
+        assert len(message.detections_3d.detections) == frames
+        assert message.detections_3d.header.frame_id == "base_link"
+        if transform:
+            assert message.target_error == "" and message.target_valid
+            assert message.target.header.frame_id == "base_link"
+        else:  # no transform: no pose labelled base_link, and why
+            assert "unknown frame" in message.target_error and not message.target_valid

@@ -31,6 +31,7 @@ NODE = "sam3_agent"
 # Extend when the node gains an option that adds an interface.
 EVERY_INTERFACE_ON = {
     "/sros_raw": {"image_transport": "raw", "depth": {"enabled": True}, "use_sim_time": True,
+                  "target_frame": "base_link",
                   "publish_overlay": True, "concepts": {"prompts": ["red object"]}},
     "/sros_compressed": {"image_transport": "compressed"},
 }

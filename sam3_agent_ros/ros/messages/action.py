@@ -13,6 +13,7 @@ from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.ros.conversions import frame_header
 from sam3_agent_ros.ros.messages.geometry import box_pose, box_scale, point_msg
 from sam3_agent_ros.ros.messages.images import image_messages
+from sam3_agent_ros.ros.messages.robot_frame import fill_action_result
 
 RESULT_IMAGE_KINDS = ("mask", "labels")
 
@@ -52,6 +53,9 @@ def result_message(action_type: Any, mask_info_type: Any, result: Result,
         message.target.header = header
     message.result_json = (published.result.data if published is not None
                            else json.dumps(result.to_json()))
+    answer = getattr(published, "answer", None)
+    if answer is not None and hasattr(message, "detections_3d"):  # CONTRACTS §9
+        fill_action_result(message, answer, getattr(published, "robot", None))
     return message
 
 

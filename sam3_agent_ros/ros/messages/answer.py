@@ -41,6 +41,9 @@ class AnswerMessages:
     target: PointStamped | None = None
     targets: PoseArray | None = None
     markers: MarkerArray | None = None
+    # set by the publisher: the answer and its robot_frame.RobotMessages (the action result)
+    answer: Any = None
+    robot: Any = None
 
 
 def answer_messages(answer: Answer, kinds: Iterable[str] = IMAGE_KINDS,
