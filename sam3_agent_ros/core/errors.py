@@ -75,4 +75,15 @@ class LlmError(Exception):
 
 
 class SegmenterError(Exception):
-    """The segmenter failed or returned something unusable."""
+    """The segmenter failed or returned something unusable; ``kind`` says which, as a field
+    (None: a plugin's own error, not classified)."""
+
+    BAD_INPUT = "bad_input"  # an image or prompt the segmenter cannot take
+    CLOSED = "closed"  # used after close() (the node released it)
+    INFERENCE = "inference"  # the model itself raised
+    MALFORMED = "malformed"  # its output lacks masks / scores / boxes or is inconsistent
+    LOAD = "load"  # the model or its files could not be loaded
+
+    def __init__(self, message: str, *, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind

@@ -69,9 +69,11 @@ class Detections:
             scores = np.asarray(raw_scores, dtype=np.float64).reshape(-1)
             boxes = np.asarray(raw_boxes, dtype=np.float64)
         except AttributeError as exc:
-            raise SegmenterError(f"segmenter output lacks masks/scores/boxes: {exc}") from None
+            raise SegmenterError(f"segmenter output lacks masks/scores/boxes: {exc}",
+                                 kind=SegmenterError.MALFORMED) from None
         except (TypeError, ValueError) as exc:
-            raise SegmenterError(f"segmenter output is not numeric: {exc}") from None
+            raise SegmenterError(f"segmenter output is not numeric: {exc}",
+                                 kind=SegmenterError.MALFORMED) from None
         untrained = isinstance(raw, Detections) and raw.untrained_weights
         count = scores.shape[0]
         if masks.size == 0 and count == 0:
@@ -80,11 +82,14 @@ class Detections:
             masks = masks[:, 0]
         if masks.ndim != 3 or masks.shape[0] != count or masks.shape[1:] != (height, width):
             raise SegmenterError(
-                f"segmenter masks have shape {masks.shape}, expected ({count}, {height}, {width})")
+                f"segmenter masks have shape {masks.shape}, expected ({count}, {height}, {width})",
+                kind=SegmenterError.MALFORMED)
         if boxes.shape != (count, 4):
-            raise SegmenterError(f"segmenter boxes have shape {boxes.shape}, expected ({count}, 4)")
+            raise SegmenterError(f"segmenter boxes have shape {boxes.shape}, expected ({count}, 4)",
+                                 kind=SegmenterError.MALFORMED)
         if not np.all(np.isfinite(scores)):
-            raise SegmenterError("segmenter scores contain NaN or inf")
+            raise SegmenterError("segmenter scores contain NaN or inf",
+                                 kind=SegmenterError.MALFORMED)
         return cls(masks.astype(bool, copy=False), scores, boxes, untrained)
 
     def to_masks(self) -> list[Mask]:
@@ -117,7 +122,7 @@ def segment_prompts(segmenter: Segmenter, image: np.ndarray,
         raw = list(many(image, list(text_prompts)))
         if len(raw) != len(text_prompts):
             raise SegmenterError(f"segment_many returned {len(raw)} results for "
-                                 f"{len(text_prompts)} prompts")
+                                 f"{len(text_prompts)} prompts", kind=SegmenterError.MALFORMED)
     else:
         raw = [segmenter.segment(image, prompt) for prompt in text_prompts]
     return [Detections.coerce(item, height, width) for item in raw]

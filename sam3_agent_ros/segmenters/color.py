@@ -237,7 +237,8 @@ class ColorSegmenter:
     def segment(self, image: np.ndarray, text_prompt: str) -> Detections:
         image = _as_rgb(image)
         if not isinstance(text_prompt, str):
-            raise SegmenterError(f"text_prompt must be a string, got {type(text_prompt).__name__}")
+            raise SegmenterError(f"text_prompt must be a string, got {type(text_prompt).__name__}",
+                                 kind=SegmenterError.BAD_INPUT)
         height, width = image.shape[:2]
         query = parse_phrase(text_prompt)
         if not query.selects_anything:
@@ -300,11 +301,13 @@ class ColorSegmenter:
 
 def _as_rgb(image: np.ndarray) -> np.ndarray:
     if not isinstance(image, np.ndarray) or image.dtype != np.uint8:
-        raise SegmenterError("the colour segmenter needs an RGB uint8 numpy image")
+        raise SegmenterError("the colour segmenter needs an RGB uint8 numpy image",
+                             kind=SegmenterError.BAD_INPUT)
     if image.ndim == 2:
         return np.ascontiguousarray(np.repeat(image[..., None], 3, axis=2))
     if image.ndim != 3 or image.shape[2] not in (3, 4) or min(image.shape[:2]) < 2:
-        raise SegmenterError(f"the colour segmenter needs an (H, W, 3) image, got {image.shape}")
+        raise SegmenterError(f"the colour segmenter needs an (H, W, 3) image, got {image.shape}",
+                             kind=SegmenterError.BAD_INPUT)
     if image.shape[2] == 4:
         return np.ascontiguousarray(image[..., :3])
     return image if image.flags.c_contiguous else np.ascontiguousarray(image)

@@ -255,14 +255,16 @@ class Sam3Segmenter:
                 or image.dtype != np.uint8 or image.shape[0] == 0 or image.shape[1] == 0:
             raise SegmenterError("SAM 3 needs an RGB (H, W, 3) uint8 image, got "
                                  f"{getattr(image, 'shape', type(image).__name__)} "
-                                 f"{getattr(image, 'dtype', '')}".rstrip())
+                                 f"{getattr(image, 'dtype', '')}".rstrip(),
+                                 kind=SegmenterError.BAD_INPUT)
         prompts = list(text_prompts)
         if not prompts or not all(isinstance(p, str) and p.strip() for p in prompts):
-            raise SegmenterError("SAM 3 needs non-empty text prompts")
+            raise SegmenterError("SAM 3 needs non-empty text prompts",
+                                 kind=SegmenterError.BAD_INPUT)
         torch = self._torch
         with self._lock:
             if self._closed:
-                raise SegmenterError("SAM 3 segmenter is closed")
+                raise SegmenterError("SAM 3 segmenter is closed", kind=SegmenterError.CLOSED)
             timings: dict[str, float] = {}
             try:
                 with self._compute_context(), torch.inference_mode():
@@ -286,7 +288,7 @@ class Sam3Segmenter:
                     torch.cuda.empty_cache()
                 reason = " ".join(str(exc).split())[:200]
                 raise SegmenterError(f"SAM 3 inference failed: {type(exc).__name__}: "
-                                     f"{reason}") from None
+                                     f"{reason}", kind=SegmenterError.INFERENCE) from None
         cfg = self._cfg
         started = time.perf_counter()
         found = []
@@ -298,7 +300,8 @@ class Sam3Segmenter:
                                          min_mask_area=cfg.min_mask_area)
                 found.append(dataclasses.replace(kept, untrained_weights=self.untrained_weights))
         except ValueError as exc:
-            raise SegmenterError(f"SAM 3 output is malformed: {exc}") from None
+            raise SegmenterError(f"SAM 3 output is malformed: {exc}",
+                                 kind=SegmenterError.MALFORMED) from None
         timings["postprocess_s"] = time.perf_counter() - started
         timings["raw_detections"] = float(sum(len(r[1]) for r in raw))
         timings["prompts"] = float(len(prompts))

@@ -27,6 +27,9 @@ CHECKPOINT_PREFIX = "detector."  # the image model's weights in sam3.pt
 class Sam3LoadError(SegmenterError):
     """SAM 3 could not be loaded; the message is one line naming the fix."""
 
+    def __init__(self, message: str) -> None:
+        super().__init__(message, kind=SegmenterError.LOAD)
+
 
 def find_bpe(bpe_path: str) -> str:
     """The BPE vocabulary: ``bpe_path`` or open_clip's byte-identical copy; sha256-verified."""

@@ -76,6 +76,7 @@ def test_malformed_output_is_a_segmenter_error(raw, fragment):
     with pytest.raises(SegmenterError) as info:
         Detections.coerce(raw, H, W)
     assert fragment in str(info.value)
+    assert info.value.kind == SegmenterError.MALFORMED  # a field, for whoever reads the error
 
 
 class ManySegmenter:
@@ -116,3 +117,14 @@ def test_segment_prompts_without_segment_many_calls_segment_on_the_same_image_ob
     assert len(segment_prompts(Single(), image, ["a", "b", "c"])) == 3
     assert seen == [(id(image), "a"), (id(image), "b"), (id(image), "c")]
     assert segment_prompts(Single(), image, []) == []
+
+
+def test_segmenter_errors_say_their_kind_as_a_field():
+    from sam3_agent_ros.segmenters.color import ColorSegmenter
+    from sam3_agent_ros.segmenters.sam3_files import Sam3LoadError
+
+    with pytest.raises(SegmenterError) as info:
+        ColorSegmenter().segment(np.zeros((4, 4), np.float32), "blue object")
+    assert info.value.kind == SegmenterError.BAD_INPUT
+    assert Sam3LoadError("no checkpoint").kind == SegmenterError.LOAD
+    assert SegmenterError("a plugin's own").kind is None
