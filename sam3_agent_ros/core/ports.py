@@ -99,6 +99,22 @@ class Detections:
                 for i in order]
 
 
+class Logger(Protocol):
+    """Where the core and the pipeline write their lines: rclpy's node logger or a
+    ``logging.Logger`` (positional message only, so both fit)."""
+
+    def info(self, message: str, /) -> object: ...
+
+    def warning(self, message: str, /) -> object: ...
+
+
+class HasMask(Protocol):
+    """Anything that carries one (H, W) bool mask array (``core.types.Mask``, a view)."""
+
+    @property
+    def mask(self) -> np.ndarray: ...
+
+
 class Segmenter(Protocol):
     """``segment(image, text_prompt)``: ``image`` is RGB (H, W, 3) uint8 and stays the same object
     for a whole query (backends may cache per-image work keyed on it); returns the

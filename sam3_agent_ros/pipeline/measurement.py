@@ -19,7 +19,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from sam3_agent_ros.config import DepthConfig
+from sam3_agent_ros.core.ports import HasMask, Logger
 from sam3_agent_ros.core.types import Frame, QueryStatus, Result
+from sam3_agent_ros.geometry.camera_model import Intrinsics
 from sam3_agent_ros.geometry.measure import measure_mask
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.geometry.target_points import TargetPoints
@@ -35,7 +38,7 @@ from sam3_agent_ros.pipeline.target_frame import (
 
 
 class DepthSource(Protocol):
-    def locate(self, frame: Frame, masks: list[Any]) -> list[dict[str, Any]]: ...
+    def locate(self, frame: Frame, masks: list[HasMask]) -> list[dict[str, Any]]: ...
 
 
 @dataclass
@@ -86,10 +89,10 @@ class StillDepth:
     """One depth image at the colour resolution (``sam3-agent run --depth``): ``reason`` set
     when it cannot be used, then every mask gets it as its error."""
 
-    depth_m: Any
-    intrinsics: Any
+    depth_m: np.ndarray
+    intrinsics: Intrinsics
     reason: str | None
-    cfg: Any
+    cfg: DepthConfig
 
     def depth_for(self, frame: Frame) -> MetricDepth | None:
         """The depth in metres for the target's points (None when unusable)."""
@@ -98,15 +101,15 @@ class StillDepth:
         return MetricDepth(np.asarray(self.depth_m), self.intrinsics, self.cfg.min_m,
                            self.cfg.max_m, self.cfg.erode_px)
 
-    def locate(self, frame: Frame, masks: list[Any]) -> list[dict[str, Any]]:
+    def locate(self, frame: Frame, masks: list[HasMask]) -> list[dict[str, Any]]:
         if self.reason is not None:
             return [Measurement.missing(self.reason).to_json() for _ in masks]
         return [measure_mask(mask.mask, self.depth_m, self.intrinsics, self.cfg)
                 for mask in masks]
 
 
-def locate(depth: DepthSource, frame: Frame, masks: Sequence[Any],
-           logger: Any = None) -> list[Measurement]:
+def locate(depth: DepthSource, frame: Frame, masks: Sequence[HasMask],
+           logger: Logger | None = None) -> list[Measurement]:
     """Per-mask measurements from ``depth.locate``; never raises: a failure becomes a
     ``position_error`` for every mask."""
     try:
@@ -125,7 +128,7 @@ def is_answered(result: Result) -> bool:
             and frame is not None and frame.image.size > 0)
 
 
-def measure_answer(result: Result, depth: DepthSource | None, logger: Any = None,
+def measure_answer(result: Result, depth: DepthSource | None, logger: Logger | None = None,
                    target_frame: TargetFrameRequest | None = None,
                    cloud_max_points: int | None = None) -> Answer:
     """The typed answer of ``result``: with depth and an answer with pixels, every mask is
@@ -174,7 +177,7 @@ class Visible:
 
 
 def measure_visible_in(depth: DepthSource, frame: Frame, masks: Sequence[np.ndarray | None],
-                       logger: Any = None, target_frame: TargetFrameRequest | None = None
+                       logger: Logger | None = None, target_frame: TargetFrameRequest | None = None
                        ) -> Visible:
     """``measure_visible`` and, with ``target_frame``, the transform at ``frame``'s stamp."""
     measurements = measure_visible(depth, frame, masks, logger)
@@ -184,7 +187,7 @@ def measure_visible_in(depth: DepthSource, frame: Frame, masks: Sequence[np.ndar
 
 
 def measure_visible(depth: DepthSource, frame: Frame, masks: Sequence[np.ndarray | None],
-                    logger: Any = None) -> list[Measurement | None]:
+                    logger: Logger | None = None) -> list[Measurement | None]:
     """A follow update's measurements: one per object, None for one not visible."""
     visible = [(k, mask) for k, mask in enumerate(masks) if mask is not None]
     located = locate(depth, frame, [MaskView(mask) for _, mask in visible], logger) \

@@ -27,9 +27,10 @@ import dataclasses
 import itertools
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from sam3_agent_ros.core.cancel import CancelToken
+from sam3_agent_ros.core.ports import Logger
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.pipeline.measurement import Answer, DepthSource, measure_answer
@@ -44,7 +45,7 @@ class OutputsPort(Protocol):
 
     def status(self, event: StatusEvent) -> None: ...
 
-    def answer(self, answer: Answer, depth: DepthSource | None = None) -> Any:
+    def answer(self, answer: Answer, depth: DepthSource | None = None) -> object:
         """Publish the answer (``depth``: the 3D source, whose publishers send the targets);
         return what was published (the action reuses it)."""
 
@@ -56,7 +57,7 @@ class ActionPort(Protocol):
 
     def on_status(self, event: StatusEvent) -> None: ...
 
-    def on_result(self, result: Result, published: Any = None) -> None: ...
+    def on_result(self, result: Result, published: object = None) -> None: ...
 
 
 class FollowHooks(Protocol):
@@ -86,7 +87,7 @@ def result_line(result: Result) -> str:
     return f"query {for_log(result.query_id)}: {result.status.value}{ending}{refines_note(result)}"
 
 
-def refines_note(item: Any) -> str:
+def refines_note(item: object) -> str:
     """`` (refines 'ID')`` for a query or result that refines an earlier answer, else ``""``:
     the id escaped like any outside text in a log line."""
     refines = getattr(item, "refines", None)
@@ -99,7 +100,7 @@ class QueryLife:
     ``logger``: ``info`` / ``warning`` lines."""
 
     def __init__(self, backends: Callable[[], dict[str, str]], live: Callable[[], bool],
-                 logger: Any):
+                 logger: Logger):
         self._backends, self._live, self._logger = backends, live, logger
         self.runner: Runner | None = None
         self.agent: AgentLike | None = None
