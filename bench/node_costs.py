@@ -30,6 +30,10 @@
    ``Frame`` to the others. Median ms per frame over ``--decodes`` frames, 480p and 1080p
    (``--decode-only``: this part alone, no node, no DDS).
 
+4. What ``target_frame`` and the target's point cloud add to an answer at 1080p with two masks,
+   the node's path side by side with the camera-frame path (``bench/tf_cloud.py``, which holds
+   the method; ``--robot-frame-only``: this part alone, no node, no DDS). Target: 2 ms.
+
 Run alone: ``.venv/bin/python bench/node_costs.py [--window 8]``.
 """
 
@@ -59,6 +63,8 @@ from common import (
     wait_for,
     write_result,
 )
+from tf_cloud import report as report_robot_frame  # noqa: E402
+from tf_cloud import robot_frame_cost  # noqa: E402
 
 from sam3_agent_demo.domains import reserved_loopback_env  # noqa: E402  (after common sets sys.path)
 from sam3_agent_ros.ros.dds import profiles_file  # noqa: E402
@@ -277,10 +283,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--decodes", type=int, default=30, help="frames per decode figure")
     parser.add_argument("--decode-only", action="store_true",
                         help="only the per-frame decode figure (no node, no DDS)")
+    parser.add_argument("--robot-frame-only", action="store_true",
+                        help="only the robot frame + cloud figure (no node, no DDS)")
+    parser.add_argument("--pairs", type=int, default=30, help="pairs of the robot frame figure")
     args = parser.parse_args(argv)
     if args.decode_only:
         write_result("node_costs_decode", {"command": command_line(),
                                            "decode": decode_cost(args.decodes)})
+        return 0
+    if args.robot_frame_only:
+        robot_frame = robot_frame_cost(args.pairs)
+        report_robot_frame(robot_frame)
+        write_result("node_costs_robot_frame", {"command": command_line(), **robot_frame})
         return 0
     env = reserved_loopback_env()
     os.environ.update(env)  # before rclpy.init: this process publishes the frames
@@ -304,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
                                   text=True, env=child_env)
     publisher_node = rclpy.create_node("bench_camera")
     publisher = publisher_node.create_publisher(Image, IMAGE_TOPIC, IMAGE_QOS["sensor_data"])
-    phases, received, publish, decode = {}, {}, {}, {}
+    phases, received, publish, decode, robot_frame = {}, {}, {}, {}, {}
     try:
         for peer_process in (bare, bare_multi):
             if peer_process.stdout.readline().strip() != "ready":
@@ -327,6 +341,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"bare {phase['node_beyond_bare_percent']:.1f} %", flush=True)
         publish = publish_cost(args.publishes)
         decode = decode_cost(args.decodes)
+        robot_frame = robot_frame_cost(args.pairs)
+        report_robot_frame(robot_frame)
         for part in ("answer", "follow"):
             for case, figure in publish[part].items():
                 print(f"publish at 1080p, {part} {case}: {figure['wall_ms']:.1f} ms "
@@ -351,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     write_result("node_costs", {"command": command_line(), "rate_hz": RATE_HZ,
                                 "window_s": args.window, "phases": phases,
                                 "bare_received": received, "publish_1080p": publish,
-                                "decode": decode,
+                                "decode": decode, "robot_frame": robot_frame,
                                 "dds_profile": profiles_file(env)})
     return 0
 

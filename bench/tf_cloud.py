@@ -1,21 +1,27 @@
 """What the robot frame and the target's point cloud add to an answer, at 1920x1080 with two
 masks, beside the camera-frame path.
 
-Side by side, through the node's own functions: the camera-frame path
-(``pipeline.measurement.measure_answer`` with depth, ``target_frame`` unset, and the answer's 3D
-messages, ``ros.messages.robot_frame.answer_robot_messages``) and the robot-frame path (the same
-with ``target_frame`` = odom and the target's points asked for). The difference is what the
-robot frame and the cloud add. Per step, beside it: the TF lookup at the frame's stamp (a static
-mount base_link -> camera_link -> optical frame and a moving odom -> base_link at 30 Hz over the
-10 s cache: interpolated), the position and box of each mask moved into ``target_frame``
-(``frames.targets.target_entry``), the cloud of the two masks' valid depth points (at most
-20000, ``target_points``, transformed; the masks' pixel boxes given, as ``core.types.Mask``
-carries them) and its ``sensor_msgs/PointCloud2``
+The figure: the node's path side by side, through the node's own functions. The camera-frame
+path is ``pipeline.measurement.measure_answer`` with depth and ``target_frame`` unset, then the
+answer's messages (``ros.messages.robot_frame.answer_robot_messages``); the robot-frame path is
+the same with ``target_frame`` = odom and the target's points asked for (the cloud and its
+``sensor_msgs/PointCloud2``). The two run in turn (ABBA, so neither always goes first) and the
+figure is the median of the per-pair differences: a shared machine's drift cancels in each pair.
+
+Beside it, per step, each timed right after a camera-frame 3D step, so with the caches as the
+node leaves them (a step timed in a loop of its own reads warm images and looks cheaper than it
+is on the node): the TF lookup at the frame's stamp (a static mount base_link -> camera_link ->
+optical frame and a moving odom -> base_link at 30 Hz over the 10 s cache: interpolated), the
+masks' positions and boxes moved into ``target_frame`` (``pipeline.target_frame``: the result
+JSON's fields and the moved measurements, once), the cloud (at most 20000 points from the
+pixels the 3D step measured, ``target_frame.cloud_of``) and its PointCloud2
 (``ros.messages.vision.point_cloud``). The masks are the benchmarks' elliptical blobs
 (bench/common.blob_masks: ~0.2 Mpx each at 1080p), on a tilted plane ~1 m away with 2 mm noise.
 
-Wall time (median of ``--repeat`` runs) and process CPU time (mean), OpenCV and BLAS held to one
-thread. Target: the additions cost at most 2 ms per answer.
+Wall time (median) and the CPU time of the answer's thread (mean: ``time.thread_time``, so
+that BLAS threads the 3D step woke do not count), OpenCV and BLAS held to one thread. Target: the
+robot frame and the cloud add at most 2 ms per answer. ``bench/node_costs.py`` prints the same
+figure (its section 4).
 
     python bench/tf_cloud.py [--repeat 30]
 """
@@ -47,12 +53,16 @@ from bench.common import blob_masks, command_line, write_result  # noqa: E402
 from sam3_agent_ros.config import Config  # noqa: E402
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result  # noqa: E402
 from sam3_agent_ros.frames import TfBuffer  # noqa: E402
-from sam3_agent_ros.frames.targets import target_entry  # noqa: E402
-from sam3_agent_ros.geometry.measure import measure_mask  # noqa: E402
-from sam3_agent_ros.geometry.target_points import target_points  # noqa: E402
+from sam3_agent_ros.geometry.measurement import Measurement  # noqa: E402
 from sam3_agent_ros.masks import pixel_box  # noqa: E402
 from sam3_agent_ros.pipeline.measurement import StillDepth, measure_answer  # noqa: E402
-from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest  # noqa: E402
+from sam3_agent_ros.pipeline.target_frame import (  # noqa: E402
+    TargetFrameRequest,
+    cloud_of,
+    lookup_target,
+    moved_measurement,
+    target_fields,
+)
 from sam3_agent_ros.ros.messages.robot_frame import answer_robot_messages  # noqa: E402
 from sam3_agent_ros.ros.messages.vision import point_cloud  # noqa: E402
 
@@ -96,113 +106,140 @@ class BufferTransforms:
         return self.buffer.lookup(target, source, stamp_ns), ""
 
 
-def timed(function, repeat: int) -> tuple[float, float, object]:
-    """(median wall ms, mean CPU ms, last value) of ``function()``."""
-    walls, cpus, value = [], [], None
-    function()  # warm-up
+def after(before, function, repeat: int) -> tuple[float, float]:
+    """(median wall ms, mean CPU ms) of ``function()``, each run right after ``before()``."""
+    walls, cpus = [], []
+    before(), function()  # warm-up
     for _ in range(repeat):
-        wall, cpu = time.perf_counter(), time.process_time()
-        value = function()
+        before()
+        wall, cpu = time.perf_counter(), time.thread_time()
+        function()
         walls.append((time.perf_counter() - wall) * 1e3)
-        cpus.append((time.process_time() - cpu) * 1e3)
-    return round(statistics.median(walls), 3), round(statistics.fmean(cpus), 3), value
+        cpus.append((time.thread_time() - cpu) * 1e3)
+    return round(statistics.median(walls), 3), round(statistics.fmean(cpus), 3)
 
 
-def paired(first, second, repeat: int) -> tuple[dict, dict, dict]:
-    """``first`` and ``second`` run alternately; their figures and the median of the per-pair
-    differences (a shared machine's drift cancels in each pair, unlike in two medians)."""
+class TimedDepth:
+    """A depth source that runs ``StillDepth.measure`` and keeps the time it took, so a path's
+    figure can leave out the per-mask measurement both paths share (most of an answer's time
+    and most of its run-to-run noise) while the path still runs it, cold caches and all."""
+
+    def __init__(self, depth: StillDepth):
+        self.depth = depth
+        self.wall_ms = self.cpu_ms = 0.0
+
+    def measure(self, frame, masks):
+        wall, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return self.depth.measure(frame, masks)
+        finally:
+            self.wall_ms += (time.perf_counter() - wall) * 1e3
+            self.cpu_ms += (time.thread_time() - cpu) * 1e3
+
+
+def paired(first, second, depth: TimedDepth, repeat: int) -> tuple[dict, dict, dict]:
+    """``first`` and ``second`` in turn, ABBA; per path its whole time and its time beside the
+    shared measurement (``depth``'s), and the median of the per-pair differences ``second -
+    first`` of the latter."""
     first(), second()  # warm-up
-    rows: list[tuple[float, float, float, float]] = []
-    for _ in range(repeat):
-        row = []
-        for function in (first, second):
-            wall, cpu = time.perf_counter(), time.process_time()
+    rows: list[tuple[float, ...]] = []
+    for index in range(repeat):
+        cost = {}
+        order = (first, second) if index % 2 == 0 else (second, first)
+        for function in order:
+            depth.wall_ms = depth.cpu_ms = 0.0
+            wall, cpu = time.perf_counter(), time.thread_time()
             function()
-            row += [(time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3]
-        rows.append(tuple(row))
+            wall_ms, cpu_ms = (time.perf_counter() - wall) * 1e3, (time.thread_time() - cpu) * 1e3
+            cost[function] = (wall_ms, wall_ms - depth.wall_ms, cpu_ms - depth.cpu_ms)
+        rows.append((*cost[first], *cost[second]))
 
-    def figure(wall_index: int) -> dict:
-        return {"ms": round(statistics.median(r[wall_index] for r in rows), 3),
-                "cpu_ms": round(statistics.fmean(r[wall_index + 1] for r in rows), 3)}
+    def figure(at: int) -> dict:
+        return {"ms": round(statistics.median(r[at] for r in rows), 3),
+                "beside_measurement_ms": round(statistics.median(r[at + 1] for r in rows), 3),
+                "beside_measurement_cpu_ms": round(statistics.fmean(r[at + 2] for r in rows), 3)}
 
-    added = {"ms": round(statistics.median(r[2] - r[0] for r in rows), 3),
-             "cpu_ms": round(statistics.median(r[3] - r[1] for r in rows), 3)}
-    return figure(0), figure(2), added
+    added = {"ms": round(statistics.median(r[4] - r[1] for r in rows), 3),
+             "cpu_ms": round(statistics.median(r[5] - r[2] for r in rows), 3)}
+    return figure(0), figure(3), added
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=30, help="timed runs of each step")
-    args = parser.parse_args(argv)
+def robot_frame_cost(repeat: int = 30) -> dict:
+    """The figures (see the module doc), as a JSON-able dict."""
     cv2.setNumThreads(1)
     masks, depth, rgb = scene()
     depth_cfg = Config().depth
     buffer, stamp = tf_buffer()
-    header = Header(frame_id="odom")
-
-    def camera_frame_path():
-        return [measure_mask(mask, depth, K, depth_cfg) for mask in masks]
-
-    entries = camera_frame_path()
-    boxes = [pixel_box(mask) for mask in masks]  # what core.types.Mask carries already
-    transform = buffer.lookup("odom", "camera_color_optical_frame", stamp)
-    steps = {
-        "camera_frame_path": camera_frame_path,
-        "tf_lookup": lambda: buffer.lookup("odom", "camera_color_optical_frame", stamp),
-        "targets": lambda: [target_entry(e, transform, "odom") for e in entries],
-        "cloud": lambda: target_points(masks, depth, K, rgb, max_points=MAX_POINTS,
-                                       min_m=depth_cfg.min_m, max_m=depth_cfg.max_m,
-                                       transform=transform, boxes=boxes),
-    }
+    boxes = [pixel_box(mask) for mask in masks]
     frame = Frame(rgb, stamp_sec=stamp // S, stamp_nanosec=stamp % S,
                   frame_id="camera_color_optical_frame")
     answer = Result("bench", "two blobs", QueryStatus.SUCCEEDED, frame=frame,
                     masks=[Mask.from_array(m, 0.9, b) for m, b in zip(masks, boxes)],
                     text_prompts=["blob"])
     still = StillDepth(depth, K, None, depth_cfg)
+    timed_depth = TimedDepth(still)
     request = TargetFrameRequest("odom", BufferTransforms(buffer))
 
     def node_camera_frame():
-        return answer_robot_messages(measure_answer(answer, still))
+        return answer_robot_messages(measure_answer(answer, timed_depth))
 
     def node_robot_frame():
-        return answer_robot_messages(measure_answer(answer, still, target_frame=request,
+        return answer_robot_messages(measure_answer(answer, timed_depth, target_frame=request,
                                                     cloud_max_points=MAX_POINTS))
 
-    figures = {}
-    pair = paired(node_camera_frame, node_robot_frame, args.repeat)
-    figures["node_camera_frame"], figures["node_robot_frame"], node_added = pair
+    figures: dict[str, dict] = {}
+    figures["node_camera_frame"], figures["node_robot_frame"], node_added = paired(
+        node_camera_frame, node_robot_frame, timed_depth, repeat)
+    found = still.measure(frame, answer.masks)
+    measurements = [Measurement.from_json(m.fields) for m in found]
+    target = lookup_target(request, frame)
+    cloud = cloud_of(found, rgb, MAX_POINTS, target)
+    assert cloud is not None
+    header = Header(frame_id="odom")
+    steps = {
+        "tf_lookup": lambda: lookup_target(request, frame),
+        "targets": lambda: [moved_measurement(m, target, target_fields(m, target))
+                            for m in measurements],
+        "cloud": lambda: cloud_of(found, rgb, MAX_POINTS, target),
+        "point_cloud2": lambda: point_cloud(header, cloud.points, cloud.colours),
+    }
     for name, function in steps.items():
-        wall, cpu, _ = timed(function, args.repeat)
+        wall, cpu = after(lambda: still.measure(frame, answer.masks), function, repeat)
         figures[name] = {"ms": wall, "cpu_ms": cpu}
-    cloud = target_points(masks, depth, K, rgb, max_points=MAX_POINTS, transform=transform,
-                          boxes=boxes)
-    wall, cpu, _ = timed(lambda: point_cloud(header, cloud.points, cloud.colours), args.repeat)
-    figures["point_cloud2"] = {"ms": wall, "cpu_ms": cpu}
-    added = ["tf_lookup", "targets", "cloud", "point_cloud2"]
-    added_ms = round(sum(figures[n]["ms"] for n in added), 3)
-    added_cpu_ms = round(sum(figures[n]["cpu_ms"] for n in added), 3)
-    base = figures["camera_frame_path"]
-    node_added_ms, node_added_cpu_ms = node_added["ms"], node_added["cpu_ms"]
-    result = {"command": command_line(), "resolution": f"{WIDTH}x{HEIGHT}", "masks": len(masks),
-              "mask_pixels": [int(m.sum()) for m in masks], "valid_points": cloud.valid,
-              "cloud_points": len(cloud), "max_points": MAX_POINTS, "steps": figures,
-              "added_ms": added_ms, "added_cpu_ms": added_cpu_ms,
-              "node_added_ms": node_added_ms, "node_added_cpu_ms": node_added_cpu_ms,
-              "ratio": round((base["ms"] + added_ms) / base["ms"], 3),
-              "target_ms": TARGET_MS, "repeat": args.repeat}
-    print(f"{WIDTH}x{HEIGHT}, {len(masks)} masks of {result['mask_pixels']} px, "
-          f"{cloud.valid} valid depth points -> {len(cloud)} in the cloud")
-    for name, row in figures.items():
-        print(f"  {name:18s} {row['ms']:8.3f} ms  (CPU {row['cpu_ms']:.3f} ms)")
-    print(f"  added by the robot frame + cloud: {added_ms:.3f} ms (CPU {added_cpu_ms:.3f} ms), "
-          f"target <= {TARGET_MS:g} ms: {'met' if added_ms <= TARGET_MS else 'MISSED'}; "
-          f"answer with depth x{result['ratio']:.3f} of the camera-frame path "
-          f"({base['ms']:.3f} ms)")
-    print(f"  the node's path: camera frame {figures['node_camera_frame']['ms']:.3f} ms, robot "
-          f"frame + cloud {figures['node_robot_frame']['ms']:.3f} ms: +{node_added_ms:.3f} ms "
-          f"(CPU +{node_added_cpu_ms:.3f} ms), target <= {TARGET_MS:g} ms: "
-          f"{'met' if node_added_ms <= TARGET_MS else 'MISSED'}")
+    return {"resolution": f"{WIDTH}x{HEIGHT}", "masks": len(masks),
+            "mask_pixels": [int(m.sum()) for m in masks], "grid_step": cloud.step,
+            "cloud_points": len(cloud), "max_points": MAX_POINTS, "steps": figures,
+            "added_ms": node_added["ms"], "added_cpu_ms": node_added["cpu_ms"],
+            "ratio": round(figures["node_robot_frame"]["ms"]
+                           / figures["node_camera_frame"]["ms"], 3),
+            "target_ms": TARGET_MS, "repeat": repeat}
+
+
+def report(result: dict) -> None:
+    steps = result["steps"]
+    camera, robot = steps["node_camera_frame"], steps["node_robot_frame"]
+    print(f"{result['resolution']}, {result['masks']} masks of {result['mask_pixels']} px -> "
+          f"{result['cloud_points']} points in the cloud (grid step {result['grid_step']})")
+    print(f"  the node's path, whole: camera frame {camera['ms']:.3f} ms, robot frame + cloud "
+          f"{robot['ms']:.3f} ms (x{result['ratio']:.3f})")
+    print(f"  beside the masks' measurement: camera frame {camera['beside_measurement_ms']:.3f} "
+          f"ms, robot frame + cloud {robot['beside_measurement_ms']:.3f} ms")
+    for name in ("tf_lookup", "targets", "cloud", "point_cloud2"):
+        row = steps[name]
+        print(f"  {name:18s} {row['ms']:8.3f} ms  (CPU {row['cpu_ms']:.3f} ms), alone after "
+              "a 3D step")
+    met = result["added_ms"] <= result["target_ms"]
+    print(f"  added by the robot frame + cloud (median of the pairs' differences): "
+          f"+{result['added_ms']:.3f} ms (CPU +{result['added_cpu_ms']:.3f} ms), target <= "
+          f"{result['target_ms']:g} ms: {'met' if met else 'MISSED'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=30, help="pairs, and runs of each step")
+    args = parser.parse_args(argv)
+    result = {"command": command_line(), **robot_frame_cost(args.repeat)}
+    report(result)
     write_result("tf_cloud", result)
     return 0
 

@@ -172,6 +172,8 @@ class TfBuffer:
             target_edges = up_target[:path_target.index(common)]
             t_common_source = self._compose(target, source, stamp_ns, source_edges,
                                             up_source + up_target)
+            if not target_edges:  # the target is the common ancestor (e.g. odom, a root)
+                return t_common_source
             t_common_target = self._compose(target, source, stamp_ns, target_edges,
                                             up_source + up_target)
             return t_common_target.inverse() * t_common_source
@@ -211,8 +213,10 @@ class TfBuffer:
     def _compose(self, target: str, source: str, stamp_ns: int, edges: list[tuple[str, str]],
                  chain: list[tuple[str, str]]) -> Transform:
         """T_top_bottom for edges listed bottom-up ((parent, child) pairs)."""
-        result = Transform.identity()
-        for parent, child in edges:
+        if not edges:
+            return Transform.identity()
+        result = self._at(target, source, stamp_ns, *edges[0], chain)
+        for parent, child in edges[1:]:
             result = self._at(target, source, stamp_ns, parent, child, chain) * result
         return result
 

@@ -1,7 +1,8 @@
 """A mask's depth, sampled robustly, and its 3D point (``locate_mask``; ROS-free).
 
 ``sample_mask_depth`` is the step ``locate_mask`` and ``box.fit_box`` share: the argument
-checks, the mask's crop, its valid depths (eroded when enough remain) and the depth statistic.
+checks, the mask's pixels with valid depth (``mask_pixels``: its crop, eroded when enough
+remain; the target's points are taken from them too) and the depth statistic.
 """
 
 from __future__ import annotations
@@ -53,9 +54,10 @@ class Located:
 
 
 @dataclass(frozen=True)
-class MaskDepth:
-    """What ``locate_mask`` and ``fit_box`` share: the mask's crop (with a margin), its valid
-    depths, the pixels the depth statistic used (eroded when enough remain) and its result."""
+class MaskPixels:
+    """A mask's pixels with valid depth: its crop (with a margin) at ``x0``, ``y0`` in the
+    image, the depth there, and the pixels used (eroded when enough remain). The 3D step
+    measures them; the target's points (``target_points``) are taken from the same pixels."""
 
     x0: int
     y0: int
@@ -64,18 +66,22 @@ class MaskDepth:
     valid: np.ndarray  # bool, depth within [min_m, max_m]
     used: np.ndarray  # bool, the pixels the statistic used
     count: int  # pixels in used
+
+
+@dataclass(frozen=True)
+class MaskDepth(MaskPixels):
+    """What ``locate_mask`` and ``fit_box`` share: the mask's pixels and the depth statistic's
+    result over them."""
+
     z: float  # the statistic's depth
     spread: float  # 1.4826 * MAD of the used depths
 
 
-def sample_mask_depth(mask: np.ndarray, depth_m: np.ndarray, erode_px: int, min_m: float,
-                      max_m: float, min_valid_pixels: int, statistic: str
-                      ) -> tuple[MaskDepth | None, str | None, int]:
-    """(the mask's depths, None, count) or (None, the reason, count): the argument checks and
-    the depth statistic of ``locate_mask`` (see there)."""
-    if statistic not in STATISTICS:
-        raise ValueError(
-            f"unknown depth statistic {statistic!r}; use one of {', '.join(STATISTICS)}")
+def mask_pixels(mask: np.ndarray, depth_m: np.ndarray, erode_px: int, min_m: float,
+                max_m: float, min_valid_pixels: int) -> tuple[MaskPixels | None, str | None, int]:
+    """(the mask's pixels, None, count) or (None, the reason, count): the crop, the valid
+    depths (NaN, 0 and outside ``[min_m, max_m]`` dropped) and the erosion by ``erode_px``,
+    which falls back to the whole mask when it leaves fewer than ``min_valid_pixels``."""
     if mask.ndim != 2 or depth_m.ndim != 2:
         raise ValueError(f"mask and depth must be 2D, got {mask.shape} and {depth_m.shape}")
     height, width = mask.shape
@@ -106,12 +112,27 @@ def sample_mask_depth(mask: np.ndarray, depth_m: np.ndarray, erode_px: int, min_
         else:
             reason = f"too few valid depth pixels ({count} < {min_valid_pixels})"
         return None, reason, count
+    return MaskPixels(x0, y0, crop, depth_crop, valid, used, count), None, count
 
-    samples = depth_crop[used]
+
+def sample_mask_depth(mask: np.ndarray, depth_m: np.ndarray, erode_px: int, min_m: float,
+                      max_m: float, min_valid_pixels: int, statistic: str
+                      ) -> tuple[MaskDepth | None, str | None, int]:
+    """(the mask's depths, None, count) or (None, the reason, count): ``mask_pixels`` and the
+    depth statistic of ``locate_mask`` (see there)."""
+    if statistic not in STATISTICS:
+        raise ValueError(
+            f"unknown depth statistic {statistic!r}; use one of {', '.join(STATISTICS)}")
+    pixels, reason, count = mask_pixels(mask, depth_m, erode_px, min_m, max_m,
+                                        min_valid_pixels)
+    if pixels is None:
+        return None, reason, count
+    samples = pixels.depth[pixels.used]
     if samples.size > MAX_STATISTIC_SAMPLES:
         samples = samples[::-(-samples.size // MAX_STATISTIC_SAMPLES)]
     z, spread = _robust_depth(samples, statistic, min_valid_pixels)
-    return MaskDepth(x0, y0, crop, depth_crop, valid, used, count, z, spread), None, count
+    return MaskDepth(pixels.x0, pixels.y0, pixels.crop, pixels.depth, pixels.valid,
+                     pixels.used, pixels.count, z, spread), None, count
 
 
 def locate_mask(mask: np.ndarray, depth_m: np.ndarray,

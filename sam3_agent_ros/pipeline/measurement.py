@@ -1,6 +1,7 @@
 """The 3D step of an answer: each mask's ``Measurement``, computed before anything is built.
 
-A depth source is any object with ``locate(frame, masks) -> [result JSON 3D fields]`` (the node's
+A depth source is any object with ``measure(frame, masks) -> [geometry.measure.MeasuredMask]``
+(the result JSON's 3D fields and the pixels they came from; the node's
 ``ros/depth.DepthTargets``, or ``StillDepth`` for one depth image: ``sam3-agent run --depth``).
 ``locate`` never raises: a failure becomes the same reason on every mask. ``measure_answer``
 fills ``result.mask_extras`` (so the result JSON) and returns the typed ``Answer`` every output
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -23,22 +24,22 @@ from sam3_agent_ros.config import DepthConfig
 from sam3_agent_ros.core.ports import HasMask, Logger
 from sam3_agent_ros.core.types import Frame, QueryStatus, Result
 from sam3_agent_ros.geometry.camera_model import Intrinsics
-from sam3_agent_ros.geometry.measure import measure_mask
+from sam3_agent_ros.geometry.measure import MeasuredMask, measure_mask_pixels
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.geometry.target_points import TargetPoints
 from sam3_agent_ros.pipeline.target_frame import (
-    MetricDepth,
     TargetFrame,
     TargetFrameRequest,
     cloud_of,
     lookup_target,
+    moved_measurement,
     moved_measurements,
     target_fields,
 )
 
 
 class DepthSource(Protocol):
-    def locate(self, frame: Frame, masks: list[HasMask]) -> list[dict[str, Any]]: ...
+    def measure(self, frame: Frame, masks: list[HasMask]) -> list[MeasuredMask]: ...
 
 
 @dataclass
@@ -53,6 +54,7 @@ class Answer:
     measurements: list[Measurement] | None = None
     target: TargetFrame | None = None
     points: TargetPoints | None = None
+    moved: list[Measurement] | None = None  # in target_frame: measure_answer moves them once
 
     @property
     def output_frame_id(self) -> str:
@@ -68,6 +70,8 @@ class Answer:
         into ``target_frame`` is missing (then no 3D output is published for this answer)."""
         if self.measurements is None:
             return None
+        if self.moved is not None and self.target is not None and self.target.ok:
+            return self.moved
         moved = moved_measurements(self.measurements, self.target)
         return None if moved is None else [m for m in moved if m is not None]
 
@@ -94,31 +98,29 @@ class StillDepth:
     reason: str | None
     cfg: DepthConfig
 
-    def depth_for(self, frame: Frame) -> MetricDepth | None:
-        """The depth in metres for the target's points (None when unusable)."""
+    def measure(self, frame: Frame, masks: list[HasMask]) -> list[MeasuredMask]:
         if self.reason is not None:
-            return None
-        return MetricDepth(np.asarray(self.depth_m), self.intrinsics, self.cfg.min_m,
-                           self.cfg.max_m, self.cfg.erode_px)
-
-    def locate(self, frame: Frame, masks: list[HasMask]) -> list[dict[str, Any]]:
-        if self.reason is not None:
-            return [Measurement.missing(self.reason).to_json() for _ in masks]
-        return [measure_mask(mask.mask, self.depth_m, self.intrinsics, self.cfg)
+            return [MeasuredMask(Measurement.missing(self.reason).to_json()) for _ in masks]
+        return [measure_mask_pixels(mask.mask, self.depth_m, self.intrinsics, self.cfg)
                 for mask in masks]
+
+
+def measured(depth: DepthSource, frame: Frame, masks: Sequence[HasMask],
+             logger: Logger | None = None) -> list[MeasuredMask]:
+    """``depth.measure``; never raises: a failure becomes a ``position_error`` for every mask."""
+    try:
+        return depth.measure(frame, list(masks))
+    except Exception as exc:  # noqa: BLE001 (the 3D step must never break an answer)
+        if logger is not None:
+            logger.warning(f"depth: locating the masks failed: {exc}")
+        reason = f"3D step failed: {type(exc).__name__}: {exc}"
+        return [MeasuredMask(Measurement.missing(reason).to_json()) for _ in masks]
 
 
 def locate(depth: DepthSource, frame: Frame, masks: Sequence[HasMask],
            logger: Logger | None = None) -> list[Measurement]:
-    """Per-mask measurements from ``depth.locate``; never raises: a failure becomes a
-    ``position_error`` for every mask."""
-    try:
-        return [Measurement.from_json(extra) for extra in depth.locate(frame, list(masks))]
-    except Exception as exc:  # noqa: BLE001 (the 3D step must never break an answer)
-        if logger is not None:
-            logger.warning(f"depth: locating the masks failed: {exc}")
-        return [Measurement.missing(f"3D step failed: {type(exc).__name__}: {exc}")
-                for _ in masks]
+    """Per-mask measurements (``measured``'s fields, typed); never raises."""
+    return [Measurement.from_json(m.fields) for m in measured(depth, frame, masks, logger)]
 
 
 def is_answered(result: Result) -> bool:
@@ -140,22 +142,26 @@ def measure_answer(result: Result, depth: DepthSource | None, logger: Logger | N
         return Answer(result)
     frame = result.frame
     assert frame is not None
-    measurements = locate(depth, frame, result.masks, logger)
+    found = measured(depth, frame, result.masks, logger)
+    measurements = [Measurement.from_json(m.fields) for m in found]
     extras = [measurement.to_json() for measurement in measurements]
     target = lookup_target(target_frame, frame) if target_frame is not None else None
+    moved = None
     if target is not None:
-        for extra, measurement in zip(extras, measurements):
-            extra.update(target_fields(measurement, target))
+        fields = [target_fields(measurement, target) for measurement in measurements]
+        for extra, added in zip(extras, fields):
+            extra.update(added)
+        if target.ok:  # the result JSON's values, as measurements (one transform per mask)
+            moved = [moved_measurement(m, target, added) for m, added in zip(measurements, fields)]
     result.mask_extras = extras
     points = None
     if cloud_max_points is not None and result.masks:
         try:
-            points = cloud_of(depth, frame, [m.mask for m in result.masks], cloud_max_points,
-                              target, [getattr(m, "pixel_box", None) for m in result.masks])
+            points = cloud_of(found, frame.image, cloud_max_points, target)
         except Exception as exc:  # noqa: BLE001 (the cloud must never break an answer)
             if logger is not None:
                 logger.warning(f"depth: the target's points failed: {exc}")
-    return Answer(result, measurements, target, points)
+    return Answer(result, measurements, target, points, moved)
 
 
 @dataclass

@@ -9,8 +9,8 @@ on a moving arm is taken where it was when the image was captured. When it fails
 ``TargetFrame`` carries the reason (the frames, the newest stamp seen, the known frames) and the
 builders publish no pose in ``target_frame`` for that answer: never a silent wrong pose.
 
-A depth source that can give its depth in metres for a frame (``depth_for(frame) ->
-MetricDepth | None``; ``measurement.StillDepth`` does) makes the cloud possible.
+The target's cloud is taken from the pixels the 3D step measured the masks from
+(``geometry.measure.MeasuredMask``), moved with the same transform.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from sam3_agent_ros.core.types import Frame, stamp_ns
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.frames import Transform
 from sam3_agent_ros.frames.targets import target_entry
+from sam3_agent_ros.geometry.measure import MeasuredMask
 from sam3_agent_ros.geometry.measurement import Measurement
-from sam3_agent_ros.geometry.target_points import TargetPoints, target_points
+from sam3_agent_ros.geometry.target_points import TargetPoints, points_of
 
 FRAME_CHARS = 120  # a frame name in a reason (outside text: escaped and clipped)
 
@@ -63,18 +64,6 @@ class TargetFrame:
         return self.transform is not None
 
 
-@dataclass(frozen=True)
-class MetricDepth:
-    """A depth image in metres at the colour resolution with the colour intrinsics (what
-    ``geometry.target_points`` reads), and the depth limits of ``depth.*``."""
-
-    depth_m: np.ndarray
-    intrinsics: Any
-    min_m: float = 0.1
-    max_m: float = 10.0
-    erode_px: int = 0
-
-
 def _stamp_text(ns: int) -> str:
     return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d} s"
 
@@ -92,22 +81,26 @@ def lookup_target(request: TargetFrameRequest, frame: Frame) -> TargetFrame:
     stamp = stamp_ns(frame.stamp_sec, frame.stamp_nanosec)
     source = frame.frame_id
     target = request.frame_id
-    prefix = (f"no transform from '{for_log(source, FRAME_CHARS)}' to "
-              f"'{for_log(target, FRAME_CHARS)}' at {_stamp_text(stamp)}")
+
+    def missing(why: str = "") -> str:
+        prefix = (f"no transform from '{for_log(source, FRAME_CHARS)}' to "
+                  f"'{for_log(target, FRAME_CHARS)}' at {_stamp_text(stamp)}")
+        return f"{prefix}: {why}" if why else prefix
+
     if not source:
-        return TargetFrame(target, source, stamp, None,
-                           f"{prefix}: the colour frame has no frame_id (set the camera's "
-                           "frame_id, e.g. camera_color_optical_frame)")
+        return TargetFrame(target, source, stamp, None, missing(
+            "the colour frame has no frame_id (set the camera's frame_id, e.g. "
+            "camera_color_optical_frame)"))
     if source.lstrip("/") == target.lstrip("/"):
         return TargetFrame(target, source, stamp, Transform.identity())
     try:
         transform, reason = _unpack(request.transforms.lookup(target, source, stamp,
                                                               request.timeout_s))
     except Exception as exc:  # noqa: BLE001 (a TF failure must never break an answer)
-        transform, reason = None, f"{prefix}: lookup failed: {type(exc).__name__}: " \
-                                  f"{for_log(exc, FRAME_CHARS)}"
+        transform, reason = None, missing(f"lookup failed: {type(exc).__name__}: "
+                                          f"{for_log(exc, FRAME_CHARS)}")
     if transform is None:
-        return TargetFrame(target, source, stamp, None, reason or prefix)
+        return TargetFrame(target, source, stamp, None, reason or missing())
     return TargetFrame(target, source, stamp, transform)
 
 
@@ -117,15 +110,16 @@ def target_fields(measurement: Measurement, target: TargetFrame) -> dict[str, An
                         target.reason)
 
 
-def moved_measurement(measurement: Measurement, target: TargetFrame) -> Measurement:
+def moved_measurement(measurement: Measurement, target: TargetFrame,
+                      fields: dict[str, Any] | None = None) -> Measurement:
     """``measurement`` in ``target.frame_id`` (the same values as the result JSON's
-    ``target``); its errors unchanged. ``target`` must have a transform."""
-    entry = target_fields(measurement, target)["target"]
-    moved = Measurement.from_json({"position": entry["position"], "box": entry["box"],
-                                   "position_error": measurement.position_error,
-                                   "position_spread_m": measurement.position_spread_m,
-                                   "box_error": measurement.box_error})
-    return moved
+    ``target``: ``fields``, its ``target_fields`` when already computed); its errors unchanged.
+    ``target`` must have a transform."""
+    entry = (fields if fields is not None else target_fields(measurement, target))["target"]
+    return Measurement.from_json({"position": entry["position"], "box": entry["box"],
+                                  "position_error": measurement.position_error,
+                                  "position_spread_m": measurement.position_spread_m,
+                                  "box_error": measurement.box_error})
 
 
 def moved_measurements(measurements: Sequence[Measurement | None], target: TargetFrame | None
@@ -139,18 +133,14 @@ def moved_measurements(measurements: Sequence[Measurement | None], target: Targe
     return [moved_measurement(m, target) if m is not None else None for m in measurements]
 
 
-def cloud_of(depth: Any, frame: Frame, masks: Sequence[np.ndarray], max_points: int,
-             target: TargetFrame | None, boxes: Sequence[Any] | None = None
-             ) -> TargetPoints | None:
-    """The masks' valid depth points (at most ``max_points``) in the output frame; None when
-    the depth source cannot give metres for ``frame`` or the transform is missing."""
+def cloud_of(measured: Sequence[MeasuredMask], rgb: np.ndarray | None, max_points: int,
+             target: TargetFrame | None) -> TargetPoints | None:
+    """The masks' valid depth points (at most ``max_points``) in the output frame, from the
+    pixels their 3D step used; None when no mask had any or the transform is missing."""
     if target is not None and target.transform is None:
         return None
-    depth_for = getattr(depth, "depth_for", None)
-    metric = depth_for(frame) if depth_for is not None else None
-    if metric is None:
+    intrinsics = next((m.intrinsics for m in measured if m.pixels is not None), None)
+    if intrinsics is None:
         return None
-    return target_points(list(masks), metric.depth_m, metric.intrinsics, frame.image,
-                         max_points=max_points, min_m=metric.min_m, max_m=metric.max_m,
-                         erode_px=metric.erode_px, boxes=boxes,
-                         transform=target.transform if target is not None else None)
+    return points_of([m.pixels for m in measured], intrinsics, rgb, max_points=max_points,
+                     transform=target.transform if target is not None else None)

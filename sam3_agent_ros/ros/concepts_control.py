@@ -54,7 +54,7 @@ def interfaces() -> tuple[Any, Any] | None:
 
 def with_positions(result: ConceptFrame, depth: Any, logger: Any = None
                    ) -> tuple[ConceptFrame, list[Measurement] | None]:
-    """``result`` with each detection's 3D position, and the detections' ``depth.locate``
+    """``result`` with each detection's 3D position, and the detections' ``depth.measure``
     output (positions and boxes, for the markers); ``(result, None)`` without depth. Never
     raises."""
     if depth is None:

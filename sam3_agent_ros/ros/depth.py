@@ -3,7 +3,7 @@
 ``ros/outputs.py`` through ``ros/publishers.py``).
 
 Threads: the subscription callbacks only keep message references (a ring buffer of depth frames)
-and the calibrations by stamp (``camera_model.CalibrationHistory``); ``locate`` runs on the node's
+and the calibrations by stamp (``camera_model.CalibrationHistory``); ``measure`` runs on the node's
 worker thread, picks the depth frame nearest in stamp to the colour frame and the camera_info in
 force at its stamp, checks that camera model against the frame (``camera_model.image_intrinsics``:
 size, binning/ROI, focal lengths, principal point), converts only that depth frame and measures
@@ -31,10 +31,9 @@ from sam3_agent_ros.geometry.camera_model import (
     image_intrinsics,
 )
 from sam3_agent_ros.geometry.depth_image import depth_for_colour, depth_from_buffer
-from sam3_agent_ros.geometry.measure import measure_mask
+from sam3_agent_ros.geometry.measure import MeasuredMask, measure_mask_pixels
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS, pixel_cap_problem
-from sam3_agent_ros.pipeline.target_frame import MetricDepth
 from sam3_agent_ros.ros.conversions import frame_stamp_ns
 from sam3_agent_ros.ros.publishers import Publishers
 from sam3_agent_ros.ros.qos import DEPTH_QOS
@@ -55,8 +54,8 @@ def camera_model_of(msg: CameraInfo) -> CameraModel:
 
 
 class DepthTargets:
-    """Subscribes ``depth`` and ``camera_info``, measures masks (``locate``), gives the depth
-    in metres (``depth_for``); holds the 3D topics while it lives."""
+    """Subscribes ``depth`` and ``camera_info``, measures masks (``measure``: their 3D fields
+    and the pixels those came from); holds the 3D topics while it lives."""
 
     def __init__(self, node: Any, cfg: DepthConfig, callback_group: Any = None,
                  max_pixels: int = DEFAULT_MAX_PIXELS, health: Any = None):
@@ -93,42 +92,29 @@ class DepthTargets:
             self._calibrations.add(stamp, model)
 
     # --- queries (worker thread) ----------------------------------------------------------------
-    def locate(self, frame: Any, masks: list[Any]) -> list[dict[str, Any]]:
-        """Per mask ``{"position": {"x", "y", "z"} | None, "position_error": None | reason,
-        "box": {"center", "size", "orientation"} | None, "box_error": None | reason}``
-        (``"position_spread_m"`` with a position): ``measure_mask`` (geometry). Never raises."""
+    def measure(self, frame: Any, masks: list[Any]) -> list[MeasuredMask]:
+        """Per mask its ``fields``, ``{"position": {"x", "y", "z"} | None, "position_error":
+        None | reason, "box": {"center", "size", "orientation"} | None, "box_error": None |
+        reason}`` (``"position_spread_m"`` with a position), and the pixels with valid depth
+        they came from: ``measure_mask_pixels`` (geometry). Never raises."""
         if not masks:
             return []
         try:
-            return self._locate(frame, masks)
+            return self._measure_all(frame, masks)
         except Exception as exc:  # noqa: BLE001 (the 3D step must never break a query)
             reason = f"3D step failed: {type(exc).__name__}: {exc}"
             self._warn_once("internal", reason)
             return [_no_position(reason) for _ in masks]
 
-    def _locate(self, frame: Any, masks: list[Any]) -> list[dict[str, Any]]:
+    def _measure_all(self, frame: Any, masks: list[Any]) -> list[MeasuredMask]:
         depth_m, intrinsics, reason = self._prepared(frame)
         if reason:
             return [_no_position(reason) for _ in masks]
         return [self._measure(mask, frame, depth_m, intrinsics) for mask in masks]
 
-    def depth_for(self, frame: Any) -> MetricDepth | None:
-        """The depth in metres at the colour resolution with the colour intrinsics (the
-        target's points, ``pipeline.target_frame.cloud_of``); None when there is none for this
-        frame (the reason went into the masks' ``position_error``). Never raises."""
-        try:
-            depth_m, intrinsics, reason = self._prepared(frame)
-        except Exception as exc:  # noqa: BLE001 (the cloud must never break a query)
-            self._warn_once("internal", f"3D step failed: {type(exc).__name__}: {exc}")
-            return None
-        if reason or depth_m is None:
-            return None
-        cfg = self._cfg
-        return MetricDepth(depth_m, intrinsics, cfg.min_m, cfg.max_m, cfg.erode_px)
-
     def _prepared(self, frame: Any) -> tuple[Any, Any, str | None]:
         """``_prepare`` of the depth frame nearest the colour frame, reused for the same colour
-        frame and depth frame (``locate`` then ``depth_for`` convert once)."""
+        frame and depth frame (an answer and a follow update on one frame convert once)."""
         with self._lock:
             depth_frames = list(self._depth_frames)
             have_info = len(self._calibrations) > 0
@@ -204,12 +190,12 @@ class DepthTargets:
             return None, None, reason
         return depth_m, intrinsics, None
 
-    def _measure(self, mask: Any, frame: Any, depth_m, intrinsics) -> dict[str, Any]:
+    def _measure(self, mask: Any, frame: Any, depth_m, intrinsics) -> MeasuredMask:
         array = mask.mask
         if array.shape != (frame.height, frame.width):
             return _no_position(f"mask shape {array.shape} differs from the frame "
                                 f"({frame.height}, {frame.width})")
-        return measure_mask(array, depth_m, intrinsics, self._cfg)
+        return measure_mask_pixels(array, depth_m, intrinsics, self._cfg)
 
     def destroy(self) -> None:
         """Drop the subscriptions, publishers and buffered messages; never raises."""
@@ -264,6 +250,6 @@ def start_depth(node: Any, cfg: DepthConfig, max_pixels: int,
         return None
 
 
-def _no_position(reason: str | None) -> dict[str, Any]:
+def _no_position(reason: str | None) -> MeasuredMask:
     """A mask without 3D: no position and no box, for the same reason."""
-    return Measurement.missing(reason).to_json()
+    return MeasuredMask(Measurement.missing(reason).to_json())

@@ -3,6 +3,7 @@ back-projection), even deterministic subsampling, an optional transform, and the
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pytest
 
@@ -40,7 +41,7 @@ def test_union_of_masks_back_projected_with_colours():
     # (u=1, v=1): x = (1 - 4) * 2 / 100, y = (1 - 3) * 2 / 200; (u=6, v=4): 0.04, 0.01.
     np.testing.assert_allclose(cloud.points, [[-0.06, -0.02, 2.0], [0.04, 0.01, 2.0]], atol=1e-6)
     np.testing.assert_array_equal(cloud.colours, [[10, 20, 7], [60, 80, 7]])
-    assert cloud.valid == 2 and len(cloud) == 2
+    assert cloud.step == 1 and len(cloud) == 2
     assert cloud.points.dtype == np.float32 and cloud.colours.dtype == np.uint8
 
 
@@ -53,7 +54,7 @@ def test_without_colour_the_points_are_grey_and_empty_masks_give_nothing():
     a, _, depth, _ = scene()
     np.testing.assert_array_equal(target_points([a], depth, K).colours, [[128, 128, 128]])
     empty = target_points([np.zeros((6, 8), bool)], depth, K)
-    assert empty.points.shape == (0, 3) and empty.valid == 0
+    assert empty.points.shape == (0, 3) and empty.colours.shape == (0, 3)
     assert len(target_points([], depth, K)) == 0
 
 
@@ -61,7 +62,7 @@ def test_at_most_max_points_on_a_regular_grid_deterministically():
     depth = np.full((100, 100), 1.0, np.float32)
     mask = np.ones((100, 100), bool)
     cloud = target_points([mask], depth, K, max_points=1000)
-    assert cloud.valid == 10000
+    assert cloud.step == 4
     # 10 points per kept point: step ceil(sqrt(10)) = 4, a 25 x 25 grid on multiples of 4.
     assert len(cloud) == 625 == len(np.unique(cloud.points, axis=0))
     u = np.round(cloud.points[:, 0] * K[0] + K[2]).astype(int)
@@ -86,17 +87,64 @@ def test_the_grid_is_the_images_so_two_masks_share_it_and_the_limit_holds():
     assert 0 < len(capped) <= 7
 
 
+def pixels_of(cloud, k=K):
+    """The (u, v) pixels the cloud's points came from (camera frame, no transform)."""
+    u = np.round(cloud.points[:, 0] * k[0] / cloud.points[:, 2] + k[2]).astype(int)
+    v = np.round(cloud.points[:, 1] * k[1] / cloud.points[:, 2] + k[3]).astype(int)
+    return set(zip(u.tolist(), v.tolist()))
+
+
+def test_the_grid_step_comes_from_the_pixels_with_depth_not_the_mask():
+    depth = np.full((100, 100), np.nan, np.float32)
+    depth[:, :25] = 1.0  # depth on a quarter of the mask only
+    mask = np.ones((100, 100), bool)
+    cloud = target_points([mask], depth, K, max_points=1000)
+    # 2500 of the mask's 10000 pixels have depth: step 2 (13 columns x 50 rows), where the
+    # mask's pixels would give step 4 and a cloud of 175.
+    assert cloud.step == 2 and len(cloud) == 13 * 50
+    assert {u for u, _ in pixels_of(cloud)} == set(range(0, 25, 2))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_cloud_is_the_grid_points_of_the_union_of_the_eroded_masks(seed):
+    """Against a whole-image reference: overlapping masks, holes in the depth, erosion."""
+    rng = np.random.default_rng(seed)
+    height, width = 90, 120
+    depth = rng.uniform(0.5, 3.0, (height, width)).astype(np.float32)
+    depth[rng.random((height, width)) < 0.2] = np.nan
+    depth[rng.random((height, width)) < 0.05] = 20.0  # too far
+    masks = []
+    for _ in range(3):
+        mask = np.zeros((height, width), bool)
+        x0, y0 = rng.integers(0, width - 30), rng.integers(0, height - 30)
+        mask[y0:y0 + rng.integers(10, 60), x0:x0 + rng.integers(10, 80)] = True
+        masks.append(mask)
+    erode_px = int(seed % 2)
+    max_points = [10**6, 300, 800][seed % 3]
+    cloud = target_points(masks, depth, K, max_points=max_points, erode_px=erode_px)
+    # As the 3D step erodes (an elliptic kernel; beyond the image counts as the mask; the whole
+    # mask when the erosion leaves no valid depth).
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * erode_px + 1,) * 2)
+    in_range = (depth >= 0.1) & (depth <= 10.0)
+    valid = np.zeros((height, width), bool)
+    for mask in masks:
+        eroded = cv2.erode(mask.astype(np.uint8), kernel) > 0
+        valid |= (eroded if (eroded & in_range).any() else mask) & in_range
+    on_grid = np.zeros_like(valid)
+    on_grid[::cloud.step, ::cloud.step] = True
+    expected = {(int(u), int(v)) for v, u in zip(*np.nonzero(valid & on_grid))}
+    assert len(cloud) <= max_points
+    if len(expected) <= max_points:
+        assert pixels_of(cloud) == expected and len(cloud) == len(expected)
+    else:
+        assert pixels_of(cloud) <= expected and len(cloud) == max_points
+
+
 def test_evenly_and_grid_step():
     np.testing.assert_array_equal(evenly(10, 4), [0, 2, 5, 7])
     assert evenly(3, 4) is None
     assert (grid_step(100, 100), grid_step(101, 100), grid_step(400, 100),
             grid_step(401, 100)) == (1, 2, 2, 3)
-
-
-def test_boxes_given_by_the_caller_give_the_same_cloud():
-    a, b, depth, rgb = scene()
-    given = target_points([a, b], depth, K, rgb, boxes=[(1, 1, 4, 2), (6, 4, 7, 5)])
-    np.testing.assert_array_equal(given.points, target_points([a, b], depth, K, rgb).points)
 
 
 def test_overlapping_masks_in_different_boxes_count_each_pixel_once():
@@ -105,7 +153,7 @@ def test_overlapping_masks_in_different_boxes_count_each_pixel_once():
     a[0:5, 0:5] = True
     b[3:8, 3:8] = True  # 4 pixels shared
     cloud = target_points([a, b], depth, K)
-    assert cloud.valid == len(cloud) == 25 + 25 - 4
+    assert cloud.step == 1 and len(cloud) == 25 + 25 - 4
 
 
 def test_a_transform_moves_the_points():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
+from sam3_agent_ros.geometry.measure import MeasuredMask
 from sam3_agent_ros.geometry.measurement import NO_POSITION, BoxValue, Measurement
 from sam3_agent_ros.pipeline.measurement import (
     StillDepth,
@@ -23,11 +24,11 @@ class CountingDepth:
     def __init__(self, extras=None, fail=False):
         self.extras, self.fail, self.calls = extras, fail, 0
 
-    def locate(self, frame, masks):
+    def measure(self, frame, masks):
         self.calls += 1
         if self.fail:
             raise RuntimeError("depth exploded")
-        return [dict(self.extras) for _ in masks]
+        return [MeasuredMask(dict(self.extras)) for _ in masks]
 
 
 def answer(status=QueryStatus.SUCCEEDED, pixels=True) -> Result:
@@ -82,5 +83,5 @@ def test_a_follow_update_measures_only_the_visible_objects():
 def test_one_depth_image_is_measured_as_the_node_does_or_says_why_not():
     frame = Frame(image=np.zeros((4, 6, 3), np.uint8))
     unusable = StillDepth(None, None, "unusable camera model", cfg=None)
-    assert unusable.locate(frame, [object()]) == [Measurement.missing(
+    assert [m.fields for m in unusable.measure(frame, [object()])] == [Measurement.missing(
         "unusable camera model").to_json()]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from sam3_agent_ros.core.types import Frame, Mask, Query, QueryStatus, Result
+from sam3_agent_ros.geometry.measure import MeasuredMask
 from sam3_agent_ros.pipeline.query_life import QueryLife
 
 POSITION = {"position": {"x": 0.1, "y": 0.2, "z": 0.9}, "position_error": None,
@@ -96,9 +97,9 @@ class FakeDepth:
     def __init__(self, journal):
         self.journal = journal
 
-    def locate(self, frame, masks):
+    def measure(self, frame, masks):
         self.journal.note("measure")
-        return [dict(POSITION) for _ in masks]
+        return [MeasuredMask(dict(POSITION)) for _ in masks]
 
 
 class Logger:

@@ -10,6 +10,7 @@ import numpy as np
 from sam3_agent_ros.config import DepthConfig
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
 from sam3_agent_ros.frames import Transform
+from sam3_agent_ros.geometry.measure import MeasuredMask
 from sam3_agent_ros.pipeline.measurement import (
     StillDepth,
     measure_answer,
@@ -26,8 +27,8 @@ STAMP_NS = 12_500_000_000
 
 
 class FixedDepth:
-    def locate(self, frame, masks):
-        return [dict(MEASURED) for _ in masks]
+    def measure(self, frame, masks):
+        return [MeasuredMask(dict(MEASURED)) for _ in masks]
 
 
 class StampedTransforms:

@@ -137,7 +137,7 @@ class Rig:
         attempts = itertools.count()
 
         def attempt() -> bool:
-            extras[:] = self.targets.locate(frame, masks)
+            extras[:] = [m.fields for m in self.targets.measure(frame, masks)]
             if ready(extras):
                 return True
             if next(attempts) % 10 == 9:
@@ -201,7 +201,7 @@ def test_16uc1_locate_and_publish(rig, scene):
     r = rig()
     names, masks = scene_masks(scene)
     frame = colour_frame(scene)
-    assert "no camera_info" in r.targets.locate(frame, masks)[0]["position_error"]
+    assert "no camera_info" in r.targets.measure(frame, masks)[0].fields["position_error"]
     r.send_info(scene.intrinsics.K, 640, 480)  # best effort: sent again until it arrived
     r.locate_when(frame, masks, lambda extras: "no depth frame received on /depth_test"
                   in extras[0]["position_error"])
@@ -259,20 +259,26 @@ def test_32fc1_half_resolution_best_effort_with_holes(rig, scene):
     extras = r.locate_when(colour_frame(scene), masks, has_position)
     for name, extra in zip(names, extras, strict=True):
         assert error_cm(extra["position"], scene.positions[name]) < 1.0, name
-    # depth_for: the same prepared depth (colour resolution, colour intrinsics, cfg limits),
-    # reused for the same frame rather than converted again.
+    # Each mask comes with the pixels it was measured from (the target's points reuse them): in
+    # the colour image, with the colour intrinsics; the same frame is not converted again.
     frame = colour_frame(scene)
-    metric = r.targets.depth_for(frame)
-    assert metric is not None and metric.depth_m.shape == (frame.height, frame.width)
-    assert metric.intrinsics.fx == pytest.approx(scene.intrinsics.K[0][0])
-    assert r.targets.depth_for(frame).depth_m is metric.depth_m  # converted once
-    assert np.nanmedian(np.abs(metric.depth_m - scene.depth_m)[scene.depth_m > 0]) < 0.01
-    assert (metric.min_m, metric.max_m) == (r.targets._cfg.min_m, r.targets._cfg.max_m)
+    first, again = r.targets.measure(frame, masks), r.targets.measure(frame, masks)
+    for measured in first:
+        pixels = measured.pixels
+        assert pixels is not None and pixels.count > 0
+        assert measured.intrinsics.fx == pytest.approx(scene.intrinsics.K[0][0])
+        height, width = pixels.used.shape
+        assert pixels.y0 + height <= frame.height and pixels.x0 + width <= frame.width
+        truth = scene.depth_m[pixels.y0:pixels.y0 + height, pixels.x0:pixels.x0 + width]
+        assert np.median(np.abs(pixels.depth - truth)[pixels.used]) < 0.01
+    assert np.shares_memory(first[0].pixels.depth, again[0].pixels.depth)  # converted once
 
 
-def test_depth_for_without_depth_is_none(rig):
+def test_without_depth_no_mask_has_pixels(rig, scene):
     r = rig()
-    assert r.targets.depth_for(Frame(np.zeros((48, 64, 3), np.uint8), 1, 0, COLOUR_FRAME)) is None
+    _, masks = scene_masks(scene)
+    measured = r.targets.measure(colour_frame(scene), masks)
+    assert measured and all(m.pixels is None and m.intrinsics is None for m in measured)
 
 
 def test_camera_info_of_another_resolution_is_refused_not_scaled(rig, scene):
@@ -306,7 +312,7 @@ def test_nearest_stamp_is_used_and_far_stamps_are_refused(rig, scene):
     assert error_cm(extras[0]["position"], scene.positions[names[0]]) < 1.0
 
     late = colour_frame(scene, stamp=(sec + 5, nsec))
-    reason = r.targets.locate(late, masks)[0]["position_error"]
+    reason = r.targets.measure(late, masks)[0].fields["position_error"]
     assert reason.startswith("no depth frame within depth.max_stamp_diff_s=0.05 s")
     assert "(nearest is 4.000 s away)" in reason
 
@@ -345,7 +351,7 @@ def test_bad_depth_messages_give_reasons_not_exceptions(rig, scene):
     r.send_info(np.zeros(9), 640, 480)
     extras = r.locate_when(frame, masks, lambda e: e[0]["position"] is None)
     assert "unusable camera_info" in extras[0]["position_error"]
-    assert r.targets.locate(frame, []) == []
+    assert r.targets.measure(frame, []) == []
 
 
 def test_a_depth_frame_over_max_image_pixels_is_not_converted(rig, scene):

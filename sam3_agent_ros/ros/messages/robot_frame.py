@@ -38,7 +38,7 @@ from sam3_agent_ros.ros.messages.vision import (
     answer_detections_3d,
     concept_detections_2d,
     concept_detections_3d,
-    point_cloud,
+    target_cloud,
 )
 
 
@@ -92,7 +92,7 @@ def answer_robot_messages(answer: Answer) -> RobotMessages:
     out.detections_3d = answer_detections_3d(header, result.masks, _boxes(moved),
                                              class_of(answer))
     if answer.points is not None:
-        out.points = point_cloud(header, answer.points.points, answer.points.colours)
+        out.points = target_cloud(header, answer.points)
     return out
 
 

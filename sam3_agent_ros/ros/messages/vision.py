@@ -32,12 +32,13 @@ from vision_msgs.msg import (
     ObjectHypothesisWithPose,
 )
 
+from sam3_agent_ros.geometry.target_points import (
+    POINT_FIELDS,
+    POINT_STEP,
+    TargetPoints,
+    pack_points,
+)
 from sam3_agent_ros.masks import PixelBox, pixel_box
-
-CLOUD_FIELDS = (("x", 0), ("y", 4), ("z", 8), ("rgb", 12))
-POINT_STEP = 16
-_CLOUD_DTYPE = np.dtype({"names": ["x", "y", "z", "rgb"], "formats": ["<f4", "<f4", "<f4", "<u4"],
-                         "offsets": [0, 4, 8, 12], "itemsize": POINT_STEP})
 
 
 def _hypothesis(class_id: str, score: float, pose: Pose | None = None) -> ObjectHypothesisWithPose:
@@ -124,24 +125,25 @@ def concept_detections_3d(header: Any, detections: Sequence[Any],
         for d, box in zip(detections, boxes) if box is not None])
 
 
-def pack_rgb(colours: np.ndarray) -> np.ndarray:
-    """(N, 3) uint8 RGB -> (N,) uint32 0x00RRGGBB (PCL's packing; view it as float32)."""
-    c = np.asarray(colours, np.uint8).reshape(-1, 3).astype(np.uint32)
-    return (c[:, 0] << 16) | (c[:, 1] << 8) | c[:, 2]
-
-
 def point_cloud(header: Any, points: np.ndarray, colours: np.ndarray) -> PointCloud2:
-    """(N, 3) float points (finite) + (N, 3) uint8 RGB -> an unorganised PointCloud2."""
+    """(N, 3) float points + (N, 3) uint8 RGB -> an unorganised PointCloud2, little endian:
+    x, y, z float32 and PCL's packed colour (the uint32 0x00RRGGBB, read as float32)."""
     points = np.asarray(points, np.float32).reshape(-1, 3)
-    if len(colours) != len(points):
-        raise ValueError(f"{len(points)} points but {len(colours)} colours")
-    packed = np.empty(len(points), _CLOUD_DTYPE)
-    packed["x"], packed["y"], packed["z"] = points.T
-    packed["rgb"] = pack_rgb(colours)
-    msg = PointCloud2(header=header, height=1, width=len(points), is_bigendian=False,
-                      point_step=POINT_STEP, row_step=POINT_STEP * len(points),
-                      is_dense=bool(np.all(np.isfinite(points))))
+    return cloud_message(header, pack_points(points, colours), bool(np.isfinite(points).all()))
+
+
+def target_cloud(header: Any, cloud: TargetPoints) -> PointCloud2:
+    """The target's points (``geometry.target_points``: finite, already in the message's
+    layout) as a PointCloud2."""
+    return cloud_message(header, cloud.data, True)
+
+
+def cloud_message(header: Any, data: bytearray, dense: bool) -> PointCloud2:
+    """A PointCloud2 of points already packed as ``target_points.POINT_FIELDS`` say."""
+    count = len(data) // POINT_STEP
+    msg = PointCloud2(header=header, height=1, width=count, is_bigendian=False,
+                      point_step=POINT_STEP, row_step=POINT_STEP * count, is_dense=dense)
     msg.fields = [PointField(name=name, offset=offset, datatype=PointField.FLOAT32, count=1)
-                  for name, offset in CLOUD_FIELDS]
-    msg.data = packed.tobytes()
+                  for name, offset in POINT_FIELDS]
+    msg.data = data  # a bytearray: the message copies it once
     return msg

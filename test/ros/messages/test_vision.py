@@ -17,7 +17,6 @@ from sam3_agent_ros.ros.messages.vision import (
     answer_detections_3d,
     concept_detections_2d,
     concept_detections_3d,
-    pack_rgb,
     point_cloud,
 )
 
@@ -107,8 +106,9 @@ def test_point_cloud_layout_and_bytes_decode_back():
     back_points, back_colours = decode_cloud(msg)
     np.testing.assert_array_equal(back_points, points)
     np.testing.assert_array_equal(back_colours, colours)
-    # PCL's packing: 0x00RRGGBB as a uint32, the float32 with those bits.
-    assert pack_rgb(colours).tolist() == [0xFF0000, 0x0080FF, 0x010203]
+    # PCL's packing: 0x00RRGGBB as a little-endian uint32, the float32 with those bits.
+    rgb = np.frombuffer(bytes(msg.data), "<u4").reshape(3, 4)[:, 3]
+    assert rgb.tolist() == [0xFF0000, 0x0080FF, 0x010203]
 
 
 def test_an_empty_cloud_is_a_valid_message():
