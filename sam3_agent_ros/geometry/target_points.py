@@ -12,7 +12,7 @@ k, rgb)`` does the same from masks and a depth image. ``write_ply`` saves them f
 
 Cost: an answer's cloud comes after its whole 3D step, with the images out of the caches. It
 reuses the 3D step's pixels (no second erosion or depth test), reads the depth and colour only
-on the sampling grid and writes the points in PointCloud2's layout at once: at 1080p with two
+on the sampling grid and keeps the points in PointCloud2's layout: at 1080p with two
 0.2 Mpx masks about 0.5 ms in a warm loop, 1-1.4 ms right after a 3D step (bench/tf_cloud.py).
 """
 
@@ -43,19 +43,14 @@ POINT_STEP = 16
 POINT_FIELDS = (("x", 0), ("y", 4), ("z", 8), ("rgb", 12))
 
 
-def packed_points(count: int) -> tuple[bytearray, np.ndarray]:
-    """A zeroed buffer for ``count`` points in that layout and its (count, 16) uint8 view."""
-    data = bytearray(POINT_STEP * count)
-    return data, np.frombuffer(data, np.uint8).reshape(count, POINT_STEP)
-
-
 def pack_points(points: np.ndarray, colours: np.ndarray) -> bytearray:
     """(N, 3) points + (N, 3) uint8 RGB -> their bytes in the layout above."""
     points = np.asarray(points, np.float32).reshape(-1, 3)
     colours = np.asarray(colours, np.uint8).reshape(-1, 3)
     if len(colours) != len(points):
         raise ValueError(f"{len(points)} points but {len(colours)} colours")
-    data, packed = packed_points(len(points))
+    data = bytearray(POINT_STEP * len(points))  # zeroed: byte 15 of each colour stays 0
+    packed = np.frombuffer(data, np.uint8).reshape(len(points), POINT_STEP)
     packed[:, :12].view("<f4")[:] = points
     packed[:, 12:15] = colours[:, ::-1]
     return data
@@ -201,7 +196,7 @@ def points_of(pixels: Sequence[PixelSet | None], k: Intrinsics | Sequence[float]
         u, v, zs = u[keep], v[keep], zs[keep]
         colours = colours[keep] if colours is not None else None
     # Back-projection and the transform in one affine map of (u z, v z, z):
-    # p = R K^-1 (u z, v z, z) + t, written straight into the points' bytes.
+    # p = R K^-1 (u z, v z, z) + t.
     scaled = np.empty((len(u), 3), np.float32)
     np.multiply(u, zs, out=scaled[:, 0], casting="unsafe")
     np.multiply(v, zs, out=scaled[:, 1], casting="unsafe")
@@ -210,10 +205,10 @@ def points_of(pixels: Sequence[PixelSet | None], k: Intrinsics | Sequence[float]
                         [0.0, 1.0 / intr.fy, -intr.cy / intr.fy], [0.0, 0.0, 1.0]])
     moved = transform.matrix() if transform is not None else np.eye(4)
     affine = np.hstack([moved[:3, :3] @ to_rays, moved[:3, 3:4]])
-    data, packed = packed_points(len(u))
-    packed[:, :12].view("<f4")[:] = cv2.transform(scaled.reshape(-1, 1, 3), affine).reshape(-1, 3)
-    packed[:, 12:15] = colours[:, ::-1] if colours is not None else 128
-    return TargetPoints(data, step)
+    points = cv2.transform(scaled.reshape(-1, 1, 3), affine).reshape(-1, 3)
+    if colours is None:
+        colours = np.full((len(u), 3), 128, np.uint8)
+    return TargetPoints(pack_points(points, colours), step)
 
 
 def target_points(masks: Sequence[np.ndarray], depth_m: np.ndarray,
@@ -225,8 +220,6 @@ def target_points(masks: Sequence[np.ndarray], depth_m: np.ndarray,
     as the 3D step takes them (``locate.mask_pixels``: depth in ``[min_m, max_m]``, eroded by
     ``erode_px`` unless that leaves fewer than ``min_valid_pixels``), then ``points_of``. The
     answer's own cloud reuses the pixels its 3D step found (``pipeline.measurement``)."""
-    if max_points < 1:
-        raise ValueError("max_points must be >= 1")
     depth = np.asarray(depth_m, dtype=np.float32)
     if depth.ndim != 2:
         raise ValueError(f"depth must be (H, W) metres, got shape {depth.shape}")

@@ -47,14 +47,16 @@ class Answer:
     """One query's answer as every output reads it. ``measurements``: one per mask of
     ``result.masks`` when the 3D step ran (depth on, an answer with pixels), else None, in the
     colour camera's frame. ``target``: with ``target_frame`` set and a measured answer, its
-    transform (or the reason there is none). ``points``: the target's cloud when asked for, in
-    the output frame (None when not asked, not possible, or the transform is missing)."""
+    transform (or the reason there is none), and ``moved``: the measurements moved with it
+    (``measure_answer`` moves each mask once, for the result JSON and the messages alike).
+    ``points``: the target's cloud when asked for, in the output frame (None when not asked,
+    not possible, or the transform is missing)."""
 
     result: Result
     measurements: list[Measurement] | None = None
     target: TargetFrame | None = None
     points: TargetPoints | None = None
-    moved: list[Measurement] | None = None  # in target_frame: measure_answer moves them once
+    moved: list[Measurement] | None = None  # in target_frame (None without its transform)
 
     @property
     def output_frame_id(self) -> str:
@@ -70,10 +72,7 @@ class Answer:
         into ``target_frame`` is missing (then no 3D output is published for this answer)."""
         if self.measurements is None:
             return None
-        if self.moved is not None and self.target is not None and self.target.ok:
-            return self.moved
-        moved = moved_measurements(self.measurements, self.target)
-        return None if moved is None else [m for m in moved if m is not None]
+        return list(self.measurements) if self.target is None else self.moved
 
     @property
     def target_error(self) -> str:

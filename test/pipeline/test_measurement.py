@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
-from sam3_agent_ros.geometry.measure import MeasuredMask
 from sam3_agent_ros.geometry.measurement import NO_POSITION, BoxValue, Measurement
 from sam3_agent_ros.pipeline.measurement import (
     StillDepth,
@@ -13,22 +12,7 @@ from sam3_agent_ros.pipeline.measurement import (
     measure_answer,
     measure_visible,
 )
-
-BOX = {"center": {"x": 0.1, "y": -0.2, "z": 0.9}, "size": {"x": 0.2, "y": 0.1, "z": 0.05},
-       "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}}
-MEASURED = {"position": {"x": 0.1, "y": -0.2, "z": 0.9}, "position_error": None,
-            "position_spread_m": 0.01, "box": BOX, "box_error": None}
-
-
-class CountingDepth:
-    def __init__(self, extras=None, fail=False):
-        self.extras, self.fail, self.calls = extras, fail, 0
-
-    def measure(self, frame, masks):
-        self.calls += 1
-        if self.fail:
-            raise RuntimeError("depth exploded")
-        return [MeasuredMask(dict(self.extras)) for _ in masks]
+from test.pipeline.depth_doubles import MEASURED, CountingDepth
 
 
 def answer(status=QueryStatus.SUCCEEDED, pixels=True) -> Result:

@@ -10,25 +10,16 @@ import numpy as np
 from sam3_agent_ros.config import DepthConfig
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
 from sam3_agent_ros.frames import Transform
-from sam3_agent_ros.geometry.measure import MeasuredMask
 from sam3_agent_ros.pipeline.measurement import (
     StillDepth,
     measure_answer,
     measure_visible_in,
 )
 from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
+from test.pipeline.depth_doubles import CountingDepth
 
-BOX = {"center": {"x": 0.1, "y": -0.2, "z": 0.9}, "size": {"x": 0.2, "y": 0.1, "z": 0.05},
-       "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}}
-MEASURED = {"position": {"x": 0.1, "y": -0.2, "z": 0.9}, "position_error": None,
-            "position_spread_m": 0.01, "box": BOX, "box_error": None}
 STAMP = (12, 500_000_000)
 STAMP_NS = 12_500_000_000
-
-
-class FixedDepth:
-    def measure(self, frame, masks):
-        return [MeasuredMask(dict(MEASURED)) for _ in masks]
 
 
 class StampedTransforms:
@@ -59,7 +50,7 @@ def answer(masks=2) -> Result:
 def test_the_transform_at_the_colour_frames_stamp_is_used_once_per_answer():
     transforms = StampedTransforms({STAMP_NS: shifted(1.0), STAMP_NS + 10**9: shifted(5.0)})
     request = TargetFrameRequest("base_link", transforms, timeout_s=0.3)
-    measured = measure_answer(answer(), FixedDepth(), target_frame=request)
+    measured = measure_answer(answer(), CountingDepth(), target_frame=request)
     assert transforms.calls == [("base_link", "opt", STAMP_NS, 0.3)]  # once, at the stamp
     extra = measured.result.to_json()["masks"][0]
     assert extra["position"] == {"x": 0.1, "y": -0.2, "z": 0.9}  # camera frame kept
@@ -74,7 +65,7 @@ def test_the_transform_at_the_colour_frames_stamp_is_used_once_per_answer():
 
 def test_a_missing_transform_names_the_frames_and_leaves_no_target_frame_outputs():
     transforms = StampedTransforms({STAMP_NS + 10**9: shifted(5.0)})  # only a later one
-    measured = measure_answer(answer(), FixedDepth(),
+    measured = measure_answer(answer(), CountingDepth(),
                               target_frame=TargetFrameRequest("base_link", transforms))
     extra = measured.result.to_json()["masks"][1]
     assert extra["target"] is None
@@ -89,18 +80,18 @@ def test_a_failing_transform_source_or_no_frame_id_is_a_reason_never_a_crash():
         def lookup(self, *args):
             raise RuntimeError("tf exploded")
 
-    measured = measure_answer(answer(1), FixedDepth(),
+    measured = measure_answer(answer(1), CountingDepth(),
                               target_frame=TargetFrameRequest("base_link", Broken()))
     assert "tf exploded" in measured.result.to_json()["masks"][0]["target_error"]
     result = answer(1)
     result.frame = dataclasses.replace(result.frame, frame_id="")
-    measured = measure_answer(result, FixedDepth(),
+    measured = measure_answer(result, CountingDepth(),
                               target_frame=TargetFrameRequest("base_link", Broken()))
     assert "no frame_id" in measured.target_error
 
 
 def test_without_target_frame_the_outputs_stay_in_the_colour_frame():
-    measured = measure_answer(answer(1), FixedDepth())
+    measured = measure_answer(answer(1), CountingDepth())
     assert "target" not in measured.result.to_json()["masks"][0]
     assert measured.output_frame_id == "opt"
     assert measured.output_measurements[0].position == (0.1, -0.2, 0.9)
@@ -110,13 +101,13 @@ def test_a_follow_update_uses_the_transform_at_its_own_frames_stamp():
     later = Frame(image=np.zeros((4, 6, 3), np.uint8), stamp_sec=13, stamp_nanosec=500_000_000,
                   frame_id="opt")
     transforms = StampedTransforms({STAMP_NS: shifted(1.0), STAMP_NS + 10**9: shifted(5.0)})
-    visible = measure_visible_in(FixedDepth(), later, [np.ones((4, 6), bool), None],
+    visible = measure_visible_in(CountingDepth(), later, [np.ones((4, 6), bool), None],
                                  target_frame=TargetFrameRequest("base_link", transforms))
     assert visible.output_frame_id == "base_link"
     moved = visible.output_measurements
     assert moved[0].position == (5.1, -0.2, 0.9) and moved[1] is None
     transforms.by_stamp.clear()
-    missing = measure_visible_in(FixedDepth(), later, [np.ones((4, 6), bool)],
+    missing = measure_visible_in(CountingDepth(), later, [np.ones((4, 6), bool)],
                                  target_frame=TargetFrameRequest("base_link", transforms))
     assert missing.output_measurements is None and "base_link" in missing.target.reason
 
