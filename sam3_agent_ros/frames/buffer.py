@@ -226,12 +226,13 @@ class TfBuffer:
         if edge.static:
             return edge.transforms[0]
         stamps, oldest, newest = edge.stamps, edge.stamps[0], edge.stamps[-1]
-        link = f"{frame_text(parent)} -> {frame_text(child)}"
         if stamp_ns > newest + self.tolerance_ns:
+            link = f"{frame_text(parent)} -> {frame_text(child)}"
             self._fail("extrapolation_future", target, source, stamp_ns, chain,
                        f"the newest transform {link} is at {stamp_text(newest)}, "
                        f"{(stamp_ns - newest) / 1e6:.1f} ms before the lookup (no extrapolation)")
         if stamp_ns < oldest - self.tolerance_ns:
+            link = f"{frame_text(parent)} -> {frame_text(child)}"
             self._fail("extrapolation_past", target, source, stamp_ns, chain,
                        f"the oldest transform {link} kept is at {stamp_text(oldest)}, "
                        f"{(oldest - stamp_ns) / 1e6:.1f} ms after the lookup (the buffer keeps "

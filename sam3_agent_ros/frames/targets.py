@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from sam3_agent_ros.frames.transform import Transform
 
 POSITION_DECIMALS = 5  # as the camera-frame fields (geometry.measure)
@@ -28,8 +26,8 @@ def transform_position(position: dict[str, float] | None,
     """``{"x", "y", "z"}`` in the source frame -> the same point in the target frame."""
     if position is None:
         return None
-    moved = transform.apply_points(np.array([[position["x"], position["y"], position["z"]]]))[0]
-    return _named(moved, "xyz", POSITION_DECIMALS)
+    return _named(transform.apply_point((position["x"], position["y"], position["z"])), "xyz",
+                  POSITION_DECIMALS)
 
 
 def transform_box(box: dict[str, dict[str, float]] | None,

@@ -112,6 +112,10 @@ class Transform:
         affine = np.hstack([self._matrix, self.translation[:, None]])
         return cv2.transform(p.reshape(-1, 1, 3), affine).reshape(-1, 3)
 
+    def apply_point(self, point: tuple[float, float, float]) -> np.ndarray:
+        """One point (x, y, z) of the child frame -> the parent frame's (3,) float64."""
+        return self._matrix @ np.array(point, dtype=np.float64) + self.translation
+
     def apply_pose(self, position: object, orientation: object) -> tuple[np.ndarray, np.ndarray]:
         """A pose (position x, y, z; orientation quaternion x, y, z, w) in the child frame -> the
         same pose in the parent frame (position, unit quaternion x, y, z, w)."""

@@ -110,35 +110,33 @@ def fit_box(mask: np.ndarray, depth_m: np.ndarray, k: Intrinsics | Sequence[floa
 
 
 def fit_sampled_box(sampled: MaskDepth, intr: Intrinsics, min_valid_pixels: int) -> Boxed:
+    """``fit_box`` on a mask's sampled depth (``locate.sample_mask_depth``)."""
     depth = sampled.depth
     lo, hi = _cluster_around(depth[sampled.used], sampled.z, min_valid_pixels)
-    seed = sampled.used & (depth >= lo) & (depth <= hi)
-    seed_rays = strided(_rays(seed, sampled, intr), PLANE_POINTS)
-    seed_depths = strided(depth[seed], PLANE_POINTS)
-    plane = fit_plane(seed_rays * seed_depths[:, None], sampled.z, min_valid_pixels)
+    seed = _RayPixels.of(sampled.used & (depth >= lo) & (depth <= hi), sampled, intr,
+                         PLANE_POINTS)
+    plane = fit_plane(seed.points(), sampled.z, min_valid_pixels)
     if isinstance(plane, str):
         return Boxed(None, plane)
     origin, normal, band, noise = plane
 
     # Every valid pixel of the whole mask, by its signed distance from the plane.
-    everywhere = sampled.crop & sampled.valid
-    rays = _rays(everywhere, sampled, intr)
-    points = rays * depth[everywhere][:, None].astype(np.float64)
-    residuals = (points - origin) @ normal
-    on_plane = np.abs(residuals) <= band
-    face_rays = rays[on_plane]
-    facing = face_rays @ normal
-    face_rays = face_rays[np.abs(facing) > MIN_RAY_COSINE * np.linalg.norm(face_rays, axis=1)]
-    if len(face_rays) < min_valid_pixels:
+    every = _RayPixels.of(sampled.crop & sampled.valid, sampled, intr)
+    residuals = every.along(normal, origin)
+    face = every.subset(np.abs(residuals) <= band)
+    facing = face.dot(normal)
+    steep = np.abs(facing) > MIN_RAY_COSINE * face.ray_lengths()
+    face, facing = face.subset(steep), facing[steep]
+    if len(face) < min_valid_pixels:
         return Boxed(None, f"too few depth points on the object's dominant face "
-                           f"({len(face_rays)} < {min_valid_pixels})")
-    # Pixel rays meet the plane: the face's points without the depth noise.
-    face = face_rays * ((origin @ normal) / (face_rays @ normal))[:, None]
-
+                           f"({len(face)} < {min_valid_pixels})")
+    # Pixel rays meet the plane (the face's points without the depth noise), in the plane's
+    # own coordinates: a ray r meets it at r (o.n) / (r.n).
+    to_plane = (origin @ normal) / facing
     axis_u = _perpendicular(normal)
     axis_v = np.cross(normal, axis_u)
-    flat = np.stack([(face - origin) @ axis_u, (face - origin) @ axis_v], axis=1)
-    (dir_a, extent_a, mid_a), (dir_b, extent_b, mid_b) = _footprint(flat)
+    flat = [to_plane * face.dot(axis) - origin @ axis for axis in (axis_u, axis_v)]
+    (dir_a, extent_a, mid_a), (dir_b, extent_b, mid_b) = _footprint(flat, face.row_ends())
     in_plane = [dir_a[0] * axis_u + dir_a[1] * axis_v, dir_b[0] * axis_u + dir_b[1] * axis_v]
     pitch = _pixel_footprint(origin + mid_a * in_plane[0] + mid_b * in_plane[1], normal, intr)
     extents = [extent_a + pitch(in_plane[0]), extent_b + pitch(in_plane[1])]
@@ -151,9 +149,11 @@ def fit_sampled_box(sampled: MaskDepth, intr: Intrinsics, min_valid_pixels: int)
     slope = math.hypot(face_centre[0], face_centre[1]) / face_centre[2]
     slack = FOOTPRINT_SLACK_PIXELS * max(pitch(in_plane[0]), pitch(in_plane[1])) \
         + INLIER_BAND_SIGMAS * noise * slope
-    over = np.ones(len(points), bool)
+    over = np.ones(len(every), bool)
     for axis, extent, middle in ((in_plane[0], extent_a, mid_a), (in_plane[1], extent_b, mid_b)):
-        over &= np.abs((points - origin) @ axis - middle) <= extent / 2.0 + slack
+        offset = every.along(axis, origin)
+        offset -= middle
+        over &= np.abs(offset, out=offset) <= extent / 2.0 + slack
     near, far = _cluster_around(residuals[over].astype(np.float32), 0.0, 1,
                                 max(MIN_GAP_M, GAP_FRACTION * float(origin[2]),
                                     THICKNESS_GAP_SIGMAS * noise))
@@ -174,15 +174,62 @@ def fit_sampled_box(sampled: MaskDepth, intr: Intrinsics, min_valid_pixels: int)
     return Boxed(box, None, points=len(face))
 
 
-def _rays(selected: np.ndarray, sampled: MaskDepth, intr: Intrinsics) -> np.ndarray:
-    """(N, 3) float64 rays (x/z, y/z, 1) of the ``selected`` pixels of the crop, in the order
-    of ``depth[selected]``."""
-    ys, xs = np.nonzero(selected)
-    rays = np.empty((len(xs), 3))
-    rays[:, 0] = (xs + (sampled.x0 - intr.cx)) / intr.fx
-    rays[:, 1] = (ys + (sampled.y0 - intr.cy)) / intr.fy
-    rays[:, 2] = 1.0
-    return rays
+@dataclass(frozen=True)
+class _RayPixels:
+    """Pixels of a mask's crop as their rays (x/z, y/z, 1) and depths, one float64 vector per
+    component (never an (N, 3) array: at 1080p a mask has ~10^5-10^6 pixels, and the box fit
+    keeps its working set to a few vectors). ``rows``: each pixel's crop row, in raster order."""
+
+    x: np.ndarray
+    y: np.ndarray
+    z: np.ndarray
+    rows: np.ndarray
+
+    @staticmethod
+    def of(selected: np.ndarray, sampled: MaskDepth, intr: Intrinsics,
+           limit: int | None = None) -> _RayPixels:
+        """The ``selected`` pixels of the crop (at most ``limit``, evenly strided)."""
+        rows, cols = np.nonzero(selected)
+        if limit is not None:
+            rows, cols = strided(rows, limit), strided(cols, limit)
+        return _RayPixels((cols + (sampled.x0 - intr.cx)) / intr.fx,
+                          (rows + (sampled.y0 - intr.cy)) / intr.fy,
+                          sampled.depth[rows, cols].astype(np.float64), rows)
+
+    def __len__(self) -> int:
+        return len(self.z)
+
+    def subset(self, keep: np.ndarray) -> _RayPixels:
+        return _RayPixels(self.x[keep], self.y[keep], self.z[keep], self.rows[keep])
+
+    def dot(self, vector: np.ndarray) -> np.ndarray:
+        """Each ray's dot product with ``vector``."""
+        out = self.x * vector[0]
+        out += self.y * vector[1]
+        out += vector[2]
+        return out
+
+    def along(self, vector: np.ndarray, origin: np.ndarray) -> np.ndarray:
+        """Each point's (ray times depth) offset from ``origin`` along ``vector``."""
+        out = self.dot(vector)
+        out *= self.z
+        out -= origin @ vector
+        return out
+
+    def ray_lengths(self) -> np.ndarray:
+        return np.sqrt(self.x * self.x + self.y * self.y + 1.0)
+
+    def points(self) -> np.ndarray:
+        """(N, 3) points (ray times depth): for few pixels (the plane's seed)."""
+        return np.stack([self.x * self.z, self.y * self.z, self.z], axis=1)
+
+    def row_ends(self) -> np.ndarray:
+        """Indices of the first and last pixel of each row: every pixel of the convex hull is
+        among them (a hull vertex is extreme in its row)."""
+        if len(self.rows) == 0:
+            return np.zeros(0, np.int64)
+        change = np.flatnonzero(self.rows[1:] != self.rows[:-1])
+        return np.unique(np.concatenate(([0], change, change + 1, [len(self.rows) - 1])))
 
 
 def _cluster_around(values: np.ndarray, centre: float, min_count: int,
@@ -218,28 +265,34 @@ def _perpendicular(normal: np.ndarray) -> np.ndarray:
     raise AssertionError("unreachable: x and y cannot both be parallel to a unit normal")
 
 
-def _footprint(flat: np.ndarray):
-    """The two in-plane axes of 2D points: ((direction, extent, middle), ...) per axis.
+def _footprint(flat: Sequence[np.ndarray], hull_candidates: np.ndarray):
+    """The two in-plane axes of 2D points (``flat``: their two coordinates):
+    ((direction, extent, middle), ...) per axis. ``hull_candidates`` index points among which
+    are all the vertices of their convex hull: the rectangle and the extents depend on the hull
+    alone (the points are a homography of pixels: the pixels' hull maps onto theirs).
 
     The minimum-area rectangle bounds any shape tightly but its angle wanders on shapes whose
     rectangles all have nearly the same area (ellipses); the principal axes are exact there.
     The principal axes win unless the rectangle is clearly smaller (squares, rotated or not,
     and partly hidden objects)."""
-    rect = cv2.minAreaRect(flat.astype(np.float32))
+    first, second = flat
+    rim = np.stack([first[hull_candidates], second[hull_candidates]], axis=1)
+    rect = cv2.minAreaRect(rim.astype(np.float32))
     corners = cv2.boxPoints(rect).astype(np.float64)
     edge = corners[1] - corners[0]
     if np.linalg.norm(edge) == 0:
         edge = corners[2] - corners[1]
     candidates = [_normalised(edge)]
-    centred = flat - flat.mean(axis=0)
-    _, vectors = np.linalg.eigh(centred.T @ centred)
+    du, dv = first - first.mean(), second - second.mean()
+    scatter = np.array([[du @ du, du @ dv], [du @ dv, dv @ dv]])
+    _, vectors = np.linalg.eigh(scatter)
     candidates.append(vectors[:, 1])
     fits = []
     for direction in candidates:
         across = np.array([-direction[1], direction[0]])
         axes = []
         for axis in (direction, across):
-            along = flat @ axis
+            along = rim @ axis
             low, high = float(along.min()), float(along.max())
             axes.append((axis, high - low, 0.5 * (low + high)))
         fits.append(axes)

@@ -1,30 +1,54 @@
-"""The result JSON's 3D fields of one mask: its point and its box (ROS-free), and the pixels
-with valid depth they came from (the target's points are taken from those, not again)."""
+"""The result JSON's 3D fields of the masks: their points and boxes (ROS-free). The pixels with
+valid depth they come from are handed to a ``PixelSink`` between the masks' sampling and their
+box fits: the target's points are read from those, not again."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from sam3_agent_ros.geometry.box import fit_sampled_box
 from sam3_agent_ros.geometry.camera_model import Intrinsics, as_intrinsics
-from sam3_agent_ros.geometry.locate import MaskPixels, locate_sampled, sample_mask_depth
+from sam3_agent_ros.geometry.locate import (
+    MaskDepth,
+    MaskPixels,
+    locate_sampled,
+    sample_mask_depth,
+)
 
 POSITION_DECIMALS = 5  # 10 micrometres, in the result JSON
 
 
 @dataclass(frozen=True)
 class MeasuredMask:
-    """One mask's 3D step: ``fields``, the result JSON's 3D fields (``measure_mask``);
-    ``pixels``, the mask's pixels with valid depth that gave them (None when there were too
-    few), with ``intrinsics``, the colour camera's (``target_points.points_of`` reads them)."""
+    """One mask's 3D step: ``fields``, the result JSON's 3D fields (``measure_mask``). The
+    pixels they came from go to a ``PixelSink`` (``measure_masks``)."""
 
     fields: dict[str, Any]
-    pixels: MaskPixels | None = None
-    intrinsics: Intrinsics | None = None
+
+
+class PixelSink(Protocol):
+    """Takes the masks' pixels with valid depth (None: a mask without) once every mask of an
+    answer is sampled and before any box is fitted: the target's points are read from them
+    there, while the 3D step has them in the caches (``pipeline.measurement``)."""
+
+    def take(self, pixels: Sequence[MaskPixels | None], intrinsics: Intrinsics) -> None: ...
+
+
+def measure_masks(masks: Sequence[np.ndarray], depth_m: np.ndarray,
+                  k: Intrinsics | Sequence[float] | np.ndarray, cfg: Any,
+                  pixels_to: PixelSink | None = None) -> list[MeasuredMask]:
+    """Each mask's 3D fields (``measure_mask``), every mask sampled first: ``pixels_to`` (when
+    given) takes their pixels before the boxes are fitted."""
+    intr = as_intrinsics(k)
+    sampled = [sample_mask_depth(mask, depth_m, cfg.erode_px, cfg.min_m, cfg.max_m,
+                                 cfg.min_valid_pixels, cfg.statistic)[:2] for mask in masks]
+    if pixels_to is not None:
+        pixels_to.take([found for found, _ in sampled], intr)
+    return [_measured(found, reason, intr, cfg) for found, reason in sampled]
 
 
 def measure_mask(mask: np.ndarray, depth_m: np.ndarray,
@@ -33,16 +57,12 @@ def measure_mask(mask: np.ndarray, depth_m: np.ndarray,
     ``position_error``), ``position_spread_m``, ``box`` (or None and ``box_error``). ``cfg``
     holds the ``depth.*`` settings (``config.DepthConfig``): erode_px, min_m, max_m,
     min_valid_pixels, statistic. The node (``ros/depth.py``) and ``sam3-agent run --depth`` both
-    call it (``measure_mask_pixels``), so they give the same numbers for the same pixels."""
-    return measure_mask_pixels(mask, depth_m, k, cfg).fields
+    measure through ``measure_masks``, so they give the same numbers for the same pixels."""
+    return measure_masks([mask], depth_m, k, cfg)[0].fields
 
 
-def measure_mask_pixels(mask: np.ndarray, depth_m: np.ndarray,
-                        k: Intrinsics | Sequence[float] | np.ndarray, cfg: Any) -> MeasuredMask:
-    """``measure_mask``'s fields with the pixels they were measured from."""
-    intr = as_intrinsics(k)
-    sampled, reason, _ = sample_mask_depth(mask, depth_m, cfg.erode_px, cfg.min_m, cfg.max_m,
-                                           cfg.min_valid_pixels, cfg.statistic)
+def _measured(sampled: MaskDepth | None, reason: str | None, intr: Intrinsics,
+              cfg: Any) -> MeasuredMask:
     if sampled is None:
         return MeasuredMask({"position": None, "position_error": reason, "box": None,
                              "box_error": reason})
@@ -56,4 +76,4 @@ def measure_mask_pixels(mask: np.ndarray, depth_m: np.ndarray,
     boxed = fit_sampled_box(sampled, intr, cfg.min_valid_pixels)
     extras["box"] = boxed.box.to_json(POSITION_DECIMALS) if boxed.box is not None else None
     extras["box_error"] = boxed.error
-    return MeasuredMask(extras, sampled, intr)
+    return MeasuredMask(extras)

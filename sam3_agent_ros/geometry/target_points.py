@@ -5,15 +5,17 @@
 them) through the colour camera's intrinsics, keeps at most ``max_points`` of them (a regular
 pixel grid, then evenly along the list: deterministic, the same frame gives the same cloud,
 spread over the whole target), and moves them into another frame when given a transform
-(anything with a 4x4 ``matrix()``, e.g. ``frames.Transform``). ``target_points(masks, depth_m,
-k, rgb)`` does the same from masks and a depth image. ``write_ply`` saves them for
-``sam3-agent run --depth ... --out DIR`` (``DIR/points.ply``; binary little-endian or ASCII,
-``x y z`` float32 + ``red green blue`` uchar, which MeshLab, Open3D and CloudCompare read).
+(anything with a 4x4 ``matrix()``, e.g. ``frames.Transform``). It is two steps:
+``sample_grid`` reads the images (only on the sampling grid), ``GridSamples.place`` is
+arithmetic on what it read. ``target_points(masks, depth_m, k, rgb)`` does the same from masks
+and a depth image. ``write_ply`` saves them for ``sam3-agent run --depth ... --out DIR``
+(``DIR/points.ply``; binary little-endian or ASCII, ``x y z`` float32 + ``red green blue``
+uchar, which MeshLab, Open3D and CloudCompare read).
 
-Cost: an answer's cloud comes after its whole 3D step, with the images out of the caches. It
-reuses the 3D step's pixels (no second erosion or depth test), reads the depth and colour only
-on the sampling grid and keeps the points in PointCloud2's layout: at 1080p with two
-0.2 Mpx masks about 0.5 ms in a warm loop, 1-1.4 ms right after a 3D step (bench/tf_cloud.py).
+Cost: an answer samples its cloud inside its 3D step, after every mask's sampling and before
+the box fits, while the pixels are still in the caches (``geometry.measure.PixelSink``), and
+places it after the TF lookup. At 1080p with two 0.2 Mpx masks (16 405 points) about 0.4-0.5 ms
+to sample and 0.3-0.4 ms to place on the node's path (bench/tf_cloud.py).
 """
 
 from __future__ import annotations
@@ -82,10 +84,6 @@ class TargetPoints:
         return self._packed[:, 14:11:-1]  # bytes red, green, blue
 
 
-def _empty() -> TargetPoints:
-    return TargetPoints(bytearray())
-
-
 def evenly(total: int, limit: int) -> np.ndarray | None:
     """Indices of ``limit`` of ``total`` items spread evenly (None: keep all)."""
     if total <= limit:
@@ -116,99 +114,121 @@ class PixelSet(Protocol):
     def count(self) -> int: ...
 
 
-@dataclass
-class _Sampled:
-    """The valid grid points of the masks: pixel columns, rows, depths and colours (or None)."""
+def _grid_part(pixels: PixelSet, step: int, rgb: np.ndarray | None,
+               taken: list[tuple[int, int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """One set's grid points (multiples of ``step`` in the image among its used pixels, less
+    those of the ``taken`` sets before it, to which it adds its own): per point (u z, v z, z)
+    of its pixel (u, v), (n, 1, 3) float32, and its RGB, (n, 1, 3) uint8. Only the grid is
+    read from the depth and colour images."""
+    x0, y0 = pixels.x0, pixels.y0
+    gx, gy = -(-x0 // step), -(-y0 // step)  # the first grid column and row in the crop
+    sx, sy = gx * step - x0, gy * step - y0
+    ok = np.ascontiguousarray(pixels.used[sy::step, sx::step])
+    for ex, ey, earlier in taken:
+        ox0, oy0 = max(gx, ex), max(gy, ey)
+        ox1 = min(gx + ok.shape[1], ex + earlier.shape[1])
+        oy1 = min(gy + ok.shape[0], ey + earlier.shape[0])
+        if ox0 < ox1 and oy0 < oy1:
+            ok[oy0 - gy:oy1 - gy, ox0 - gx:ox1 - gx] &= \
+                ~earlier[oy0 - ey:oy1 - ey, ox0 - ex:ox1 - ex]
+    taken.append((gx, gy, ok))
+    cells = np.flatnonzero(ok).astype(np.int32)  # raster order
+    rows, cols = np.divmod(cells, np.int32(ok.shape[1]))  # in the grid
+    z = pixels.depth[sy::step, sx::step][ok]
+    scaled = np.empty((len(z), 1, 3), np.float32)
+    for axis, (cell, first) in enumerate(((cols, gx), (rows, gy))):  # u, v: the image pixel
+        pixel = cell.astype(np.float32)
+        pixel += first
+        pixel *= step
+        np.multiply(pixel, z, out=scaled[:, 0, axis])
+    scaled[:, 0, 2] = z
+    if rgb is None:
+        return scaled, np.full((len(z), 1, 3), 128, np.uint8)
+    pixels_flat = rgb.reshape(-1).view(np.dtype((np.void, 3)))  # a pixel per item: one gather
+    width = rgb.shape[1]
+    rows *= step * width
+    cols *= step
+    rows += cols
+    rows += gy * step * width + gx * step
+    return scaled, np.take(pixels_flat, rows).view(np.uint8).reshape(-1, 1, 3)
 
-    u: np.ndarray
-    v: np.ndarray
-    z: np.ndarray
-    rgb: np.ndarray | None
+
+# mixChannels' pairs: bytes 0-11 the point, 12-14 blue, green, red (the colours' bytes 2, 1, 0)
+_PACKING = [*(c for channel in range(12) for c in (channel, channel)), 12, 14, 13, 13, 14, 12]
+
+
+@dataclass(frozen=True)
+class GridSamples:
+    """What a cloud reads from the images (``sample_grid``): per point on the sampling grid
+    (pixel step ``step``) its (u z, v z, z), (n, 1, 3) float32, and its RGB, (n, 1, 3) uint8.
+    ``place`` makes them a ``TargetPoints``: one affine map and one packing of these two
+    arrays, so an answer samples while its 3D step has the pixels in the caches and places
+    once its transform is known. ``sets``: how many masks had pixels with valid depth."""
+
+    step: int
+    scaled: np.ndarray
+    colours: np.ndarray
+    sets: int
 
     def __len__(self) -> int:
-        return len(self.u)
+        return len(self.scaled)
+
+    def place(self, k: Intrinsics | Sequence[float] | np.ndarray,
+              transform: PointTransform | None = None) -> TargetPoints:
+        """The points back-projected with the colour intrinsics ``k`` and moved by
+        ``transform`` (None: the camera frame), in the layout above."""
+        total = len(self)
+        data = bytearray(POINT_STEP * total)  # zeroed: byte 15 of each colour stays 0
+        if total == 0:
+            return TargetPoints(data, self.step)
+        # Back-projection and the transform in one affine map: p = R K^-1 (u z, v z, z) + t.
+        intr = as_intrinsics(k)
+        to_rays = np.array([[1.0 / intr.fx, 0.0, -intr.cx / intr.fx],
+                            [0.0, 1.0 / intr.fy, -intr.cy / intr.fy], [0.0, 0.0, 1.0]])
+        moved = transform.matrix() if transform is not None else np.eye(4)
+        points = cv2.transform(self.scaled, np.hstack([moved[:3, :3] @ to_rays, moved[:3, 3:]]))
+        packed = np.frombuffer(data, np.uint8).reshape(total, 1, POINT_STEP)
+        cv2.mixChannels([points.view(np.uint8), self.colours], [packed], _PACKING)
+        return TargetPoints(data, self.step)
 
 
-def _on_grid(sets: Sequence[PixelSet], rgb: np.ndarray | None, step: int) -> _Sampled:
-    """The grid points (multiples of ``step`` in the image) among each set's used pixels; a
-    point of two sets counts once. Only the grid is read from the depth and colour images."""
-    us, vs, zs, colours = [], [], [], []
-    taken: list[tuple[int, int, np.ndarray]] = []  # per set: its first grid column, row, ok
-    pixels_flat = None  # a contiguous image's pixels as one item each: a cheap gather
-    if rgb is not None and rgb.ndim == 3 and rgb.dtype == np.uint8 and rgb.flags.c_contiguous:
-        pixels_flat = rgb.reshape(-1).view(np.dtype((np.void, rgb.shape[2])))
-    for pixels in sets:
-        x0, y0 = pixels.x0, pixels.y0
-        height, width = pixels.used.shape
-        gx, gy = -(-x0 // step), -(-y0 // step)  # the first grid column and row in the crop
-        sx, sy = gx * step - x0, gy * step - y0
-        ok = pixels.used[sy::step, sx::step]  # a view: copied only to drop another's points
-        for ex, ey, earlier in taken:
-            ox0, oy0 = max(gx, ex), max(gy, ey)
-            ox1 = min(gx + ok.shape[1], ex + earlier.shape[1])
-            oy1 = min(gy + ok.shape[0], ey + earlier.shape[0])
-            if ox0 < ox1 and oy0 < oy1:
-                ok = ok if ok.base is None else ok.copy()
-                ok[oy0 - gy:oy1 - gy, ox0 - gx:ox1 - gx] &= \
-                    ~earlier[oy0 - ey:oy1 - ey, ox0 - ex:ox1 - ex]
-        taken.append((gx, gy, ok))
-        rows, cols = np.nonzero(ok)
-        u, v = (cols + gx) * step, (rows + gy) * step
-        us.append(u)
-        vs.append(v)
-        zs.append(pixels.depth[sy::step, sx::step][ok])
-        if pixels_flat is not None and rgb is not None:
-            at = np.take(pixels_flat, v * rgb.shape[1] + u)
-            colours.append(at.view(np.uint8).reshape(-1, rgb.shape[2])[:, :3])
-        elif rgb is not None:
-            colours.append(rgb[gy * step:y0 + height:step, gx * step:x0 + width:step][ok][:, :3])
-
-    def joined(parts: list[np.ndarray]) -> np.ndarray:
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-    return _Sampled(joined(us), joined(vs), joined(zs), joined(colours) if colours else None)
+def sample_grid(pixels: Sequence[PixelSet | None], rgb: np.ndarray | None = None, *,
+                max_points: int = DEFAULT_MAX_POINTS) -> GridSamples:
+    """The union of the masks' pixels with valid depth (None: a mask without), subsampled:
+    a regular image grid (the same for every mask; a point of two masks counts once) whose
+    step keeps the valid pixels to about ``max_points``; then, if still more, evenly along the
+    list. ``rgb`` (H, W, 3) uint8 gives the colours (grey 128 without it)."""
+    if max_points < 1:
+        raise ValueError("max_points must be >= 1")
+    sets = [p for p in pixels if p is not None and p.count > 0]
+    if rgb is not None:
+        if rgb.ndim != 3 or rgb.shape[2] < 3 or rgb.dtype != np.uint8:
+            raise ValueError(f"rgb must be (H, W, 3) uint8, got {rgb.shape} {rgb.dtype}")
+        rgb = np.ascontiguousarray(rgb[:, :, :3])
+        for p in sets:
+            if p.y0 + p.used.shape[0] > rgb.shape[0] or p.x0 + p.used.shape[1] > rgb.shape[1]:
+                raise ValueError(f"rgb {rgb.shape[:2]} is smaller than the masks' pixels")
+    valid = sum(p.count for p in sets)  # a pixel of two masks twice: the step errs coarse
+    step = grid_step(valid, max_points)
+    taken: list[tuple[int, int, np.ndarray]] = []
+    parts = [_grid_part(p, step, rgb, taken) for p in sets]
+    if not parts:
+        return GridSamples(step, np.empty((0, 1, 3), np.float32), np.empty((0, 1, 3), np.uint8),
+                           0)
+    scaled = np.concatenate([part for part, _ in parts]) if len(parts) > 1 else parts[0][0]
+    colours = np.concatenate([part for _, part in parts]) if len(parts) > 1 else parts[0][1]
+    keep = evenly(len(scaled), max_points)
+    if keep is not None:  # the grid still holds too many: evenly along the list
+        scaled, colours = scaled[keep], colours[keep]
+    return GridSamples(step, scaled, colours, len(sets))
 
 
 def points_of(pixels: Sequence[PixelSet | None], k: Intrinsics | Sequence[float] | np.ndarray,
               rgb: np.ndarray | None = None, *, max_points: int = DEFAULT_MAX_POINTS,
               transform: PointTransform | None = None) -> TargetPoints:
     """The union of the masks' pixels with valid depth (None: a mask without) -> its points
-    (see module doc), back-projected with the colour intrinsics ``k``. ``rgb`` (H, W, 3) uint8
-    gives the colours (grey 128 without it). Subsampling: a regular image grid (the same for
-    every mask) whose step keeps the valid pixels to about ``max_points``; then, if still
-    more, evenly along the list."""
-    if max_points < 1:
-        raise ValueError("max_points must be >= 1")
-    sets = [p for p in pixels if p is not None and p.count > 0]
-    if rgb is not None:
-        for p in sets:
-            if p.y0 + p.used.shape[0] > rgb.shape[0] or p.x0 + p.used.shape[1] > rgb.shape[1]:
-                raise ValueError(f"rgb {rgb.shape[:2]} is smaller than the masks' pixels")
-    valid = sum(p.count for p in sets)  # a pixel of two masks twice: the step errs coarse
-    if valid == 0:
-        return _empty()
-    intr = as_intrinsics(k)
-    step = grid_step(valid, max_points)
-    sampled = _on_grid(sets, rgb, step)
-    keep = evenly(len(sampled), max_points)
-    u, v, zs, colours = sampled.u, sampled.v, sampled.z, sampled.rgb
-    if keep is not None:
-        u, v, zs = u[keep], v[keep], zs[keep]
-        colours = colours[keep] if colours is not None else None
-    # Back-projection and the transform in one affine map of (u z, v z, z):
-    # p = R K^-1 (u z, v z, z) + t.
-    scaled = np.empty((len(u), 3), np.float32)
-    np.multiply(u, zs, out=scaled[:, 0], casting="unsafe")
-    np.multiply(v, zs, out=scaled[:, 1], casting="unsafe")
-    scaled[:, 2] = zs
-    to_rays = np.array([[1.0 / intr.fx, 0.0, -intr.cx / intr.fx],
-                        [0.0, 1.0 / intr.fy, -intr.cy / intr.fy], [0.0, 0.0, 1.0]])
-    moved = transform.matrix() if transform is not None else np.eye(4)
-    affine = np.hstack([moved[:3, :3] @ to_rays, moved[:3, 3:4]])
-    points = cv2.transform(scaled.reshape(-1, 1, 3), affine).reshape(-1, 3)
-    if colours is None:
-        colours = np.full((len(u), 3), 128, np.uint8)
-    return TargetPoints(pack_points(points, colours), step)
+    (see module doc): ``sample_grid`` then ``GridSamples.place``."""
+    return sample_grid(pixels, rgb, max_points=max_points).place(k, transform)
 
 
 def target_points(masks: Sequence[np.ndarray], depth_m: np.ndarray,

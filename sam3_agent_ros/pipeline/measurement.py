@@ -1,7 +1,8 @@
 """The 3D step of an answer: each mask's ``Measurement``, computed before anything is built.
 
-A depth source is any object with ``measure(frame, masks) -> [geometry.measure.MeasuredMask]``
-(the result JSON's 3D fields and the pixels they came from; the node's
+A depth source is any object with ``measure(frame, masks, pixels_to=None) ->
+[geometry.measure.MeasuredMask]`` (the result JSON's 3D fields; the pixels they come from go to
+``pixels_to`` between the masks' sampling and their box fits; the node's
 ``ros/depth.DepthTargets``, or ``StillDepth`` for one depth image: ``sam3-agent run --depth``).
 ``locate`` never raises: a failure becomes the same reason on every mask. ``measure_answer``
 fills ``result.mask_extras`` (so the result JSON) and returns the typed ``Answer`` every output
@@ -9,7 +10,8 @@ reads: a per-answer value a new output needs is computed here too. With ``target
 (a ``TargetFrameRequest``), the transform at the colour frame's stamp is looked up once per answer
 (``pipeline.target_frame``), each mask's JSON gains ``target`` / ``target_error`` (CONTRACTS §9)
 and the ``Answer`` carries it; asked for the target's points (``cloud_max_points``), the cloud
-too, in the output frame.
+too, in the output frame: sampled by a ``CloudSampler`` inside the 3D step, while the pixels
+are in the caches, placed once the transform is known.
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ from sam3_agent_ros.config import DepthConfig
 from sam3_agent_ros.core.ports import HasMask, Logger
 from sam3_agent_ros.core.types import Frame, QueryStatus, Result
 from sam3_agent_ros.geometry.camera_model import Intrinsics
-from sam3_agent_ros.geometry.measure import MeasuredMask, measure_mask_pixels
+from sam3_agent_ros.geometry.measure import MeasuredMask, PixelSink, measure_masks
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.geometry.target_points import TargetPoints
 from sam3_agent_ros.pipeline.target_frame import (
+    CloudSampler,
     TargetFrame,
     TargetFrameRequest,
     cloud_of,
@@ -39,7 +42,8 @@ from sam3_agent_ros.pipeline.target_frame import (
 
 
 class DepthSource(Protocol):
-    def measure(self, frame: Frame, masks: list[HasMask]) -> list[MeasuredMask]: ...
+    def measure(self, frame: Frame, masks: list[HasMask],
+                pixels_to: PixelSink | None = None) -> list[MeasuredMask]: ...
 
 
 @dataclass
@@ -97,18 +101,20 @@ class StillDepth:
     reason: str | None
     cfg: DepthConfig
 
-    def measure(self, frame: Frame, masks: list[HasMask]) -> list[MeasuredMask]:
+    def measure(self, frame: Frame, masks: list[HasMask],
+                pixels_to: PixelSink | None = None) -> list[MeasuredMask]:
         if self.reason is not None:
             return [MeasuredMask(Measurement.missing(self.reason).to_json()) for _ in masks]
-        return [measure_mask_pixels(mask.mask, self.depth_m, self.intrinsics, self.cfg)
-                for mask in masks]
+        return measure_masks([mask.mask for mask in masks], self.depth_m, self.intrinsics,
+                             self.cfg, pixels_to)
 
 
 def measured(depth: DepthSource, frame: Frame, masks: Sequence[HasMask],
-             logger: Logger | None = None) -> list[MeasuredMask]:
+             logger: Logger | None = None,
+             pixels_to: PixelSink | None = None) -> list[MeasuredMask]:
     """``depth.measure``; never raises: a failure becomes a ``position_error`` for every mask."""
     try:
-        return depth.measure(frame, list(masks))
+        return depth.measure(frame, list(masks), pixels_to)
     except Exception as exc:  # noqa: BLE001 (the 3D step must never break an answer)
         if logger is not None:
             logger.warning(f"depth: locating the masks failed: {exc}")
@@ -141,7 +147,9 @@ def measure_answer(result: Result, depth: DepthSource | None, logger: Logger | N
         return Answer(result)
     frame = result.frame
     assert frame is not None
-    found = measured(depth, frame, result.masks, logger)
+    sampler = (CloudSampler(frame.image, cloud_max_points)
+               if cloud_max_points is not None and result.masks else None)
+    found = measured(depth, frame, result.masks, logger, sampler)
     measurements = [Measurement.from_json(m.fields) for m in found]
     extras = [measurement.to_json() for measurement in measurements]
     target = lookup_target(target_frame, frame) if target_frame is not None else None
@@ -154,12 +162,15 @@ def measure_answer(result: Result, depth: DepthSource | None, logger: Logger | N
             moved = [moved_measurement(m, target, added) for m, added in zip(measurements, fields)]
     result.mask_extras = extras
     points = None
-    if cloud_max_points is not None and result.masks:
+    # The cloud is the measured masks' pixels: none when no mask has a position (none had
+    # pixels, or the 3D step failed after handing them over).
+    if sampler is not None and any(m.position is not None for m in measurements):
         try:
-            points = cloud_of(found, frame.image, cloud_max_points, target)
+            points = cloud_of(sampler, target)
         except Exception as exc:  # noqa: BLE001 (the cloud must never break an answer)
-            if logger is not None:
-                logger.warning(f"depth: the target's points failed: {exc}")
+            sampler.error = f"{type(exc).__name__}: {exc}"
+        if sampler.error and logger is not None:
+            logger.warning(f"depth: the target's points failed: {sampler.error}")
     return Answer(result, measurements, target, points, moved)
 
 

@@ -9,8 +9,8 @@ on a moving arm is taken where it was when the image was captured. When it fails
 ``TargetFrame`` carries the reason (the frames, the newest stamp seen, the known frames) and the
 builders publish no pose in ``target_frame`` for that answer: never a silent wrong pose.
 
-The target's cloud is taken from the pixels the 3D step measured the masks from
-(``geometry.measure.MeasuredMask``), moved with the same transform.
+The target's cloud is read from the pixels the 3D step measures the masks from, handed over
+between its sampling and its box fits (``CloudSampler``), and moved with the same transform.
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ from sam3_agent_ros.core.types import Frame, stamp_ns
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.frames import Transform
 from sam3_agent_ros.frames.targets import target_entry
-from sam3_agent_ros.geometry.measure import MeasuredMask
+from sam3_agent_ros.geometry.camera_model import Intrinsics
+from sam3_agent_ros.geometry.locate import MaskPixels
 from sam3_agent_ros.geometry.measurement import Measurement
-from sam3_agent_ros.geometry.target_points import TargetPoints, points_of
+from sam3_agent_ros.geometry.target_points import GridSamples, TargetPoints, sample_grid
 
 FRAME_CHARS = 120  # a frame name in a reason (outside text: escaped and clipped)
 
@@ -69,7 +70,7 @@ def _stamp_text(ns: int) -> str:
 
 
 def _unpack(found: Any) -> tuple[Transform | None, str]:
-    if hasattr(found, "transform"):
+    if not isinstance(found, tuple) and hasattr(found, "transform"):
         return found.transform, str(getattr(found, "reason", "") or "")
     transform, reason = found
     return transform, str(reason or "")
@@ -133,14 +134,33 @@ def moved_measurements(measurements: Sequence[Measurement | None], target: Targe
     return [moved_measurement(m, target) if m is not None else None for m in measurements]
 
 
-def cloud_of(measured: Sequence[MeasuredMask], rgb: np.ndarray | None, max_points: int,
-             target: TargetFrame | None) -> TargetPoints | None:
-    """The masks' valid depth points (at most ``max_points``) in the output frame, from the
-    pixels their 3D step used; None when no mask had any or the transform is missing."""
+class CloudSampler:
+    """A ``geometry.measure.PixelSink``: the target's points read from the masks' pixels when
+    the 3D step hands them over (``target_points.sample_grid``), placed in the output frame by
+    ``cloud_of`` once the transform is known. Never raises into the 3D step: a failure is kept
+    in ``error``."""
+
+    def __init__(self, rgb: np.ndarray | None, max_points: int) -> None:
+        self.rgb = rgb
+        self.max_points = max_points
+        self.samples: GridSamples | None = None
+        self.intrinsics: Intrinsics | None = None
+        self.error = ""
+
+    def take(self, pixels: Sequence[MaskPixels | None], intrinsics: Intrinsics) -> None:
+        try:
+            self.samples = sample_grid(pixels, self.rgb, max_points=self.max_points)
+            self.intrinsics = intrinsics
+        except Exception as exc:  # noqa: BLE001 (the cloud must never break an answer)
+            self.error = f"{type(exc).__name__}: {exc}"
+
+
+def cloud_of(sampler: CloudSampler, target: TargetFrame | None) -> TargetPoints | None:
+    """The sampled points in the output frame; None when no mask had pixels with valid depth
+    or the transform is missing."""
+    samples, intrinsics = sampler.samples, sampler.intrinsics
+    if samples is None or intrinsics is None or samples.sets == 0:
+        return None
     if target is not None and target.transform is None:
         return None
-    intrinsics = next((m.intrinsics for m in measured if m.pixels is not None), None)
-    if intrinsics is None:
-        return None
-    return points_of([m.pixels for m in measured], intrinsics, rgb, max_points=max_points,
-                     transform=target.transform if target is not None else None)
+    return samples.place(intrinsics, target.transform if target is not None else None)

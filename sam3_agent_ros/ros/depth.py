@@ -31,7 +31,7 @@ from sam3_agent_ros.geometry.camera_model import (
     image_intrinsics,
 )
 from sam3_agent_ros.geometry.depth_image import depth_for_colour, depth_from_buffer
-from sam3_agent_ros.geometry.measure import MeasuredMask, measure_mask_pixels
+from sam3_agent_ros.geometry.measure import MeasuredMask, PixelSink, measure_masks
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS, pixel_cap_problem
 from sam3_agent_ros.ros.conversions import frame_stamp_ns
@@ -92,25 +92,34 @@ class DepthTargets:
             self._calibrations.add(stamp, model)
 
     # --- queries (worker thread) ----------------------------------------------------------------
-    def measure(self, frame: Any, masks: list[Any]) -> list[MeasuredMask]:
+    def measure(self, frame: Any, masks: list[Any],
+                pixels_to: PixelSink | None = None) -> list[MeasuredMask]:
         """Per mask its ``fields``, ``{"position": {"x", "y", "z"} | None, "position_error":
         None | reason, "box": {"center", "size", "orientation"} | None, "box_error": None |
-        reason}`` (``"position_spread_m"`` with a position), and the pixels with valid depth
-        they came from: ``measure_mask_pixels`` (geometry). Never raises."""
+        reason}`` (``"position_spread_m"`` with a position): ``measure_masks`` (geometry;
+        ``pixels_to`` takes the pixels with valid depth they come from, before the boxes are
+        fitted). Never raises."""
         if not masks:
             return []
         try:
-            return self._measure_all(frame, masks)
+            return self._measure_all(frame, masks, pixels_to)
         except Exception as exc:  # noqa: BLE001 (the 3D step must never break a query)
             reason = f"3D step failed: {type(exc).__name__}: {exc}"
             self._warn_once("internal", reason)
             return [_no_position(reason) for _ in masks]
 
-    def _measure_all(self, frame: Any, masks: list[Any]) -> list[MeasuredMask]:
+    def _measure_all(self, frame: Any, masks: list[Any],
+                     pixels_to: PixelSink | None) -> list[MeasuredMask]:
         depth_m, intrinsics, reason = self._prepared(frame)
         if reason:
             return [_no_position(reason) for _ in masks]
-        return [self._measure(mask, frame, depth_m, intrinsics) for mask in masks]
+        shape = (frame.height, frame.width)
+        fitting = [k for k, mask in enumerate(masks) if mask.mask.shape == shape]
+        found = dict(zip(fitting, measure_masks([masks[k].mask for k in fitting], depth_m,
+                                                intrinsics, self._cfg, pixels_to)))
+        return [found[k] if k in found else _no_position(
+                    f"mask shape {mask.mask.shape} differs from the frame {shape}")
+                for k, mask in enumerate(masks)]
 
     def _prepared(self, frame: Any) -> tuple[Any, Any, str | None]:
         """``_prepare`` of the depth frame nearest the colour frame, reused for the same colour
@@ -189,13 +198,6 @@ class DepthTargets:
             self._warn_once("depth:aspect", reason)
             return None, None, reason
         return depth_m, intrinsics, None
-
-    def _measure(self, mask: Any, frame: Any, depth_m, intrinsics) -> MeasuredMask:
-        array = mask.mask
-        if array.shape != (frame.height, frame.width):
-            return _no_position(f"mask shape {array.shape} differs from the frame "
-                                f"({frame.height}, {frame.width})")
-        return measure_mask_pixels(array, depth_m, intrinsics, self._cfg)
 
     def destroy(self) -> None:
         """Drop the subscriptions, publishers and buffered messages; never raises."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import cv2
 import numpy as np
 import pytest
 
@@ -184,3 +185,37 @@ def test_masks_without_a_surface_give_reasons():
     assert "no valid depth" in fit_box(masks["left"], holes, CENTRED).error
     with pytest.raises(ValueError, match="statistic"):
         fit_box(masks["left"], depth, CENTRED, statistic="mean")
+
+
+def test_the_footprint_from_each_rows_end_pixels_is_the_footprint_of_all_pixels():
+    """The rectangle and the extents come from the face's convex hull alone, and the hull's
+    pixels are among each row's first and last (box._RayPixels.row_ends): seen through a
+    tilted plane (a homography), rotated rectangles, ellipses and a ragged blob give the same
+    footprint from those as from every pixel."""
+    from sam3_agent_ros.geometry.box import _footprint, _RayPixels
+    from sam3_agent_ros.geometry.locate import sample_mask_depth
+
+    rng = np.random.default_rng(4)
+    height, width = 240, 320
+    v, u = np.mgrid[0:height, 0:width]
+    depth = (1.0 + 0.001 * (u - width / 2) + 0.0005 * (v - height / 2)).astype(np.float32)
+    shapes = []
+    for angle in (0.0, 0.3, 1.1):
+        rect = np.zeros((height, width), np.uint8)
+        corners = cv2.boxPoints(((160.0, 120.0), (150.0, 60.0), np.degrees(angle)))
+        cv2.fillPoly(rect, [corners.astype(np.int32)], 1)
+        shapes.append(rect.astype(bool))
+    shapes.append(((u - 150) / 90.0) ** 2 + ((v - 110) / 40.0) ** 2 <= 1.0)
+    shapes.append(shapes[-1] & (rng.random((height, width)) < 0.7))
+    axis_u, axis_v = np.array([1.0, 0.0, 0.1]), np.array([0.0, 1.0, 0.05])
+    for mask in shapes:
+        sampled = sample_mask_depth(mask, depth, 0, 0.1, 10.0, 20, "median")[0]
+        pixels = _RayPixels.of(sampled.crop & sampled.valid, sampled, CENTRED)
+        flat = [pixels.dot(axis_u) / pixels.dot(np.array([0.0, 0.2, 1.0])),
+                pixels.dot(axis_v) / pixels.dot(np.array([0.0, 0.2, 1.0]))]
+        everything = _footprint(flat, np.arange(len(pixels)))
+        rims = _footprint(flat, pixels.row_ends())
+        assert len(pixels.row_ends()) < len(pixels) / 10
+        for (d1, e1, m1), (d2, e2, m2) in zip(everything, rims, strict=True):
+            np.testing.assert_allclose(d1, d2, atol=1e-9)
+            assert e1 == pytest.approx(e2, abs=1e-9) and m1 == pytest.approx(m2, abs=1e-9)

@@ -39,3 +39,34 @@ def test_a_box_is_still_given_when_no_plane_holds_enough_points():
     extras = measure_mask(line, depth, CENTRED, Config.from_params({"depth.erode_px": 0}).depth)
     assert extras["position"] is not None and extras["box"] is None
     assert "do not span a surface" in extras["box_error"]
+
+
+def test_measure_masks_hands_every_masks_pixels_over_before_any_box_is_fitted(frames,
+                                                                             monkeypatch):
+    """The target's points are read between the masks' sampling and their box fits (while the
+    pixels are in the caches): the sink sees every mask's pixels, the fields are measure_mask's."""
+    from sam3_agent_ros.geometry import measure
+
+    frame = frames["tabletop"]
+    cfg = Config().depth
+    names = ["red_box", "blue_box"]
+    journal = []
+    fit = measure.fit_sampled_box
+    monkeypatch.setattr(measure, "fit_sampled_box",
+                        lambda *args: (journal.append("fit"), fit(*args))[1])
+
+    class Sink:
+        def take(self, pixels, intrinsics):
+            journal.append(("take", [p.count if p is not None else None for p in pixels]))
+            self.intrinsics = intrinsics
+
+    sink = Sink()
+    masks = [frame.masks[name] for name in names] + [np.zeros((480, 640), bool)]
+    found = measure.measure_masks(masks, frame.depth_m, frame.intrinsics.K, cfg, sink)
+    (take, counts), *fits = journal
+    assert take == "take" and fits == ["fit", "fit"]
+    assert counts[0] > 0 and counts[1] > 0 and counts[2] is None  # the empty mask: none
+    assert sink.intrinsics.fx == frame.intrinsics.K[0][0]
+    monkeypatch.setattr(measure, "fit_sampled_box", fit)
+    assert [m.fields for m in found] == [measure_mask(mask, frame.depth_m, frame.intrinsics.K,
+                                                      cfg) for mask in masks]

@@ -18,7 +18,7 @@ class CountingDepth:
         self.extras = MEASURED if extras is None else extras
         self.fail, self.calls = fail, 0
 
-    def measure(self, frame, masks):
+    def measure(self, frame, masks, pixels_to=None):
         self.calls += 1
         if self.fail:
             raise RuntimeError("depth exploded")

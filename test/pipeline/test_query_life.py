@@ -97,7 +97,7 @@ class FakeDepth:
     def __init__(self, journal):
         self.journal = journal
 
-    def measure(self, frame, masks):
+    def measure(self, frame, masks, pixels_to=None):
         self.journal.note("measure")
         return [MeasuredMask(dict(POSITION)) for _ in masks]
 

@@ -126,3 +126,41 @@ def test_the_targets_points_are_computed_when_asked_bounded_and_moved():
     transforms.by_stamp.clear()
     assert measure_answer(answer(1), still, cloud_max_points=10,
                           target_frame=TargetFrameRequest("base_link", transforms)).points is None
+
+
+def test_a_cloud_that_cannot_be_made_is_logged_and_the_answer_still_comes_out():
+    depth_m = np.full((4, 6), 2.0, np.float32)
+    still = StillDepth(depth_m, (10.0, 10.0, 3.0, 2.0), None, DepthConfig(erode_px=0))
+    grey = answer(1)
+    grey.frame = dataclasses.replace(grey.frame, image=np.zeros((4, 6), np.uint8))  # not RGB
+
+    class Lines:
+        def __init__(self):
+            self.warnings = []
+
+        def warning(self, line):
+            self.warnings.append(line)
+
+        info = error = debug = warning
+
+    logger = Lines()
+    measured = measure_answer(grey, still, logger, cloud_max_points=10)
+    assert measured.points is None
+    assert measured.measurements[0].position is not None  # the 3D step went on
+    assert any("the target's points failed" in line and "rgb must be" in line
+               for line in logger.warnings)
+
+
+def test_no_cloud_when_the_3d_step_fails_after_handing_the_pixels_over():
+    depth_m = np.full((4, 6), 2.0, np.float32)
+    still = StillDepth(depth_m, (10.0, 10.0, 3.0, 2.0), None, DepthConfig(erode_px=0))
+
+    class FailsAfterSampling:
+        def measure(self, frame, masks, pixels_to=None):
+            still.measure(frame, masks, pixels_to)  # the sink has the pixels now
+            raise RuntimeError("box fit exploded")
+
+    measured = measure_answer(answer(1), FailsAfterSampling(), cloud_max_points=10)
+    assert "3D step failed" in measured.measurements[0].position_error
+    assert measured.points is None
+    assert measure_answer(answer(1), still, cloud_max_points=10).points is not None

@@ -259,26 +259,40 @@ def test_32fc1_half_resolution_best_effort_with_holes(rig, scene):
     extras = r.locate_when(colour_frame(scene), masks, has_position)
     for name, extra in zip(names, extras, strict=True):
         assert error_cm(extra["position"], scene.positions[name]) < 1.0, name
-    # Each mask comes with the pixels it was measured from (the target's points reuse them): in
-    # the colour image, with the colour intrinsics; the same frame is not converted again.
+    # The pixels each mask was measured from go to the sink (the target's points are read from
+    # them): in the colour image, with the colour intrinsics; the same frame is not converted
+    # again.
     frame = colour_frame(scene)
-    first, again = r.targets.measure(frame, masks), r.targets.measure(frame, masks)
-    for measured in first:
-        pixels = measured.pixels
+    first, again = PixelsKept(), PixelsKept()
+    r.targets.measure(frame, masks, first)
+    r.targets.measure(frame, masks, again)
+    assert first.intrinsics.fx == pytest.approx(scene.intrinsics.K[0][0])
+    assert len(first.pixels) == len(masks)
+    for pixels in first.pixels:
         assert pixels is not None and pixels.count > 0
-        assert measured.intrinsics.fx == pytest.approx(scene.intrinsics.K[0][0])
         height, width = pixels.used.shape
         assert pixels.y0 + height <= frame.height and pixels.x0 + width <= frame.width
         truth = scene.depth_m[pixels.y0:pixels.y0 + height, pixels.x0:pixels.x0 + width]
         assert np.median(np.abs(pixels.depth - truth)[pixels.used]) < 0.01
-    assert np.shares_memory(first[0].pixels.depth, again[0].pixels.depth)  # converted once
+    assert np.shares_memory(first.pixels[0].depth, again.pixels[0].depth)  # converted once
 
 
-def test_without_depth_no_mask_has_pixels(rig, scene):
+class PixelsKept:
+    """A pixel sink that keeps what it is given."""
+
+    pixels: list | None = None
+    intrinsics = None
+
+    def take(self, pixels, intrinsics):
+        self.pixels, self.intrinsics = list(pixels), intrinsics
+
+
+def test_without_depth_no_pixels_are_handed_over(rig, scene):
     r = rig()
     _, masks = scene_masks(scene)
-    measured = r.targets.measure(colour_frame(scene), masks)
-    assert measured and all(m.pixels is None and m.intrinsics is None for m in measured)
+    kept = PixelsKept()
+    measured = r.targets.measure(colour_frame(scene), masks, kept)
+    assert len(measured) == len(masks) and kept.pixels is None
 
 
 def test_camera_info_of_another_resolution_is_refused_not_scaled(rig, scene):

@@ -81,7 +81,7 @@ class FakeDepth:
         self.fail = fail
         self.calls: list[tuple] = []
 
-    def measure(self, frame, masks):
+    def measure(self, frame, masks, pixels_to=None):
         self.calls.append((frame, masks))
         if self.fail:
             raise RuntimeError("depth exploded")

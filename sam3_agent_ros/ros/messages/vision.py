@@ -138,12 +138,15 @@ def target_cloud(header: Any, cloud: TargetPoints) -> PointCloud2:
     return cloud_message(header, cloud.data, True)
 
 
+_CLOUD_FIELDS = tuple(PointField(name=name, offset=offset, datatype=PointField.FLOAT32, count=1)
+                      for name, offset in POINT_FIELDS)
+
+
 def cloud_message(header: Any, data: bytearray, dense: bool) -> PointCloud2:
     """A PointCloud2 of points already packed as ``target_points.POINT_FIELDS`` say."""
     count = len(data) // POINT_STEP
     msg = PointCloud2(header=header, height=1, width=count, is_bigendian=False,
                       point_step=POINT_STEP, row_step=POINT_STEP * count, is_dense=dense)
-    msg.fields = [PointField(name=name, offset=offset, datatype=PointField.FLOAT32, count=1)
-                  for name, offset in POINT_FIELDS]
+    msg.fields = list(_CLOUD_FIELDS)  # shared: messages are never changed once built
     msg.data = data  # a bytearray: the message copies it once
     return msg
