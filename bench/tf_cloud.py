@@ -225,7 +225,7 @@ def robot_frame_cost(repeat: int = 30) -> dict:
     pixels, intrinsics = kept.pixels, kept.intrinsics
     sampler = CloudSampler(rgb, MAX_POINTS)
     sampler.take(pixels, intrinsics)
-    measurements = [Measurement.from_json(m.fields) for m in found]
+    measurements = [Measurement.from_json(m) for m in found]
     target = lookup_target(request, frame)
     cloud = cloud_of(sampler, target)
     assert cloud is not None

@@ -12,11 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import cv2
 import numpy as np
 from transforms3d import quaternions
-
-SMALL_POINTS = 64  # fewer points go through numpy, more through cv2.transform
 
 
 def _wxyz(xyzw: np.ndarray) -> np.ndarray:
@@ -102,15 +99,12 @@ class Transform:
 
     def apply_points(self, points: np.ndarray) -> np.ndarray:
         """(N, 3) points of the child frame -> (N, 3) points of the parent frame, float32 for
-        float32 points (a cloud) and float64 otherwise. ``cv2.transform``: about ten times
-        numpy's ``p @ R.T + t`` for a 20000-point cloud (bench/tf_cloud.py)."""
+        float32 points and float64 otherwise. (The target's cloud is moved by its own affine
+        map: ``geometry.target_points.GridSamples.place``.)"""
         p = np.asarray(points)
         p = p if p.dtype in (np.float32, np.float64) else p.astype(np.float64)
-        p = np.ascontiguousarray(p.reshape(-1, 3))
-        if len(p) < SMALL_POINTS:  # a position, a box: numpy's few operations are cheaper
-            return (p @ self._matrix.T + self.translation).astype(p.dtype, copy=False)
-        affine = np.hstack([self._matrix, self.translation[:, None]])
-        return cv2.transform(p.reshape(-1, 1, 3), affine).reshape(-1, 3)
+        p = p.reshape(-1, 3)
+        return (p @ self._matrix.T + self.translation).astype(p.dtype, copy=False)
 
     def apply_point(self, point: tuple[float, float, float]) -> np.ndarray:
         """One point (x, y, z) of the child frame -> the parent frame's (3,) float64."""

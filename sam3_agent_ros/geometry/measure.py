@@ -5,7 +5,6 @@ box fits: the target's points are read from those, not again."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -22,14 +21,6 @@ from sam3_agent_ros.geometry.locate import (
 POSITION_DECIMALS = 5  # 10 micrometres, in the result JSON
 
 
-@dataclass(frozen=True)
-class MeasuredMask:
-    """One mask's 3D step: ``fields``, the result JSON's 3D fields (``measure_mask``). The
-    pixels they came from go to a ``PixelSink`` (``measure_masks``)."""
-
-    fields: dict[str, Any]
-
-
 class PixelSink(Protocol):
     """Takes the masks' pixels with valid depth (None: a mask without) once every mask of an
     answer is sampled and before any box is fitted: the target's points are read from them
@@ -40,7 +31,7 @@ class PixelSink(Protocol):
 
 def measure_masks(masks: Sequence[np.ndarray], depth_m: np.ndarray,
                   k: Intrinsics | Sequence[float] | np.ndarray, cfg: Any,
-                  pixels_to: PixelSink | None = None) -> list[MeasuredMask]:
+                  pixels_to: PixelSink | None = None) -> list[dict[str, Any]]:
     """Each mask's 3D fields (``measure_mask``), every mask sampled first: ``pixels_to`` (when
     given) takes their pixels before the boxes are fitted."""
     intr = as_intrinsics(k)
@@ -58,14 +49,13 @@ def measure_mask(mask: np.ndarray, depth_m: np.ndarray,
     holds the ``depth.*`` settings (``config.DepthConfig``): erode_px, min_m, max_m,
     min_valid_pixels, statistic. The node (``ros/depth.py``) and ``sam3-agent run --depth`` both
     measure through ``measure_masks``, so they give the same numbers for the same pixels."""
-    return measure_masks([mask], depth_m, k, cfg)[0].fields
+    return measure_masks([mask], depth_m, k, cfg)[0]
 
 
 def _measured(sampled: MaskDepth | None, reason: str | None, intr: Intrinsics,
-              cfg: Any) -> MeasuredMask:
+              cfg: Any) -> dict[str, Any]:
     if sampled is None:
-        return MeasuredMask({"position": None, "position_error": reason, "box": None,
-                             "box_error": reason})
+        return {"position": None, "position_error": reason, "box": None, "box_error": reason}
     located = locate_sampled(sampled, intr)
     if located.position is None or located.spread_m is None:  # a sampled mask has both
         raise AssertionError("locate_sampled gave no position")
@@ -76,4 +66,4 @@ def _measured(sampled: MaskDepth | None, reason: str | None, intr: Intrinsics,
     boxed = fit_sampled_box(sampled, intr, cfg.min_valid_pixels)
     extras["box"] = boxed.box.to_json(POSITION_DECIMALS) if boxed.box is not None else None
     extras["box_error"] = boxed.error
-    return MeasuredMask(extras)
+    return extras

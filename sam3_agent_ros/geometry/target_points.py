@@ -146,6 +146,8 @@ def _grid_part(pixels: PixelSet, step: int, rgb: np.ndarray | None,
         return scaled, np.full((len(z), 1, 3), 128, np.uint8)
     pixels_flat = rgb.reshape(-1).view(np.dtype((np.void, 3)))  # a pixel per item: one gather
     width = rgb.shape[1]
+    if rgb.shape[0] * width > np.iinfo(np.int32).max:  # the flat index needs 64 bits
+        rows, cols = rows.astype(np.int64), cols.astype(np.int64)
     rows *= step * width
     cols *= step
     rows += cols

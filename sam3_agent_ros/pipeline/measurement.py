@@ -1,8 +1,8 @@
 """The 3D step of an answer: each mask's ``Measurement``, computed before anything is built.
 
-A depth source is any object with ``measure(frame, masks, pixels_to=None) ->
-[geometry.measure.MeasuredMask]`` (the result JSON's 3D fields; the pixels they come from go to
-``pixels_to`` between the masks' sampling and their box fits; the node's
+A depth source is any object with ``measure(frame, masks, pixels_to=None) -> [the result JSON's
+3D fields]`` (``geometry.measure``; the pixels they come from go to ``pixels_to`` between the
+masks' sampling and their box fits; the node's
 ``ros/depth.DepthTargets``, or ``StillDepth`` for one depth image: ``sam3-agent run --depth``).
 ``locate`` never raises: a failure becomes the same reason on every mask. ``measure_answer``
 fills ``result.mask_extras`` (so the result JSON) and returns the typed ``Answer`` every output
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from sam3_agent_ros.config import DepthConfig
 from sam3_agent_ros.core.ports import HasMask, Logger
 from sam3_agent_ros.core.types import Frame, QueryStatus, Result
 from sam3_agent_ros.geometry.camera_model import Intrinsics
-from sam3_agent_ros.geometry.measure import MeasuredMask, PixelSink, measure_masks
+from sam3_agent_ros.geometry.measure import PixelSink, measure_masks
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.geometry.target_points import TargetPoints
 from sam3_agent_ros.pipeline.target_frame import (
@@ -43,7 +43,7 @@ from sam3_agent_ros.pipeline.target_frame import (
 
 class DepthSource(Protocol):
     def measure(self, frame: Frame, masks: list[HasMask],
-                pixels_to: PixelSink | None = None) -> list[MeasuredMask]: ...
+                pixels_to: PixelSink | None = None) -> list[dict[str, Any]]: ...
 
 
 @dataclass
@@ -102,16 +102,16 @@ class StillDepth:
     cfg: DepthConfig
 
     def measure(self, frame: Frame, masks: list[HasMask],
-                pixels_to: PixelSink | None = None) -> list[MeasuredMask]:
+                pixels_to: PixelSink | None = None) -> list[dict[str, Any]]:
         if self.reason is not None:
-            return [MeasuredMask(Measurement.missing(self.reason).to_json()) for _ in masks]
+            return [Measurement.missing(self.reason).to_json() for _ in masks]
         return measure_masks([mask.mask for mask in masks], self.depth_m, self.intrinsics,
                              self.cfg, pixels_to)
 
 
 def measured(depth: DepthSource, frame: Frame, masks: Sequence[HasMask],
              logger: Logger | None = None,
-             pixels_to: PixelSink | None = None) -> list[MeasuredMask]:
+             pixels_to: PixelSink | None = None) -> list[dict[str, Any]]:
     """``depth.measure``; never raises: a failure becomes a ``position_error`` for every mask."""
     try:
         return depth.measure(frame, list(masks), pixels_to)
@@ -119,13 +119,13 @@ def measured(depth: DepthSource, frame: Frame, masks: Sequence[HasMask],
         if logger is not None:
             logger.warning(f"depth: locating the masks failed: {exc}")
         reason = f"3D step failed: {type(exc).__name__}: {exc}"
-        return [MeasuredMask(Measurement.missing(reason).to_json()) for _ in masks]
+        return [Measurement.missing(reason).to_json() for _ in masks]
 
 
 def locate(depth: DepthSource, frame: Frame, masks: Sequence[HasMask],
            logger: Logger | None = None) -> list[Measurement]:
     """Per-mask measurements (``measured``'s fields, typed); never raises."""
-    return [Measurement.from_json(m.fields) for m in measured(depth, frame, masks, logger)]
+    return [Measurement.from_json(m) for m in measured(depth, frame, masks, logger)]
 
 
 def is_answered(result: Result) -> bool:
@@ -150,7 +150,7 @@ def measure_answer(result: Result, depth: DepthSource | None, logger: Logger | N
     sampler = (CloudSampler(frame.image, cloud_max_points)
                if cloud_max_points is not None and result.masks else None)
     found = measured(depth, frame, result.masks, logger, sampler)
-    measurements = [Measurement.from_json(m.fields) for m in found]
+    measurements = [Measurement.from_json(m) for m in found]
     extras = [measurement.to_json() for measurement in measurements]
     target = lookup_target(target_frame, frame) if target_frame is not None else None
     moved = None

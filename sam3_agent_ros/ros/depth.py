@@ -31,7 +31,7 @@ from sam3_agent_ros.geometry.camera_model import (
     image_intrinsics,
 )
 from sam3_agent_ros.geometry.depth_image import depth_for_colour, depth_from_buffer
-from sam3_agent_ros.geometry.measure import MeasuredMask, PixelSink, measure_masks
+from sam3_agent_ros.geometry.measure import PixelSink, measure_masks
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS, pixel_cap_problem
 from sam3_agent_ros.ros.conversions import frame_stamp_ns
@@ -54,8 +54,8 @@ def camera_model_of(msg: CameraInfo) -> CameraModel:
 
 
 class DepthTargets:
-    """Subscribes ``depth`` and ``camera_info``, measures masks (``measure``: their 3D fields
-    and the pixels those came from); holds the 3D topics while it lives."""
+    """Subscribes ``depth`` and ``camera_info``, measures masks (``measure``: their 3D fields;
+    the pixels they come from go to a pixel sink); holds the 3D topics while it lives."""
 
     def __init__(self, node: Any, cfg: DepthConfig, callback_group: Any = None,
                  max_pixels: int = DEFAULT_MAX_PIXELS, health: Any = None):
@@ -93,8 +93,8 @@ class DepthTargets:
 
     # --- queries (worker thread) ----------------------------------------------------------------
     def measure(self, frame: Any, masks: list[Any],
-                pixels_to: PixelSink | None = None) -> list[MeasuredMask]:
-        """Per mask its ``fields``, ``{"position": {"x", "y", "z"} | None, "position_error":
+                pixels_to: PixelSink | None = None) -> list[dict[str, Any]]:
+        """Per mask ``{"position": {"x", "y", "z"} | None, "position_error":
         None | reason, "box": {"center", "size", "orientation"} | None, "box_error": None |
         reason}`` (``"position_spread_m"`` with a position): ``measure_masks`` (geometry;
         ``pixels_to`` takes the pixels with valid depth they come from, before the boxes are
@@ -109,7 +109,7 @@ class DepthTargets:
             return [_no_position(reason) for _ in masks]
 
     def _measure_all(self, frame: Any, masks: list[Any],
-                     pixels_to: PixelSink | None) -> list[MeasuredMask]:
+                     pixels_to: PixelSink | None) -> list[dict[str, Any]]:
         depth_m, intrinsics, reason = self._prepared(frame)
         if reason:
             return [_no_position(reason) for _ in masks]
@@ -252,6 +252,6 @@ def start_depth(node: Any, cfg: DepthConfig, max_pixels: int,
         return None
 
 
-def _no_position(reason: str | None) -> MeasuredMask:
+def _no_position(reason: str | None) -> dict[str, Any]:
     """A mask without 3D: no position and no box, for the same reason."""
-    return MeasuredMask(Measurement.missing(reason).to_json())
+    return Measurement.missing(reason).to_json()

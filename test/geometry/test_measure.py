@@ -68,5 +68,5 @@ def test_measure_masks_hands_every_masks_pixels_over_before_any_box_is_fitted(fr
     assert counts[0] > 0 and counts[1] > 0 and counts[2] is None  # the empty mask: none
     assert sink.intrinsics.fx == frame.intrinsics.K[0][0]
     monkeypatch.setattr(measure, "fit_sampled_box", fit)
-    assert [m.fields for m in found] == [measure_mask(mask, frame.depth_m, frame.intrinsics.K,
+    assert found == [measure_mask(mask, frame.depth_m, frame.intrinsics.K,
                                                       cfg) for mask in masks]

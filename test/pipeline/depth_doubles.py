@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from sam3_agent_ros.geometry.measure import MeasuredMask
-
 BOX = {"center": {"x": 0.1, "y": -0.2, "z": 0.9}, "size": {"x": 0.2, "y": 0.1, "z": 0.05},
        "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}}
 MEASURED = {"position": {"x": 0.1, "y": -0.2, "z": 0.9}, "position_error": None,
@@ -22,4 +20,4 @@ class CountingDepth:
         self.calls += 1
         if self.fail:
             raise RuntimeError("depth exploded")
-        return [MeasuredMask(dict(self.extras)) for _ in masks]
+        return [dict(self.extras) for _ in masks]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from sam3_agent_ros.core.types import Frame, Mask, Query, QueryStatus, Result
-from sam3_agent_ros.geometry.measure import MeasuredMask
 from sam3_agent_ros.pipeline.query_life import QueryLife
 
 POSITION = {"position": {"x": 0.1, "y": 0.2, "z": 0.9}, "position_error": None,
@@ -99,7 +98,7 @@ class FakeDepth:
 
     def measure(self, frame, masks, pixels_to=None):
         self.journal.note("measure")
-        return [MeasuredMask(dict(POSITION)) for _ in masks]
+        return [dict(POSITION) for _ in masks]
 
 
 class Logger:

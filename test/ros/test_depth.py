@@ -137,7 +137,7 @@ class Rig:
         attempts = itertools.count()
 
         def attempt() -> bool:
-            extras[:] = [m.fields for m in self.targets.measure(frame, masks)]
+            extras[:] = self.targets.measure(frame, masks)
             if ready(extras):
                 return True
             if next(attempts) % 10 == 9:
@@ -201,7 +201,7 @@ def test_16uc1_locate_and_publish(rig, scene):
     r = rig()
     names, masks = scene_masks(scene)
     frame = colour_frame(scene)
-    assert "no camera_info" in r.targets.measure(frame, masks)[0].fields["position_error"]
+    assert "no camera_info" in r.targets.measure(frame, masks)[0]["position_error"]
     r.send_info(scene.intrinsics.K, 640, 480)  # best effort: sent again until it arrived
     r.locate_when(frame, masks, lambda extras: "no depth frame received on /depth_test"
                   in extras[0]["position_error"])
@@ -326,7 +326,7 @@ def test_nearest_stamp_is_used_and_far_stamps_are_refused(rig, scene):
     assert error_cm(extras[0]["position"], scene.positions[names[0]]) < 1.0
 
     late = colour_frame(scene, stamp=(sec + 5, nsec))
-    reason = r.targets.measure(late, masks)[0].fields["position_error"]
+    reason = r.targets.measure(late, masks)[0]["position_error"]
     assert reason.startswith("no depth frame within depth.max_stamp_diff_s=0.05 s")
     assert "(nearest is 4.000 s away)" in reason
 

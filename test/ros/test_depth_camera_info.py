@@ -75,7 +75,7 @@ def test_camera_info_is_matched_to_the_colour_frame_by_stamp(rig, scene):
     r.locate_when(later_frame, masks, lambda e: has_position(e) and error_cm(
         e[0]["position"], scene.positions[names[0]]) > 5.0)
     # The earlier frame is still measured with the K of its own stamp.
-    extras = [m.fields for m in r.targets.measure(frame, masks)]
+    extras = r.targets.measure(frame, masks)
     for name, extra in zip(names, extras, strict=True):
         assert error_cm(extra["position"], scene.positions[name]) < 1.0, name
 

@@ -20,7 +20,6 @@ from visualization_msgs.msg import Marker, MarkerArray
 from sam3_agent_ros import render
 from sam3_agent_ros.config import OverlayConfig
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
-from sam3_agent_ros.geometry.measure import MeasuredMask
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.pipeline.measurement import measure_answer, measure_visible
 from sam3_agent_ros.pipeline.query_life import ERROR_LOG_CHARS, result_line
@@ -86,7 +85,7 @@ class FakeDepth:
         if self.fail:
             raise RuntimeError("depth exploded")
         assert len(masks) == len(self.extras), "measure called with an unexpected mask count"
-        return [MeasuredMask(dict(e)) for e in self.extras]
+        return [dict(e) for e in self.extras]
 
 
 def two_masks(height=48, width=64):
