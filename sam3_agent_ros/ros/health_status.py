@@ -124,16 +124,16 @@ class HealthInputs:
 
 
 def statuses(inputs: HealthInputs) -> list[Status]:
-    """One status per area, in a fixed order (the camera model only with depth on)."""
+    """One status per area, in a fixed order (the camera model and 3D only with depth on)."""
     result = [frames_status(inputs.frames), llm_status(inputs.llm),
               segmenter_status(inputs.segmenter), queue_status(inputs.queue),
               follow_status(inputs.follow)]
     if inputs.camera_model is not None:
         result.append(camera_model_status(inputs.camera_model))
-    if inputs.target_frame is not None:
-        result.append(target_frame_status(inputs.target_frame))
     if inputs.answer_3d is not None:
         result.append(answer_3d_status(inputs.answer_3d))
+    if inputs.target_frame is not None:
+        result.append(target_frame_status(inputs.target_frame))
     return result
 
 
