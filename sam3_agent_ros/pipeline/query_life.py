@@ -30,6 +30,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import threading
+import weakref
 from collections.abc import Callable
 from typing import Protocol
 
@@ -43,6 +45,8 @@ from sam3_agent_ros.pipeline.target_frame import TargetFrame, TargetFrameRequest
 
 log = logging.getLogger(__name__)
 ERROR_LOG_CHARS = 500  # the most of a result's error that its log line repeats
+MAX_AWAITING_TRANSFORM = 32  # taken frames whose transform had not arrived yet, tried again
+TF_CACHE_NS = 10_000_000_000  # what a TF buffer keeps: beyond it a later try cannot succeed
 
 
 class OutputsPort(Protocol):
@@ -119,6 +123,8 @@ class QueryLife:
         self.cloud_max_points = 0
         self.on_target: Callable[[TargetFrame, str], None] | None = None
         self.on_answer: Callable[[Answer], None] | None = None  # sees every measured answer
+        self._awaiting_tf: list[weakref.ref[FrameWorld]] = []  # bound, transform not yet found
+        self._awaiting_lock = threading.Lock()
         self.accepting = False  # the node is active: its inputs are subscribed
         self.max_query_chars = 0  # node.max_query_chars while configured
         self._ids = itertools.count(1)
@@ -197,7 +203,34 @@ class QueryLife:
             world.depth = bind(int(stamp))
         if request is not None:
             bind_target(world, request, 0.0)
+            if world.target is None:  # its transform usually arrives just after the image
+                with self._awaiting_lock:
+                    self._awaiting_tf.append(weakref.ref(world))
+                    del self._awaiting_tf[:-MAX_AWAITING_TRANSFORM]
         return world
+
+    def settle_transforms(self, newest_stamp: int) -> None:
+        """A colour frame stamped ``newest_stamp`` (ns) arrived (executor): the frames taken
+        before their transform had arrived (a query waiting in the queue) look it up again,
+        without waiting, so that they have it whenever they run; those older than a TF buffer
+        keeps are given up (their answer says why). Cheap when none waits."""
+        request = self.target_frame
+        with self._awaiting_lock:
+            waiting, self._awaiting_tf = self._awaiting_tf, []
+        if not waiting:
+            return
+        still = []
+        for ref in waiting:
+            world = ref()
+            if world is None or world.target is not None or request is None:
+                continue
+            if newest_stamp - world.stamp_ns > TF_CACHE_NS:
+                continue
+            bind_target(world, request, 0.0)
+            if world.target is None:
+                still.append(ref)
+        with self._awaiting_lock:
+            self._awaiting_tf = (still + self._awaiting_tf)[-MAX_AWAITING_TRANSFORM:]
 
     # --- the worker's steps --------------------------------------------------------------------
     def answer(self, frame: Frame | None, query: Query, cancel: CancelToken,

@@ -268,6 +268,9 @@ class NodeParts:
         """A frame for every consumer (by reference); what is wrong with it from its header
         (cheap, nothing decoded), or None."""
         self.frames.put(msg)
+        if self.life.target_frame is not None:  # queued queries' transforms (CONTRACTS §11)
+            stamp = msg.header.stamp
+            self.life.settle_transforms(stamp_ns(stamp.sec, stamp.nanosec))
         if self.follow is not None:
             self.follow.offer(msg)
         if self.concepts is not None:

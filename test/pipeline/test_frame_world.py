@@ -178,3 +178,29 @@ def test_a_refinement_minutes_later_gets_the_kept_answers_world():
 
 def test_without_depth_or_target_frame_nothing_is_bound():
     assert _life(None, None).bind_world(5, "camera") is None
+
+
+def test_a_queued_query_gets_its_transform_as_later_frames_arrive():
+    """With query_policy queue a query may wait long before it runs: its frame's transform,
+    not yet in the buffer when it took the frame, is looked up again as frames arrive (without
+    waiting), so it has it even if it runs after the buffer forgot that stamp."""
+    tf = ForgetfulTf()
+    life = _life(None, TargetFrameRequest("base_link", tf, timeout_s=0.2))
+    taken = 20 * S
+    tf.newest_ns = taken - 5 * MS
+    world = life.bind_world(taken, "camera")
+    assert world is not None and world.target is None
+    life.settle_transforms(taken + 33 * MS)  # the next frame: still not there
+    assert world.target is None
+    tf.newest_ns = taken + 30 * MS
+    life.settle_transforms(taken + 66 * MS)
+    assert world.target is not None and world.target.transform.translation[0] == 20.0
+    tf.newest_ns = taken + 40 * S  # it runs 40 s later: the bound transform is still there
+    lookups = len(tf.calls)
+    frame = dataclasses.replace(_frame(taken), world=world)
+    answer = measure_answer(_result(frame), CountingDepth(), target_frame=life.target_frame)
+    assert answer.target is world.target and len(tf.calls) == lookups  # not looked up again
+    old = life.bind_world(taken, "camera")  # never found: given up past the buffer's 10 s
+    tf.newest_ns = 0
+    life.settle_transforms(taken + 11 * S)
+    assert old is not None and old.target is None and life._awaiting_tf == []
