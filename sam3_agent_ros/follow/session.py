@@ -45,6 +45,8 @@ frame (a real model answers in seconds), flow is not run across the gap: the seg
 re-detects the objects on the new frame (associated to the answer's masks) and an object it does
 not find is not shown; when none is found the update is ``lost`` at once (never the answer's old
 mask re-published as current). Without a segmenter or a text prompt nothing can find them: lost.
+``catch_up=True`` does so whatever the session clock says: the answer's frame is known to be older
+than its query (a refinement is answered on the frame of the answer it corrects).
 
 Not thread-safe: call from one worker thread.
 """
@@ -159,7 +161,8 @@ class FollowSession:
     text prompt); after that it never raises: problems end in ``stopped`` with ``error``."""
 
     def __init__(self, config: FollowConfig, segmenter, first_frame_rgb: np.ndarray,
-                 masks: list[np.ndarray], text_prompt: str | None, now_s: float):
+                 masks: list[np.ndarray], text_prompt: str | None, now_s: float,
+                 catch_up: bool = False):
         self._config = config
         if not _is_time(now_s):
             raise FollowError(f"now_s must be a finite number of seconds, got {now_s!r}")
@@ -188,6 +191,7 @@ class FollowSession:
         self._last_reground_s: float | None = None
         self._state = TRACKING
         self._started_s = float(now_s)  # the answer's frame
+        self._old_answer = bool(catch_up)  # the answer's frame is known to be old (a refinement)
         self._lost_now = False  # the catch-up frame found no object: lost at once
 
     @property
@@ -248,7 +252,8 @@ class FollowSession:
 
     def _track(self, frame_rgb: np.ndarray, now_s: float) -> str:
         """Move every track (and look-alike) onto the frame; the update's source."""
-        if self._since_redetect is None and now_s - self._started_s > MAX_FLOW_GAP_S:
+        if self._since_redetect is None and (
+                self._old_answer or now_s - self._started_s > MAX_FLOW_GAP_S):
             return self._catch_up(frame_rgb, now_s)
         if self._since_redetect is not None:
             self._since_redetect += 1

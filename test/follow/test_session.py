@@ -416,3 +416,14 @@ def test_a_slow_answer_without_a_segmenter_is_lost():
     fast = FollowSession(follow_config(mode="flow", lost_timeout_s=5.0), None,
                          _scene_with_box(ANSWER_BOX), [_answer_mask()], None, now_s=100.0)
     assert fast.update(_scene_with_box(ANSWER_BOX), 100.033).state == TRACKING
+
+
+def test_a_followed_refinement_catches_up_whatever_its_duration():
+    """A refinement is answered on the frame of the answer it corrects (minutes old, however
+    fast the refinement): told so (``catch_up``), the first update re-detects, never flows."""
+    segmenter = BoxSegmenter({"blue": [(*MOVED_BOX, 0.9)]})
+    session = FollowSession(follow_config(mode="flow", lost_timeout_s=5.0), segmenter,
+                            _scene_with_box(ANSWER_BOX), [_answer_mask()], "blue", now_s=100.0,
+                            catch_up=True)
+    update = session.update(_scene_with_box(MOVED_BOX), 100.04)
+    assert update.state == LOST and update.objects == []
