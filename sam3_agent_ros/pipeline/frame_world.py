@@ -184,14 +184,18 @@ def bind_target(world: FrameWorld, request: TargetFrameRequest, timeout_s: float
 
 def target_of(request: TargetFrameRequest, frame: Any) -> TargetFrame:
     """The transform of ``frame`` into ``request.frame_id``: the one bound to its world when
-    found (at the colour stamp, whatever the TF buffer still holds), else looked up now (and
-    bound when found: a refinement of this answer reuses it)."""
+    found (at the colour stamp, whatever the TF buffer still holds), else looked up now (without
+    waiting again when a lookup of this world already waited), and bound when found: a
+    refinement of this answer reuses it."""
     world = world_of(frame)
+    waited = False
     if world is not None:
         bound = world.target
         if bound is not None and bound.ok and bound.frame_id == request.frame_id:
             return bound
-    found = lookup_target(request, frame)
+        waited = bool(world.target_reason)  # the worker waited tf.timeout_s for it already
+    found = (lookup_target_at(request, frame.frame_id, world.stamp_ns, 0.0)
+             if world is not None and waited else lookup_target(request, frame))
     if world is not None and found.ok:
         world.target, world.target_reason = found, ""
     return found

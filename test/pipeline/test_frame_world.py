@@ -204,3 +204,17 @@ def test_a_queued_query_gets_its_transform_as_later_frames_arrive():
     tf.newest_ns = 0
     life.settle_transforms(taken + 11 * S)
     assert old is not None and old.target is None and life._awaiting_tf == []
+
+
+def test_a_missing_transform_is_waited_for_once_per_query():
+    """No transform at all: the worker waits tf.timeout_s for it before the agent runs; the
+    answer's measurement looks again without waiting a second time."""
+    tf = ForgetfulTf()
+    request = TargetFrameRequest("base_link", tf, timeout_s=0.2)
+    world = FrameWorld(30 * S, "camera")
+    bind_target(world, request, 0.2)  # what QueryLife.answer does
+    frame = dataclasses.replace(_frame(30 * S), world=world)
+    answer = measure_answer(_result(frame), CountingDepth(), target_frame=request)
+    assert answer.target is not None and not answer.target.ok
+    assert [timeout for _, timeout in tf.calls] == [0.2, 0.0]
+    assert answer.result.to_json()["masks"][0]["target"] is None
