@@ -189,6 +189,12 @@ PARAMETERS: tuple[Parameter, ...] = (
               choices=("median", "trimmed_mean", "min_cluster")),
     Parameter("depth.buffer_size", 30, "Depth frames kept (by reference) for stamp matching.",
               min=1, max=1000),
+    Parameter("depth.buffer_mib", 256,
+              "Most memory (MiB) the buffered depth frames hold together, checked as each one "
+              "arrives: the oldest go first, a frame larger than this alone is refused (said "
+              "once). A query binds its depth frame when it takes its colour frame, so a slow "
+              "answer keeps its 3D whatever this buffer holds by then.", min=1, max=1_048_576,
+              read_only=True),
     Parameter("depth.cloud_max_points", 20000,
               "Most points of ~/target/points (the selected masks' valid depth points, "
               "subsampled evenly) and of 'sam3-agent run --out' points.ply.",

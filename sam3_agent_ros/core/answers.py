@@ -7,7 +7,8 @@ expired, or a query that ended without an answer. ``AnswerRecord`` is the pixel-
 text the model is shown), also written into ``sam3-agent run --out`` (``answer_folder.py``).
 
 Memory: one kept answer holds its frame (at 1080p 6.2 MB; at the 40 M ``max_image_pixels`` cap
-120 MB) and its selected masks, bit-packed to their pixel boxes (``packed_mask.py``: at most an
+120 MB) with its world (the depth frame bound to it, ``Frame.world``: the same 3D minutes later),
+and its selected masks, bit-packed to their pixel boxes (``packed_mask.py``: at most an
 eighth of the frame's pixel count in bytes each). The store holds at most ``keep`` answers and at
 most ``max_bytes`` of frames and masks together (``refine.max_kept_mib``): the oldest expire
 first, and an answer larger than the whole budget is not kept (its id says so). Answers on one
@@ -159,6 +160,8 @@ def _same_frame(frame: Frame, kept: list[Frame]) -> Frame | None:
     for other in kept:
         if other.image is frame.image:
             return other
+        if other.world is None and frame.world is not None:
+            continue  # the new copy keeps its world (depth, camera model, transform)
         if ((other.stamp_sec, other.stamp_nanosec, other.frame_id) == (
                 frame.stamp_sec, frame.stamp_nanosec, frame.frame_id)
                 and other.image.shape == frame.image.shape
@@ -166,6 +169,11 @@ def _same_frame(frame: Frame, kept: list[Frame]) -> Frame | None:
                 and np.array_equal(other.image, frame.image)):
             return other
     return None
+
+
+def frame_bytes(frame: Frame) -> int:
+    """A kept frame's bytes: its pixels and what its world holds (its depth frame)."""
+    return int(frame.image.nbytes) + int(getattr(frame.world, "nbytes", 0) or 0)
 
 
 def _mib(count: int) -> str:
@@ -258,13 +266,13 @@ class AnswerStore:
         """(lock held) What keeping ``stored`` adds: its masks, and its frame unless kept."""
         image = stored.frame.image
         shared = id(image) in self._frames
-        return stored.mask_bytes + (0 if shared else int(image.nbytes))
+        return stored.mask_bytes + (0 if shared else frame_bytes(stored.frame))
 
     def _count(self, stored: _Stored, sign: int) -> None:
         """(lock held) Account ``stored`` being kept (+1) or let go (-1); its frame's bytes
         count while at least one kept answer holds that frame."""
         image = stored.frame.image
-        holders, size = self._frames.get(id(image), (0, int(image.nbytes)))
+        holders, size = self._frames.get(id(image), (0, frame_bytes(stored.frame)))
         if holders + sign > 0:
             self._frames[id(image)] = (holders + sign, size)
         else:

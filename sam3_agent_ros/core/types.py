@@ -16,12 +16,16 @@ from sam3_agent_ros.redact import redact_text
 
 @dataclass(frozen=True)
 class Frame:
-    """One colour frame: RGB (H, W, 3) uint8 plus the ROS header it came with."""
+    """One colour frame: RGB (H, W, 3) uint8 plus the ROS header it came with. ``world``: what
+    the pipeline bound to its stamp when a query took it (``pipeline.frame_world.FrameWorld``:
+    its depth frame, camera model and transform; opaque to the core, kept with the frame: an
+    answer kept for refinement counts its ``nbytes``)."""
 
     image: np.ndarray
     stamp_sec: int = 0
     stamp_nanosec: int = 0
     frame_id: str = ""
+    world: object | None = field(default=None, compare=False, repr=False)
 
     @property
     def width(self) -> int:

@@ -40,6 +40,14 @@ forgotten after ``lost_timeout_s`` without a detection: ``lookalikes.py``) and c
 association (``redetect.py``), so a same-coloured neighbour never takes over the identity of an
 object that vanished beside it; flow masks also lose the look-alikes' pixels.
 
+Catching up: when the first followed frame is more than ``MAX_FLOW_GAP_S`` newer than the answer's
+frame (a real model answers in seconds), flow is not run across the gap: the segmenter
+re-detects the objects on the new frame (associated to the answer's masks) and an object it does
+not find is not shown; when none is found the update is ``lost`` at once (never the answer's old
+mask re-published as current). Without a segmenter or a text prompt nothing can find them: lost.
+``catch_up=True`` does so whatever the session clock says: the answer's frame is known to be older
+than its query (a refinement is answered on the frame of the answer it corrects).
+
 Not thread-safe: call from one worker thread.
 """
 
@@ -70,6 +78,10 @@ from sam3_agent_ros.follow.types import (
 
 # A mask with fewer pixels counts as out of view (a sliver flow left at the image border).
 MIN_OBJECT_PIXELS = 16
+# Flow moves masks from one frame to the next; across a longer gap (the first followed frame
+# after a slow answer: the answer's frame is seconds old) it cannot bridge the motion, so the
+# objects are found again by re-detection alone, and an object not found is lost at once.
+MAX_FLOW_GAP_S = 0.5
 # Confidence kept by a flow mask that a re-detection did not confirm.
 UNCONFIRMED_FACTOR = 0.5
 
@@ -149,7 +161,8 @@ class FollowSession:
     text prompt); after that it never raises: problems end in ``stopped`` with ``error``."""
 
     def __init__(self, config: FollowConfig, segmenter, first_frame_rgb: np.ndarray,
-                 masks: list[np.ndarray], text_prompt: str | None, now_s: float):
+                 masks: list[np.ndarray], text_prompt: str | None, now_s: float,
+                 catch_up: bool = False):
         self._config = config
         if not _is_time(now_s):
             raise FollowError(f"now_s must be a finite number of seconds, got {now_s!r}")
@@ -177,6 +190,9 @@ class FollowSession:
         self._error: str | None = None
         self._last_reground_s: float | None = None
         self._state = TRACKING
+        self._started_s = float(now_s)  # the answer's frame
+        self._old_answer = bool(catch_up)  # the answer's frame is known to be old (a refinement)
+        self._lost_now = False  # the catch-up frame found no object: lost at once
 
     @property
     def state(self) -> str:
@@ -219,7 +235,8 @@ class FollowSession:
             return self.stop(f"follow stopped: {self._source} failed: "
                              f"{type(exc).__name__}: {exc}")
         self._source = source
-        state = self._state = self._state_at(now_s)
+        state = self._state = LOST if self._lost_now else self._state_at(now_s)
+        self._lost_now = False
         reground = False
         if state == LOST and self._config.reground_on_lost and (
                 self._last_reground_s is None
@@ -235,6 +252,9 @@ class FollowSession:
 
     def _track(self, frame_rgb: np.ndarray, now_s: float) -> str:
         """Move every track (and look-alike) onto the frame; the update's source."""
+        if self._since_redetect is None and (
+                self._old_answer or now_s - self._started_s > MAX_FLOW_GAP_S):
+            return self._catch_up(frame_rgb, now_s)
         if self._since_redetect is not None:
             self._since_redetect += 1
         if self._flow is None:  # redetect mode
@@ -255,6 +275,30 @@ class FollowSession:
         for track in self._tracks:
             self._show_flow(track, now_s)
         return SOURCE_FLOW
+
+    def _catch_up(self, frame_rgb: np.ndarray, now_s: float) -> str:
+        """The first followed frame, too long after the answer's for flow (see the module's
+        docstring): re-detection alone; an object it misses is not shown, none found: lost."""
+        if self._flow is not None:
+            self._flow.reset(frame_rgb)  # flow starts again from this frame
+        if self._redetector is None:
+            for track in self._tracks:
+                track.estimate = MISSING
+                self._show(track, False, now_s)
+            self._lost_now = True
+            return SOURCE_FLOW
+        found = self._redetect(frame_rgb)
+        self._remember_lookalikes(found, now_s)
+        for track, detected in zip(self._tracks, found.objects):
+            detected = _visible(detected)
+            if detected.seen:
+                track.estimate, track.confirmed_s, track.doubted = detected, now_s, False
+                self._show(track, True, now_s)
+            else:
+                track.estimate = MISSING
+                self._show(track, False, now_s)
+        self._lost_now = not any(t.seen for t in self._tracks)
+        return SOURCE_REDETECT
 
     def _without_lookalikes(self, estimate: Estimate) -> Estimate:
         """A flow mask less the pixels of the look-alikes: where an object vanished, flow can

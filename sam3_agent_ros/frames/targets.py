@@ -3,8 +3,8 @@
 ``target_entry(entry, transform, frame_id)`` takes one mask's ``position`` / ``box`` (colour
 camera frame, as measure_mask gives them) and returns what the mask gains: ``{"target":
 {"frame_id", "position", "box"}}``, or ``{"target": None, "target_error": reason}`` when there is
-no transform. The camera-frame fields are never changed. A box keeps its size; its centre and
-orientation move.
+no transform or the mask has no position (never a ``target`` whose position is null). The
+camera-frame fields are never changed. A box keeps its size; its centre and orientation move.
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ def target_entry(entry: dict[str, Any], transform: Transform | None, frame_id: s
     """The fields one mask of the result gains with ``target_frame`` set (see module doc)."""
     if transform is None:
         return {"target": None, "target_error": reason or "no transform"}
+    if entry.get("position") is None:  # never a target whose position is null (CONTRACTS §11)
+        why = entry.get("position_error") or "no position"
+        return {"target": None, "target_error": f"no 3D position in the colour frame: {why}"}
     return {"target": {"frame_id": frame_id,
                        "position": transform_position(entry.get("position"), transform),
                        "box": transform_box(entry.get("box"), transform)}}

@@ -29,6 +29,7 @@ from sam3_agent_ros.geometry.camera_model import Intrinsics
 from sam3_agent_ros.geometry.measure import PixelSink, measure_masks
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.geometry.target_points import TargetPoints
+from sam3_agent_ros.pipeline.frame_world import target_of
 from sam3_agent_ros.pipeline.target_frame import (
     CloudSampler,
     TargetFrame,
@@ -80,8 +81,35 @@ class Answer:
 
     @property
     def target_error(self) -> str:
-        """Why the 3D outputs are not in ``target_frame`` for this answer ("" when they are)."""
-        return self.target.reason if self.target is not None and not self.target.ok else ""
+        """Why the 3D outputs are not in ``target_frame`` for this answer, or for some of its
+        masks ("" when every mask has its target; always "" without ``target_frame``)."""
+        if self.target is None:
+            return ""
+        if not self.target.ok:
+            return self.target.reason
+        missing = [f"mask {k}: {m.position_error or 'no position'}"
+                   for k, m in enumerate(self.measurements or (), start=1)
+                   if m.position is None]
+        return ("no 3D position in the colour frame for " + "; ".join(missing)
+                if missing else "")
+
+    @property
+    def missing_3d(self) -> str | None:
+        """Why this answer, which wanted 3D (the 3D step ran on its masks), lacks some: the
+        first mask without a position (or without its target in ``target_frame``), with how
+        many lack it; None when every mask has its 3D or none was wanted."""
+        if self.measurements is None or not self.measurements:
+            return None
+        count = len(self.measurements)
+        if self.target is not None and not self.target.ok:
+            return f"no 3D in '{self.target.frame_id}': {self.target.reason}"
+        lacking = [(k, m) for k, m in enumerate(self.measurements, start=1)
+                   if m.position is None]
+        if not lacking:
+            return None
+        k, first = lacking[0]
+        return (f"{len(lacking)} of {count} mask(s) without a 3D position (mask {k}: "
+                f"{first.position_error or 'no position'})")
 
 
 @dataclass(frozen=True)
@@ -152,7 +180,7 @@ def measure_answer(result: Result, depth: DepthSource | None, logger: Logger | N
     found = measured(depth, frame, result.masks, logger, sampler)
     measurements = [Measurement.from_json(m) for m in found]
     extras = [measurement.to_json() for measurement in measurements]
-    target = lookup_target(target_frame, frame) if target_frame is not None else None
+    target = target_of(target_frame, frame) if target_frame is not None else None
     moved = None
     if target is not None:
         fields = [target_fields(measurement, target) for measurement in measurements]

@@ -11,8 +11,12 @@ logic, tested with fakes in ``test/pipeline/test_query_life.py``:
 - ``submit`` (topic query, action goal, follow's re-grounding): without a runner (released
   meanwhile) the query still gets its one ``failed`` result; else following ends
   (``follow.before_query``) and the runner takes it.
+- ``bind_world`` (whoever takes the query's colour frame: ``QueryRunner``'s ``bind``): the
+  depth frame, camera model and transform of that frame's stamp bound to it
+  (``pipeline.frame_world``; CONTRACTS §11), so that a slow answer is measured on them.
 - ``answer`` (query worker): ``follow.before_answer`` (the follow thread is done with the
-  segmenter), then ``Agent.run``.
+  segmenter), the frame's transform waited for (``tf.timeout_s``) if it was not in the buffer
+  when the frame was taken, then ``Agent.run``.
 - ``finish`` (query worker, every query exactly once): the result names its backends; the 3D
   step (``measurement.measure_answer``) fills the masks' positions BEFORE anything is built;
   the outputs port publishes images, result JSON and targets; the action ends its goal with
@@ -26,6 +30,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import threading
+import weakref
 from collections.abc import Callable
 from typing import Protocol
 
@@ -33,11 +39,14 @@ from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.ports import Logger
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.pipeline.frame_world import FrameWorld, bind_target, world_of
 from sam3_agent_ros.pipeline.measurement import Answer, DepthSource, measure_answer
 from sam3_agent_ros.pipeline.target_frame import TargetFrame, TargetFrameRequest
 
 log = logging.getLogger(__name__)
 ERROR_LOG_CHARS = 500  # the most of a result's error that its log line repeats
+MAX_AWAITING_TRANSFORM = 32  # taken frames whose transform had not arrived yet, tried again
+TF_CACHE_NS = 10_000_000_000  # what a TF buffer keeps: beyond it a later try cannot succeed
 
 
 class OutputsPort(Protocol):
@@ -113,6 +122,9 @@ class QueryLife:
         self.target_frame: TargetFrameRequest | None = None
         self.cloud_max_points = 0
         self.on_target: Callable[[TargetFrame, str], None] | None = None
+        self.on_answer: Callable[[Answer], None] | None = None  # sees every measured answer
+        self._awaiting_tf: list[weakref.ref[FrameWorld]] = []  # bound, transform not yet found
+        self._awaiting_lock = threading.Lock()
         self.accepting = False  # the node is active: its inputs are subscribed
         self.max_query_chars = 0  # node.max_query_chars while configured
         self._ids = itertools.count(1)
@@ -177,12 +189,58 @@ class QueryLife:
         if self.runner is not None:
             self.submit(Query(f"{query_id}-reground-{next(self._ids)}", text), True)
 
+    def bind_world(self, stamp: int, frame_id: str) -> FrameWorld | None:
+        """What belongs to a colour frame stamped ``stamp`` (ns), found as a query takes it: its
+        depth frame and camera model (the depth source's ``bind``), its transform into
+        ``target_frame`` if the TF buffer has it now (else waited for in ``answer``). Cheap,
+        never blocks (the executor calls it); None when neither depth nor target_frame is on."""
+        depth, request = self.depth, self.target_frame
+        bind = getattr(depth, "bind", None)
+        if not callable(bind) and request is None:
+            return None
+        world = FrameWorld(int(stamp), str(frame_id))
+        if callable(bind):
+            world.depth = bind(int(stamp))
+        if request is not None:
+            bind_target(world, request, 0.0)
+            if world.target is None:  # its transform usually arrives just after the image
+                with self._awaiting_lock:
+                    self._awaiting_tf.append(weakref.ref(world))
+                    del self._awaiting_tf[:-MAX_AWAITING_TRANSFORM]
+        return world
+
+    def settle_transforms(self, newest_stamp: int) -> None:
+        """A colour frame stamped ``newest_stamp`` (ns) arrived (executor): the frames taken
+        before their transform had arrived (a query waiting in the queue) look it up again,
+        without waiting, so that they have it whenever they run; those older than a TF buffer
+        keeps are given up (their answer says why). Cheap when none waits."""
+        request = self.target_frame
+        with self._awaiting_lock:
+            waiting, self._awaiting_tf = self._awaiting_tf, []
+        if not waiting:
+            return
+        still = []
+        for ref in waiting:
+            world = ref()
+            if world is None or world.target is not None or request is None:
+                continue
+            if newest_stamp - world.stamp_ns > TF_CACHE_NS:
+                continue
+            bind_target(world, request, 0.0)
+            if world.target is None:
+                still.append(ref)
+        with self._awaiting_lock:
+            self._awaiting_tf = (still + self._awaiting_tf)[-MAX_AWAITING_TRANSFORM:]
+
     # --- the worker's steps --------------------------------------------------------------------
     def answer(self, frame: Frame | None, query: Query, cancel: CancelToken,
                on_status: Callable[[StatusEvent], None]) -> Result:
         """The agent, once following ended and the follow thread is done with the segmenter.
         A refinement (frame None) runs on the frame of the answer it refines."""
         follow, agent = self.follow, self.agent
+        world, request = world_of(frame), self.target_frame
+        if world is not None and request is not None:  # the transform of the frame's stamp,
+            bind_target(world, request, request.timeout_s)  # before the TF buffer forgets it
         if follow is not None:
             follow.before_answer(query.id)
         if agent is None:  # released meanwhile
@@ -214,6 +272,8 @@ class QueryLife:
                                     self._cloud_points(outputs))
             if answer.target is not None and (seen := self.on_target) is not None:
                 seen(answer.target, "answer")
+            if (measured := self.on_answer) is not None:
+                measured(answer)
             published = outputs.answer(answer, depth) if outputs is not None else None
         finally:  # whatever publishing raised (the worker logs it), the goal of this query ends
             if (action := self.action) is not None:

@@ -18,6 +18,7 @@ would otherwise cancel the very answer it corrects.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import threading
 import time
@@ -103,6 +104,7 @@ class _Pending:
     query: Query
     snapshot: Snapshot | None  # fresh frame at arrival, or None: wait for one (not refinements)
     cancel: CancelToken
+    world: object | None = None  # what ``bind`` found for the snapshot's stamp when taken
 
 
 # answer(frame, query, cancel, on_status); frame is None for a refinement
@@ -124,16 +126,22 @@ class QueryRunner:
     - ``answer(frame, query, cancel, on_status) -> Result`` (the agent; must not raise);
     - ``to_frame(message) -> Frame`` converts a snapshot, raising ``FrameUnusable``;
     - ``publish(result)`` and ``status(event)`` send the outputs (called from the worker, or from
-      the submitting thread for queries that never ran).
+      the submitting thread for queries that never ran);
+    - ``bind(message) -> world`` (optional): what belongs to the frame's stamp (its depth, camera
+      model, transform: ``pipeline.frame_world``), found when the query TAKES its frame (at
+      ``submit``, or when a waited-for frame arrives), never when it is measured seconds later;
+      the frame the agent gets carries it (``Frame.world``). Cheap, never blocks, never raises
+      into the runner.
     """
 
     def __init__(self, *, answer: Answer, to_frame: Callable[[Any], Frame],
                  publish: Callable[[Result], None], status: Callable[[StatusEvent], None],
                  frames: LatestFrame, policy: str = PREEMPT, queue_size: int = 8,
-                 max_frame_age_s: float = 2.0, frame_wait_s: float = 3.0):
+                 max_frame_age_s: float = 2.0, frame_wait_s: float = 3.0,
+                 bind: Callable[[Any], object | None] | None = None):
         if policy not in (PREEMPT, QUEUE):
             raise ValueError(f"unknown query policy {policy!r}")
-        self._answer, self._to_frame = answer, to_frame
+        self._answer, self._to_frame, self._bind = answer, to_frame, bind
         self._publish, self._status = publish, status
         self.frames = frames
         self.policy, self.queue_size = policy, queue_size
@@ -152,7 +160,7 @@ class QueryRunner:
     def submit(self, query: Query) -> None:
         """Accept a query: snapshot the latest frame, apply the policy, never block."""
         snapshot = None if query.refines is not None else self.frames.fresh(self.max_frame_age_s)
-        pending = _Pending(query, snapshot, CancelToken())
+        pending = _Pending(query, snapshot, CancelToken(), self._bound(snapshot))
         dropped: list[_Pending] = []
         with self._lock:
             overflow = self._refusal()
@@ -277,9 +285,10 @@ class QueryRunner:
                 return
             self._publish_safely(self._answer(None, item.query, item.cancel, self._emit))
             return
-        snapshot = item.snapshot
+        snapshot, world = item.snapshot, item.world
         if snapshot is None:
             snapshot = self.frames.wait_fresh(self.max_frame_age_s, self.frame_wait_s, item.cancel)
+            world = self._bound(snapshot)
         if item.cancel.cancelled:
             self._finish(item.query, QueryStatus.CANCELLED, item.cancel.reason)
             return
@@ -293,8 +302,20 @@ class QueryRunner:
             self._finish(item.query, QueryStatus.FAILED, f"unusable frame: {exc.reason}",
                          exc.frame)
             return
+        if world is not None:
+            frame = dataclasses.replace(frame, world=world)
         result = self._answer(frame, item.query, item.cancel, self._emit)
         self._publish_safely(result)
+
+    def _bound(self, snapshot: Snapshot | None) -> object | None:
+        """``bind`` of the snapshot's message (None without one); never raises."""
+        if snapshot is None or self._bind is None:
+            return None
+        try:
+            return self._bind(snapshot.message)
+        except Exception:  # noqa: BLE001 (the query goes on, measured without its world)
+            log.exception("binding the frame's depth and transform failed")
+            return None
 
     def _no_frame_reason(self) -> str:
         latest = self.frames.latest()

@@ -79,9 +79,16 @@ def _unpack(found: Any) -> tuple[Transform | None, str]:
 def lookup_target(request: TargetFrameRequest, frame: Frame) -> TargetFrame:
     """The transform from ``frame``'s frame into ``request.frame_id`` at ``frame``'s stamp.
     Never raises: a failing source becomes the reason."""
-    stamp = stamp_ns(frame.stamp_sec, frame.stamp_nanosec)
-    source = frame.frame_id
+    return lookup_target_at(request, frame.frame_id,
+                            stamp_ns(frame.stamp_sec, frame.stamp_nanosec))
+
+
+def lookup_target_at(request: TargetFrameRequest, source: str, stamp: int,
+                     timeout_s: float | None = None) -> TargetFrame:
+    """``lookup_target`` for a frame named ``source`` stamped ``stamp`` (ns), waiting at most
+    ``timeout_s`` (None: ``request.timeout_s``; 0: what the buffer holds now)."""
     target = request.frame_id
+    wait_s = request.timeout_s if timeout_s is None else timeout_s
 
     def missing(why: str = "") -> str:
         prefix = (f"no transform from '{for_log(source, FRAME_CHARS)}' to "
@@ -95,8 +102,7 @@ def lookup_target(request: TargetFrameRequest, frame: Frame) -> TargetFrame:
     if source.lstrip("/") == target.lstrip("/"):
         return TargetFrame(target, source, stamp, Transform.identity())
     try:
-        transform, reason = _unpack(request.transforms.lookup(target, source, stamp,
-                                                              request.timeout_s))
+        transform, reason = _unpack(request.transforms.lookup(target, source, stamp, wait_s))
     except Exception as exc:  # noqa: BLE001 (a TF failure must never break an answer)
         transform, reason = None, missing(f"lookup failed: {type(exc).__name__}: "
                                           f"{for_log(exc, FRAME_CHARS)}")
@@ -116,7 +122,10 @@ def moved_measurement(measurement: Measurement, target: TargetFrame,
     """``measurement`` in ``target.frame_id`` (the same values as the result JSON's
     ``target``: ``fields``, its ``target_fields`` when already computed); its errors unchanged.
     ``target`` must have a transform."""
-    entry = (fields if fields is not None else target_fields(measurement, target))["target"]
+    found = fields if fields is not None else target_fields(measurement, target)
+    entry = found["target"]
+    if entry is None:  # no position to move: no target, for the reason the JSON gives
+        return Measurement.missing(found.get("target_error"))
     return Measurement.from_json({"position": entry["position"], "box": entry["box"],
                                   "position_error": measurement.position_error,
                                   "position_spread_m": measurement.position_spread_m,

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sam3_agent_ros.config import Config, backends_of, demo_backends_warning, offline_overrides
-from sam3_agent_ros.core.types import Query
+from sam3_agent_ros.core.types import Query, stamp_ns
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.pipeline.intake import QueryRejected, StopFollow, parse_query_message
 from sam3_agent_ros.pipeline.query_life import QueryLife
@@ -190,11 +190,13 @@ class NodeParts:
         life.target_frame = start_target_frame(node, config, self._health)  # CONTRACTS §9
         life.cloud_max_points = config.depth.cloud_max_points
         life.on_target = self._health.target_frame_looked_up
+        life.on_answer = self._health.answer_measured  # the 3D status (CONTRACTS §11)
         settings = config.node
         self.runner = life.runner = QueryRunner(
             answer=life.answer, to_frame=reader.frame, publish=life.finish, status=life.status,
             frames=self.frames, policy=settings.query_policy, queue_size=settings.queue_size,
-            max_frame_age_s=settings.max_frame_age_s, frame_wait_s=settings.frame_wait_s)
+            max_frame_age_s=settings.max_frame_age_s, frame_wait_s=settings.frame_wait_s,
+            bind=self._bind_world)
         self.runner.start()
         self.follow = life.follow = FollowControl(
             node, config, gate.first, reader.frame, depth=life.current_depth,
@@ -254,11 +256,21 @@ class NodeParts:
         self.config = None
         self.frames.clear()
 
+    def _bind_world(self, msg: Any) -> object | None:
+        """The world of a query's colour frame message (its stamp's depth, camera model and
+        transform: ``QueryLife.bind_world``), as the query takes it."""
+        header = msg.header
+        return self.life.bind_world(stamp_ns(header.stamp.sec, header.stamp.nanosec),
+                                    header.frame_id)
+
     # --- the node's callbacks, forwarded -------------------------------------------------------
     def on_image(self, msg: Any) -> str | None:
         """A frame for every consumer (by reference); what is wrong with it from its header
         (cheap, nothing decoded), or None."""
         self.frames.put(msg)
+        if self.life.target_frame is not None:  # queued queries' transforms (CONTRACTS §11)
+            stamp = msg.header.stamp
+            self.life.settle_transforms(stamp_ns(stamp.sec, stamp.nanosec))
         if self.follow is not None:
             self.follow.offer(msg)
         if self.concepts is not None:

@@ -2,12 +2,17 @@
 3D topics ``~/target``, ``~/targets``, ``~/markers`` held while depth is on, published by
 ``ros/outputs.py`` through ``ros/publishers.py``).
 
-Threads: the subscription callbacks only keep message references (a ring buffer of depth frames)
-and the calibrations by stamp (``camera_model.CalibrationHistory``); ``measure`` runs on the node's
-worker thread, picks the depth frame nearest in stamp to the colour frame and the camera_info in
-force at its stamp, checks that camera model against the frame (``camera_model.image_intrinsics``:
-size, binning/ROI, focal lengths, principal point), converts only that depth frame and measures
-every mask. Nothing here raises into the node: any problem becomes a ``position_error`` reason
+Threads: the subscription callbacks only keep message references (``frame_world.DepthRing``:
+bounded in count, ``depth.buffer_size``, and in bytes, ``depth.buffer_mib``, checked on arrival
+with the pixel cap) and the calibrations by stamp (``camera_model.CalibrationHistory``). When a
+query takes its colour frame, ``bind`` pins the depth frame nearest its stamp (a nearer one that
+arrives next replaces it) and the camera_info in force then (``DepthBinding``, carried by the
+frame's world): a 30 s answer, or a refinement minutes later, is measured on exactly those,
+whatever the ring holds by then. ``measure`` runs on the node's worker thread: the frame's binding
+(or, for a frame without one, e.g. a follow update measured at once, the ring's nearest now),
+that camera model checked against the frame (``camera_model.image_intrinsics``: size,
+binning/ROI, focal lengths, principal point), only that depth frame converted, every mask
+measured. Nothing here raises into the node: any problem becomes a ``position_error`` reason
 (and a warning, once per kind: the kinds are fixed names, never outside text, and every outside
 text in a log line is escaped with ``for_log``); the camera model's verdict goes to
 ``/diagnostics`` (``health.camera_model_checked``).
@@ -15,8 +20,8 @@ text in a log line is escaped with ``for_log``); the camera model's verdict goes
 
 from __future__ import annotations
 
-import collections
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from sensor_msgs.msg import CameraInfo, Image
@@ -34,6 +39,7 @@ from sam3_agent_ros.geometry.depth_image import depth_for_colour, depth_from_buf
 from sam3_agent_ros.geometry.measure import PixelSink, measure_masks
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS, pixel_cap_problem
+from sam3_agent_ros.pipeline.frame_world import DepthPin, DepthRing, world_of
 from sam3_agent_ros.ros.conversions import frame_stamp_ns
 from sam3_agent_ros.ros.publishers import Publishers
 from sam3_agent_ros.ros.qos import DEPTH_QOS
@@ -44,6 +50,19 @@ DEPTH_OUTPUTS = ("~/target", "~/targets", "~/markers", "~/detections_3d", "~/tar
 ID_LOG_CHARS = 80  # the most of one frame_id a warning repeats
 WARNING_CHARS = 1000  # the most of one warning
 REASON_CHARS = 300  # the most of a depth frame's problem that a position_error repeats
+
+
+@dataclass
+class DepthBinding:
+    """A colour frame's depth (``pin``: the depth frame nearest its stamp) and the camera model in
+    force at its stamp (None: none known when bound; looked up again when measured)."""
+
+    pin: DepthPin
+    model: CameraModel | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.pin.nbytes
 
 
 def camera_model_of(msg: CameraInfo) -> CameraModel:
@@ -64,7 +83,10 @@ class DepthTargets:
         self._max_pixels = max_pixels  # max_image_pixels: larger depth frames are not converted
         self._logger = node.get_logger()
         self._lock = threading.Lock()
-        self._depth_frames: collections.deque = collections.deque(maxlen=cfg.buffer_size)
+        self._ring = DepthRing(cfg.buffer_size, cfg.buffer_mib * 2**20,
+                               close_after_ns=int(cfg.max_stamp_diff_s * 1e9))
+        self._refused: str | None = None  # why the newest depth frame was refused on arrival
+        self._received = False  # a depth frame arrived (kept or refused)
         self._calibrations = CalibrationHistory()  # camera_info by stamp
         self._health = health  # a HealthRecorder (/diagnostics) or None
         self._warned: set[str] = set()  # fixed kinds, never outside text: bounded
@@ -82,14 +104,36 @@ class DepthTargets:
 
     # --- callbacks (executor thread): keep references only --------------------------------------
     def _on_depth(self, msg: Image) -> None:
-        with self._lock:
-            self._depth_frames.append(msg)
+        """Kept by reference, within the pixel cap and ``depth.buffer_mib`` (from the header
+        and the buffer's length: nothing converted)."""
+        self._received = True
+        problem = pixel_cap_problem(msg.width, msg.height, self._max_pixels)
+        if problem is None:
+            stamp = stamp_ns(msg.header.stamp.sec, msg.header.stamp.nanosec)
+            problem = self._ring.add(stamp, len(msg.data), msg)
+        if problem is not None:
+            self._refused = f"depth frame refused on arrival: {problem}"
+            self._warn_once("depth:refused", f"{self._refused} (said once)")
+        else:
+            self._refused = None
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
         model = camera_model_of(msg)
         stamp = stamp_ns(msg.header.stamp.sec, msg.header.stamp.nanosec)
         with self._lock:
             self._calibrations.add(stamp, model)
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes of the depth frames buffered now (at most ``depth.buffer_mib``)."""
+        return self._ring.kept_bytes
+
+    def bind(self, stamp: int) -> DepthBinding:
+        """When a query takes its colour frame (stamp in ns): its depth frame and camera model,
+        pinned (cheap: the executor may call it)."""
+        with self._lock:
+            model, _ = self._calibrations.at(stamp)
+        return DepthBinding(self._ring.pin(stamp), model)
 
     # --- queries (worker thread) ----------------------------------------------------------------
     def measure(self, frame: Any, masks: list[Any],
@@ -122,34 +166,37 @@ class DepthTargets:
                 for k, mask in enumerate(masks)]
 
     def _prepared(self, frame: Any) -> tuple[Any, Any, str | None]:
-        """``_prepare`` of the depth frame nearest the colour frame, reused for the same colour
-        frame and depth frame (an answer and a follow update on one frame convert once)."""
-        with self._lock:
-            depth_frames = list(self._depth_frames)
-            have_info = len(self._calibrations) > 0
-        if not have_info:
-            return None, None, f"no camera_info received on {self._info_topic}"
-        if not depth_frames:
-            return None, None, f"no depth frame received on {self._depth_topic}"
-
+        """``_prepare`` of the frame's depth: the depth frame and camera model bound when its
+        query took it (``bind``), else the ring's nearest now; reused for the same colour frame
+        and depth frame (an answer and a follow update on one frame convert once)."""
         target_ns = frame_stamp_ns(frame)
-        with self._lock:
-            model, missing = self._calibrations.at(target_ns)
+        world = world_of(frame)
+        binding = world.depth if world is not None else None
+        if not isinstance(binding, DepthBinding) or binding.pin.stamp_ns != target_ns:
+            binding = DepthBinding(self._ring.pin(target_ns, keep_open=False))
+        model = binding.model
         if model is None:
-            return None, None, (f"no camera_info for the colour frame's stamp on "
-                                f"{self._info_topic}: {missing}")
-
-        def distance_ns(message: Image) -> int:
-            return abs(stamp_ns(message.header.stamp.sec, message.header.stamp.nanosec)
-                       - target_ns)
-
-        # reversed: among equal stamps (a re-sent frame) the newest wins.
-        depth_msg = min(reversed(depth_frames), key=distance_ns)
-        diff_s = distance_ns(depth_msg) / 1e9
+            with self._lock:
+                have_info = len(self._calibrations) > 0
+                model, missing = self._calibrations.at(target_ns)
+            if not have_info:
+                return None, None, f"no camera_info received on {self._info_topic}"
+            if model is None:
+                return None, None, (f"no camera_info for the colour frame's stamp on "
+                                    f"{self._info_topic}: {missing}")
+        best = binding.pin.best
+        if best is None:
+            refused = self._refused
+            if refused is not None:
+                return None, None, f"no depth frame kept on {self._depth_topic}: {refused}"
+            return None, None, f"no depth frame received on {self._depth_topic}"
+        depth_msg = best.message
+        diff_s = (binding.pin.distance_ns() or 0) / 1e9
         if diff_s > self._cfg.max_stamp_diff_s:
+            refused = f"; the newest {self._refused}" if self._refused is not None else ""
             return None, None, (
                 f"no depth frame within depth.max_stamp_diff_s={self._cfg.max_stamp_diff_s:g}"
-                f" s of the colour frame (nearest is {diff_s:.3f} s away)")
+                f" s of the colour frame (nearest is {diff_s:.3f} s away){refused}")
         key = (id(depth_msg), id(model), target_ns, frame.width, frame.height)
         with self._lock:
             cached = self._last_prepared
@@ -210,8 +257,8 @@ class DepthTargets:
             self._logger.warning(f"depth: destroy failed: {exc}")
         self._depth_sub = self._info_sub = None
         self.outputs.destroy()
+        self._ring.clear()
         with self._lock:
-            self._depth_frames.clear()
             self._calibrations.clear()
             self._last_prepared = None
         if self._health is not None:

@@ -140,7 +140,8 @@ class FollowControl:
         try:
             session = FollowSession(self._config, self._segmenter, frame.image,
                                     [m.mask for m in result.masks], prompt,
-                                    now_s=frame_stamp_ns(frame) / 1e9)
+                                    now_s=frame_stamp_ns(frame) / 1e9,
+                                    catch_up=result.refines is not None)  # an older frame
         except FollowError as exc:
             self._publish_refusal(result, f"not followed: {exc}")
             return

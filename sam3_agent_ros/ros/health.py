@@ -18,6 +18,7 @@ from typing import Any
 
 from sam3_agent_ros.core.errors import LlmFailure
 from sam3_agent_ros.redact import redact_url
+from sam3_agent_ros.ros.answer_3d_health import Answer3dRecord
 from sam3_agent_ros.ros.follow_health import FollowRecord, FollowSeen
 from sam3_agent_ros.ros.health_status import (
     ERROR_CHARS,
@@ -81,7 +82,7 @@ def snapshot(recorder: HealthRecorder, params: dict[str, Any], segmenter: Any = 
                         queue_size=int(params["queue_size"]),
                         waiting=load[0] if load else 0, running=load[1] if load else None),
         follow=recorder.follow(), camera_model=recorder.camera_model(),
-        target_frame=recorder.target_frame())
+        target_frame=recorder.target_frame(), answer_3d=recorder.answer_3d())
 
 
 # --- recording (thread-safe; the node's threads call it) ----------------------------------------
@@ -116,6 +117,7 @@ class HealthRecorder:
         self._follow = FollowRecord(clock)
         self._camera_model: tuple[bool, str | None, str, float] | None = None
         self._target_frame: tuple[str, str, str, str, float | None] | None = None
+        self._answer_3d = Answer3dRecord(clock)
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -215,6 +217,7 @@ class HealthRecorder:
         """Depth started (a camera model status appears) or stopped (it goes)."""
         with self._lock:
             self._camera_model = (False, None, "", self._clock()) if started else None
+        self._answer_3d.started(started)  # the 3D status lives while depth is on
 
     def camera_model_checked(self, problem: str | None, summary: str = "") -> None:
         with self._lock:
@@ -227,6 +230,15 @@ class HealthRecorder:
                 return None
             checked, problem, summary, at = self._camera_model
         return CameraModelSeen(checked, problem, summary, now - at)
+
+    # --- the newest answer's 3D (the query worker) ---
+    def answer_measured(self, answer: Any) -> None:
+        """A measured answer (``pipeline.measurement.Answer``): the ``3D`` status reads it."""
+        self._answer_3d.measured(answer)
+
+    def answer_3d(self) -> Any:
+        """``answer_3d_health.Answer3dSeen`` (None while depth is off)."""
+        return self._answer_3d.seen()
 
     # --- the transform into target_frame (the query worker, the follow thread) ---
     def target_frame_started(self, target_frame: str) -> None:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from sam3_agent_ros.core.errors import LlmFailure
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.ros import llm_failure
+from sam3_agent_ros.ros.answer_3d_health import STATUS_NAME as ANSWER_3D_STATUS
+from sam3_agent_ros.ros.answer_3d_health import Answer3dSeen
 from sam3_agent_ros.ros.follow_health import FOLLOW_STARTED, FollowSeen
 from sam3_agent_ros.ros.target_frame_health import FRAME_CHARS, STATUS_NAME, TargetFrameSeen
 
@@ -115,18 +117,21 @@ class HealthInputs:
     follow: FollowSeen
     camera_model: CameraModelSeen | None = None  # None: depth is off
     target_frame: TargetFrameSeen | None = None  # None: target_frame unset
+    answer_3d: Answer3dSeen | None = None  # None: depth is off
 
 
 # --- the statuses (pure) ---------------------------------------------------------------------
 
 
 def statuses(inputs: HealthInputs) -> list[Status]:
-    """One status per area, in a fixed order (the camera model only with depth on)."""
+    """One status per area, in a fixed order (the camera model and 3D only with depth on)."""
     result = [frames_status(inputs.frames), llm_status(inputs.llm),
               segmenter_status(inputs.segmenter), queue_status(inputs.queue),
               follow_status(inputs.follow)]
     if inputs.camera_model is not None:
         result.append(camera_model_status(inputs.camera_model))
+    if inputs.answer_3d is not None:
+        result.append(answer_3d_status(inputs.answer_3d))
     if inputs.target_frame is not None:
         result.append(target_frame_status(inputs.target_frame))
     return result
@@ -313,6 +318,21 @@ def target_frame_status(seen: TargetFrameSeen) -> Status:
                       f"({ago(seen.age_s)} ago): {for_log(seen.reason, ERROR_CHARS)}", values)
     return Status(STATUS_NAME, Level.OK, f"'{source}' -> '{target}' found for the newest "
                                          f"{seen.what} ({ago(seen.age_s)} ago)", values)
+
+
+def answer_3d_status(seen: Answer3dSeen) -> Status:
+    """WARN, with the reason, while the newest answer that wanted 3D lacks it for some mask."""
+    values = {"query_id": seen.query_id, "masks": str(seen.masks),
+              "problem": seen.reason or "", "age_s": f"{seen.age_s:.1f}"}
+    if not seen.checked:
+        return Status(ANSWER_3D_STATUS, Level.OK, "no 3D answer yet", values)
+    query = for_log(seen.query_id, 80)
+    if seen.reason:
+        return Status(ANSWER_3D_STATUS, Level.WARN,
+                      f"the newest answer ({query}, {ago(seen.age_s)} ago) has no 3D: "
+                      f"{for_log(seen.reason, ERROR_CHARS)}", values)
+    return Status(ANSWER_3D_STATUS, Level.OK, f"the newest answer ({query}, {ago(seen.age_s)} "
+                                              f"ago) has 3D for its {seen.masks} mask(s)", values)
 
 
 def ago(seconds: float | None) -> str:

@@ -357,3 +357,73 @@ def test_followed_masks_are_not_the_callers_arrays(frames):
     mask[:] = False  # the caller reuses its buffer
     assert session.update(frames[1].rgb, 0.1).objects
 
+
+
+# --- catching up after a slow answer (CONTRACTS §11) -------------------------------------------
+def _scene_with_box(box: tuple[int, int, int, int]) -> np.ndarray:
+    frame = np.full((120, 160, 3), 90, np.uint8)
+    x0, y0, x1, y1 = box
+    frame[y0:y1, x0:x1] = (30, 60, 220)
+    return frame
+
+
+ANSWER_BOX = (20, 30, 50, 60)
+MOVED_BOX = (110, 60, 140, 90)  # far beyond follow.match_max_shift of where the answer saw it
+
+
+def _answer_mask() -> np.ndarray:
+    mask = np.zeros((120, 160), bool)
+    x0, y0, x1, y1 = ANSWER_BOX
+    mask[y0:y1, x0:x1] = True
+    return mask
+
+
+@pytest.mark.parametrize("mode", ["flow", "redetect"])
+def test_a_slow_answer_is_not_re_published_as_current(mode):
+    """The answer's frame is 3 s old when following starts and the object moved away meanwhile:
+    the first update is lost at once, never the answer's mask (moved by flow across 3 s) shown
+    as where the object is now. Before the catch-up, flow mode showed it, at half confidence."""
+    segmenter = BoxSegmenter({"blue": [(*MOVED_BOX, 0.9)]})
+    config = follow_config(mode=mode, lost_timeout_s=5.0)
+    session = FollowSession(config, segmenter, _scene_with_box(ANSWER_BOX), [_answer_mask()],
+                            "blue", now_s=100.0)
+    update = session.update(_scene_with_box(MOVED_BOX), 103.0)
+    assert update.state == LOST and update.objects == [], update
+
+
+def test_a_slow_answer_is_found_again_where_it_is_now():
+    """Moved a little in the 3 s: re-detected on the new frame (no flow across the gap), at its
+    new place, tracking."""
+    moved = (26, 34, 56, 64)
+    segmenter = BoxSegmenter({"blue": [(*moved, 0.9)]})
+    session = FollowSession(follow_config(mode="flow"), segmenter,
+                            _scene_with_box(ANSWER_BOX), [_answer_mask()], "blue", now_s=100.0)
+    update = session.update(_scene_with_box(moved), 103.0)
+    assert update.state == TRACKING and update.source == "redetect"
+    (obj,) = update.objects
+    assert obj.bbox == (26.0, 34.0, 56.0, 64.0)
+    assert segmenter.calls == ["blue"]
+    later = session.update(_scene_with_box(moved), 103.033)  # then flow as usual
+    assert later.state == TRACKING and later.source == "flow"
+
+
+def test_a_slow_answer_without_a_segmenter_is_lost():
+    """Flow alone cannot bridge seconds: lost, not the old mask."""
+    session = FollowSession(follow_config(mode="flow", lost_timeout_s=5.0), None,
+                            _scene_with_box(ANSWER_BOX), [_answer_mask()], None, now_s=100.0)
+    update = session.update(_scene_with_box(MOVED_BOX), 102.0)
+    assert update.state == LOST and update.objects == []
+    fast = FollowSession(follow_config(mode="flow", lost_timeout_s=5.0), None,
+                         _scene_with_box(ANSWER_BOX), [_answer_mask()], None, now_s=100.0)
+    assert fast.update(_scene_with_box(ANSWER_BOX), 100.033).state == TRACKING
+
+
+def test_a_followed_refinement_catches_up_whatever_its_duration():
+    """A refinement is answered on the frame of the answer it corrects (minutes old, however
+    fast the refinement): told so (``catch_up``), the first update re-detects, never flows."""
+    segmenter = BoxSegmenter({"blue": [(*MOVED_BOX, 0.9)]})
+    session = FollowSession(follow_config(mode="flow", lost_timeout_s=5.0), segmenter,
+                            _scene_with_box(ANSWER_BOX), [_answer_mask()], "blue", now_s=100.0,
+                            catch_up=True)
+    update = session.update(_scene_with_box(MOVED_BOX), 100.04)
+    assert update.state == LOST and update.objects == []

@@ -60,3 +60,17 @@ def test_a_quaternion_that_is_not_unit_is_normalised_and_bad_ones_refused():
     np.testing.assert_allclose(Transform((0, 0, 0), (0, 0, 0, 2.0)).rotation, [0, 0, 0, 1])
     with pytest.raises(ValueError, match="4 finite numbers"):
         Transform((0, 0, 0), (0, 0, 1))
+
+
+def test_a_mask_without_a_position_has_no_target_and_says_why():
+    """CONTRACTS §11: never a target object whose position is null (a planner testing
+    ``if target:`` took it for one); the reason is the camera frame's, named."""
+    entry = {"position": None, "position_error": "no depth frame within "
+             "depth.max_stamp_diff_s=0.05 s of the colour frame (nearest is 3.200 s away)",
+             "box": None, "box_error": "same"}
+    gained = target_entry(entry, OPTICAL_TO_BASE, "base_link")
+    assert gained == {"target": None, "target_error": "no 3D position in the colour frame: no "
+                      "depth frame within depth.max_stamp_diff_s=0.05 s of the colour frame "
+                      "(nearest is 3.200 s away)"}
+    assert target_entry({"position": None}, OPTICAL_TO_BASE, "base_link")["target_error"] == \
+        "no 3D position in the colour frame: no position"

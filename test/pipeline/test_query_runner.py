@@ -444,3 +444,46 @@ def test_a_full_queue_fails_the_query_at_once_saying_what_to_do(stop_runners):
     agent.release("a")
     agent.release("b")
     assert [r.query_id for r in outputs.wait_results(3)] == ["c", "a", "b"]
+
+
+def test_the_world_of_a_frame_is_bound_when_the_query_takes_it(stop_runners):
+    """CONTRACTS §11: ``bind`` runs when the query takes its frame (at submit; for a query that
+    waited for a frame, when it came), never when the queued query finally runs; the frame the
+    agent gets carries what it bound. A failing bind leaves the query to run without one."""
+    agent, outputs, frames = GatedAgent(), Outputs(), LatestFrame()
+    bound: list[str] = []
+
+    def bind(msg: Message) -> object:
+        if msg.label == "explodes":
+            raise RuntimeError("bind failed")
+        bound.append(msg.label)
+        return f"world of {msg.label}"
+
+    runner = QueryRunner(answer=agent.run, to_frame=to_frame, publish=outputs.publish,
+                         status=outputs.status, frames=frames, policy=QUEUE,
+                         frame_wait_s=5.0, bind=bind)
+    runner.start()
+    stop_runners(runner)
+    frames.put(Message("f1"))
+    runner.submit(Query("a", "x"))
+    agent.wait_started("a")
+    frames.put(Message("f2"))
+    runner.submit(Query("b", "x"))  # queued behind a: takes f2 now
+    frames.put(Message("f3"))
+    assert bound == ["f1", "f2"]
+    agent.release("a")
+    agent.release("b")
+    outputs.wait_results(2)
+    assert agent.frames["a"].world == "world of f1"
+    assert (agent.frames["b"].frame_id, agent.frames["b"].world) == ("f2", "world of f2")
+    frames.clear()
+    runner.submit(Query("c", "x"))  # no frame yet: bound when one comes
+    frames.put(Message("f4"))
+    agent.release("c")
+    outputs.wait_results(3)
+    assert bound[-1] == "f4" and agent.frames["c"].world == "world of f4"
+    frames.put(Message("explodes"))
+    runner.submit(Query("d", "x"))
+    agent.release("d")
+    outputs.wait_results(4)
+    assert agent.frames["d"].world is None and outputs.result("d").status == QueryStatus.SUCCEEDED

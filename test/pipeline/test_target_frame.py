@@ -164,3 +164,28 @@ def test_no_cloud_when_the_3d_step_fails_after_handing_the_pixels_over():
     assert "3D step failed" in measured.measurements[0].position_error
     assert measured.points is None
     assert measure_answer(answer(1), still, cloud_max_points=10).points is not None
+
+
+def test_a_mask_without_a_position_has_no_target_and_the_action_says_why():
+    """CONTRACTS §11: with the transform found but no position for a mask, that mask has
+    ``"target": null`` and a non-empty ``target_error`` (never a target object with a null
+    position), its moved measurement has no position, and the answer's target_error (the
+    action's) names the mask and the reason."""
+    transforms = StampedTransforms({STAMP_NS: shifted(1.0)})
+    request = TargetFrameRequest("base_link", transforms)
+    reason = "no depth frame within depth.max_stamp_diff_s=0.05 s of the colour frame"
+
+    class HalfMeasured:
+        def measure(self, frame, masks, pixels_to=None):
+            missing = {"position": None, "position_error": reason, "box": None,
+                       "box_error": reason}
+            return [missing, dict(CountingDepth().extras)][:len(masks)]
+
+    measured = measure_answer(answer(2), HalfMeasured(), target_frame=request)
+    first, second = measured.result.to_json()["masks"]
+    assert first["target"] is None
+    assert first["target_error"] == f"no 3D position in the colour frame: {reason}"
+    assert second["target"]["position"] == {"x": 1.1, "y": -0.2, "z": 0.9}
+    assert measured.moved is not None and measured.moved[0].position is None
+    assert measured.target_error == f"no 3D position in the colour frame for mask 1: {reason}"
+    assert measured.missing_3d == f"1 of 2 mask(s) without a 3D position (mask 1: {reason})"

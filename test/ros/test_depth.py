@@ -322,7 +322,7 @@ def test_nearest_stamp_is_used_and_far_stamps_are_refused(rig, scene):
     r.send_depth(scene.depth_mm(), "16UC1", stamp=(sec, nsec + 10_000_000))  # 10 ms later
     r.send_depth(wrong, "16UC1", stamp=(sec + 1, nsec))
     extras = r.locate_when(colour_frame(scene), masks, lambda e: has_position(e) and {
-        m.header.stamp.sec for m in r.targets._depth_frames} == {sec - 1, sec, sec + 1})
+        m.header.stamp.sec for m in r.targets._ring.messages()} == {sec - 1, sec, sec + 1})
     assert error_cm(extras[0]["position"], scene.positions[names[0]]) < 1.0
 
     late = colour_frame(scene, stamp=(sec + 5, nsec))
@@ -341,7 +341,7 @@ def test_bad_depth_messages_give_reasons_not_exceptions(rig, scene):
         """Send a bad depth frame, then locate until that frame (not a copy of the previous one
         still in flight: they share the stamp) is the one used; fails after a timeout."""
         send()
-        r.targets._depth_frames.clear()
+        r.targets._ring.clear()
         extras = r.locate_when(frame, masks,
                                lambda e: expected in (e[0]["position_error"] or ""))
         return extras[0]["position"] is None
@@ -369,16 +369,18 @@ def test_bad_depth_messages_give_reasons_not_exceptions(rig, scene):
 
 
 def test_a_depth_frame_over_max_image_pixels_is_not_converted(rig, scene):
-    """The cap of the colour frames holds for depth: refused from the header fields, whatever
-    the data, with the reason in position_error."""
+    """The cap of the colour frames holds for depth: refused on arrival from the header fields
+    (never kept), whatever the data, with the reason in position_error."""
     r = rig(Config.from_params({"depth.enabled": True, "max_image_pixels": 640 * 480 - 1}))
     _, masks = scene_masks(scene)
     r.send_info(scene.intrinsics.K, 640, 480)
     r.send_depth(scene.depth_mm(), "16UC1")
     extras = r.locate_when(colour_frame(scene), masks, inputs_arrived)
     assert all(e["position"] is None for e in extras)
-    assert extras[0]["position_error"] == (
-        "unusable depth frame: 640x480 = 307200 pixels, more than max_image_pixels=307199")
+    assert extras[0]["position_error"].endswith(
+        ": depth frame refused on arrival: 640x480 = 307200 pixels, more than "
+        "max_image_pixels=307199")
+    assert len(r.targets._ring) == 0 and r.targets.buffered_bytes == 0
 
 
 def test_too_few_valid_pixels_reason(rig, scene):

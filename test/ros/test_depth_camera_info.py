@@ -102,7 +102,7 @@ def test_depth_frame_ids_are_escaped_and_warned_once(rig, scene):
         evil = f"evil{i}\n[ERROR] [0.0] [sam3_agent]: forged {i}\x1b[2J"
         r.send_depth(scene.depth_mm(), "16UC1", frame_id=evil)
         r.locate_when(frame, masks, lambda e, evil=evil: has_position(e) and any(
-            m.header.frame_id == evil for m in r.targets._depth_frames))
+            m.header.frame_id == evil for m in r.targets._ring.messages()))
     warned = [line for line in logger.lines if "differs from the colour frame_id" in line]
     assert len(warned) == 1, logger.lines
     assert "\n" not in warned[0] and "\x1b" not in warned[0]

@@ -340,8 +340,8 @@ def test_the_camera_model_status_appears_with_depth_and_warns_while_it_does_not_
                                   "but the colour frame is 640x480\n[ERROR] x", "1280x720")
     clock.advance(3.0)
     statuses = health.statuses(health.snapshot(recorder, params))
-    status = statuses[-1]
-    assert status.name == "camera model" and status.level == Level.WARN
+    (status,) = [s for s in statuses if s.name == "camera model"]
+    assert status.level == Level.WARN
     assert status.message.startswith("no 3D positions 3.0 s ago: unusable camera_info: ")
     assert "\n" not in status.message
     recorder.camera_model_checked(None, "640x480, fx=600 fy=600 cx=319.5 cy=239.5")
