@@ -44,6 +44,18 @@ MAX_PENDING = 64
 LIMIT_PARAMETERS = ("max_query_chars", "concepts.max_prompts", "concepts.max_prompt_chars")
 
 
+def create_console_node(context: Any) -> Any:
+    """The console's node: a name of its own per process, and no service of its own (no
+    parameter services, no type description service), so that an SROS2 enclave for it names
+    only absolute interfaces (config/sros2/sam3_agent_policy.xml, ``/sam3_agent_console``)."""
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    return rclpy.create_node(
+        f"sam3_agent_console_{os.getpid()}", context=context, start_parameter_services=False,
+        parameter_overrides=[Parameter("start_type_description_service", value=False)])
+
+
 class RosLink:
     def __init__(self, hub: Hub, node_name: str, image_topic: str | None = None,
                  preview_hz: float = 4.0):
@@ -104,7 +116,7 @@ class RosLink:
             return
         executor = SingleThreadedExecutor(context=context)
         try:
-            self.node = rclpy.create_node(f"sam3_agent_console_{os.getpid()}", context=context)
+            self.node = create_console_node(context)
             self._create_entities()
             executor.add_node(self.node)
         except Exception as exc:
