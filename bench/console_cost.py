@@ -49,6 +49,7 @@ class Page:
 
     def __init__(self, url: str) -> None:
         self.url = url.split("?")[0].rstrip("/") + "/ws"
+        self.origin = url.split("?")[0].rstrip("/")  # the page's own (no Origin: refused)
         self.images = 0
         self.states = 0
         self.connected = threading.Event()
@@ -59,7 +60,8 @@ class Page:
     async def _run(self) -> None:
         import aiohttp
 
-        async with aiohttp.ClientSession() as session, session.ws_connect(self.url) as ws:
+        async with aiohttp.ClientSession() as session, session.ws_connect(self.url,
+                                                                       origin=self.origin) as ws:
             self.connected.set()
             while not self._stop.is_set():
                 try:

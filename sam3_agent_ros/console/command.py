@@ -2,7 +2,8 @@
 (interface §10): the operator console of a running node, in the browser.
 
 It binds the port first (a port in use: one line, exit 2), starts the ROS side, prints one stdout
-line ``console: http://HOST:PORT/`` (with ``?token=...`` when a token is in force) and serves
+line ``console: http://HOST:PORT/`` (with ``?token=...`` when a token is in force; HOST is the
+address other machines reach this one at when it serves on every address) and serves
 until Ctrl-C / SIGTERM. DDS is left as the user set it up (``--loopback`` keeps it on this
 machine, as for ``sam3-agent ask``).
 """
@@ -17,7 +18,7 @@ import socket
 import sys
 from typing import Any
 
-from sam3_agent_ros.console.access import UsageError, console_url, resolve_token
+from sam3_agent_ros.console.access import UsageError, console_url, reachable_host, resolve_token
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 LOG = logging.getLogger("sam3_agent_ros.console")
@@ -38,8 +39,9 @@ def register(subparsers: Any) -> None:
                               "one is generated when --token is not given)")
     console.add_argument("--port", type=int, default=8090, help="port (default 8090; 0: any)")
     console.add_argument("--token", help="required in every request (?token=...)")
-    console.add_argument("--image-topic", help="the node's camera topic, for the live preview "
-                                               "(default: image in the node's namespace)")
+    console.add_argument("--image-topic",
+                         help="the camera topic of the live preview (default: the one the node "
+                              "subscribes, found on the ROS graph, remappings included)")
     console.add_argument("--loopback", action="store_true",
                          help="keep DDS on this machine (127.0.0.1 only)")
     console.set_defaults(handler=cmd_console)
@@ -96,8 +98,7 @@ def cmd_console(args: argparse.Namespace) -> int:
     from sam3_agent_ros.console.ros_link import RosLink
 
     hub = Hub()
-    namespace = name.rsplit("/", 1)[0]
-    link = RosLink(hub, name, args.image_topic or f"{namespace}/image")
+    link = RosLink(hub, name, args.image_topic)  # None: the topic the node subscribes
     try:
         link.start()
     except RuntimeError as exc:
@@ -127,7 +128,11 @@ async def _serve(hub: Any, link: Any, token: str | None, sock: socket.socket, ho
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     port = sock.getsockname()[1]
-    print(f"console: {console_url(host, port, token)}", flush=True)
+    shown = reachable_host(host)  # 0.0.0.0 / ::: the address another machine can open
+    print(f"console: {console_url(shown, port, token)}", flush=True)
+    if shown != host:
+        LOG.info("console: serving on every address of this machine (%s); the URL above "
+                 "names the one other machines reach it at", host)
     LOG.info("console of %s: open the URL above in a browser; Ctrl-C ends it", link.node_name)
     try:
         await stop.wait()

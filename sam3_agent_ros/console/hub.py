@@ -2,7 +2,9 @@
 
 The ROS thread writes (``set``, ``put_image``); each page has a ``Feed`` that remembers which
 keys and images changed since it last sent, so a slow tab gets the newest of each, never a
-backlog. ``wake`` is how a feed tells its sender (the server's event loop) to look.
+backlog. ``wake`` is how a feed tells its sender (the server's event loop) to look. An image
+that is no longer current is dropped (``drop_image``): open pages are sent an empty one (the tag
+byte alone) and forget theirs, new pages never see it.
 """
 
 from __future__ import annotations
@@ -52,12 +54,28 @@ class Hub:
         for feed in feeds:
             feed.wake()
 
+    def drop_image(self, source: str) -> None:
+        """``source``'s image is no longer current: pages forget it (an empty image)."""
+        with self._lock:
+            if not self._images.get(source):
+                return
+            self._images[source] = b""
+            feeds = list(self._feeds)
+            for feed in feeds:
+                feed.images.add(source)
+        for feed in feeds:
+            feed.wake()
+
+    def has_image(self, source: str) -> bool:
+        with self._lock:
+            return bool(self._images.get(source))
+
     def attach(self, feed: Feed) -> None:
-        """A new page: everything known is new to it."""
+        """A new page: everything known is new to it (dropped images are not)."""
         with self._lock:
             self._feeds.append(feed)
             feed.keys.update(self._state)
-            feed.images.update(self._images)
+            feed.images.update(s for s, jpeg in self._images.items() if jpeg)
         feed.wake()
 
     def detach(self, feed: Feed) -> None:
@@ -71,7 +89,8 @@ class Hub:
             return len(self._feeds)
 
     def take(self, feed: Feed) -> tuple[dict[str, Any], dict[str, bytes]]:
-        """The changed state and images of ``feed`` (their newest values), now marked seen."""
+        """The changed state and images of ``feed`` (their newest values; ``b""``: dropped),
+        now marked seen."""
         with self._lock:
             state = {key: self._state[key] for key in feed.keys}
             images = {source: self._images[source] for source in feed.images}

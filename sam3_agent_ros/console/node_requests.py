@@ -22,7 +22,8 @@ MAX_GOALS_PER_PAGE = 4
 
 class NodeRequests:
     def __init__(self, node: Any, node_name: str, hub: Hub,
-                 show_status: Callable[[dict], None]) -> None:
+                 show_status: Callable[[dict], None],
+                 show_concepts: Callable[[list[str]], None]) -> None:
         from rcl_interfaces.srv import SetParameters
         from rclpy.action import ActionClient
         from std_srvs.srv import Trigger
@@ -32,6 +33,7 @@ class NodeRequests:
         self.node_name = node_name
         self.hub = hub
         self._show_status = show_status
+        self._show_concepts = show_concepts
         self._segment = Segment
         self._action: Any = ActionClient(node, Segment, resolve("~/segment", node_name))
         self._stop_follow = node.create_client(Trigger, resolve("~/stop_follow", node_name))
@@ -131,7 +133,7 @@ class NodeRequests:
         def done(future: Any) -> None:
             reply = future.result()
             if reply is not None and reply.results and reply.results[0].successful:
-                self.hub.set("concepts", list(concepts))
+                self._show_concepts(list(concepts))
                 self.notice("concepts set: " + (", ".join(concepts) or "(none: off)"))
             else:
                 reason = reply.results[0].reason if reply and reply.results else "no reply"

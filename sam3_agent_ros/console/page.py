@@ -26,6 +26,7 @@ button{padding:4px 10px}
 .OK{color:#2a7d2a}.WARN{color:#b36b00}.ERROR{color:#c1121f}.STALE{color:#666}
 .reasoning{white-space:pre-wrap;max-height:9em;overflow:auto;color:#444;font-size:12px}
 ul{margin:0;padding-left:18px}
+.note{color:#b36b00;margin:2px 0}.note:empty{display:none}
 </style></head><body>
 <header><h1>sam3_agent console</h1>
 <p id="connection" role="status" aria-label="Connection">connecting to the console</p>
@@ -57,13 +58,14 @@ placeholder="no, the other one"><button id="correct" type="submit">Correct</butt
 <section id="status" aria-labelledby="h-status"><h2 id="h-status">Status</h2>
 <p id="phase">idle</p><p id="phases"></p><div id="reasoning" class="reasoning"></div></section>
 <section id="result" aria-labelledby="h-result"><h2 id="h-result">Result</h2>
-<p id="result-status">no answer yet</p><ul id="masks"></ul></section>
+<p id="result-status">no answer yet</p><p id="result-note" class="note"></p><ul id="masks"></ul>
+</section>
 <section aria-labelledby="h-concepts"><h2 id="h-concepts">Standing concepts</h2>
 <form id="concepts-form"><label for="concepts">Concepts</label>
 <input id="concepts" type="text" maxlength="2000" autocomplete="off" placeholder="cup, red ball">
 <button id="apply-concepts" type="submit">Apply concepts</button></form>
-<div id="detections" role="region" aria-label="Concept detections"><ul id="detection-list">
-</ul></div></section>
+<div id="detections" role="region" aria-label="Concept detections">
+<p id="detections-note" class="note"></p><ul id="detection-list"></ul></div></section>
 <section id="health" aria-labelledby="h-health"><h2 id="h-health">Health</h2>
 <ul id="health-list"><li>no diagnostics yet</li></ul></section>
 </div>
@@ -74,7 +76,8 @@ const $ = (id) => document.getElementById(id);
 const SOURCES = ["live", "answer", "follow", "concepts"];
 const HOLD_MS = {answer: 10000, follow: 2000, concepts: 2000};
 const images = {}; const imageAt = {};
-let socket = null; let shownAnswer = null;
+let socket = null; let shownAnswer = null; let answerCurrent = false;
+let camera = {state: "none", message: ""};
 function li(text, cls) { const e = document.createElement("li"); e.textContent = text;
   if (cls) e.className = cls; return e; }
 function fill(list, items) { list.replaceChildren(...items); }
@@ -90,20 +93,40 @@ function pick() {
   const view = $("view").value; const now = Date.now();
   if (view !== "auto") return view;
   for (const s of ["follow", "concepts", "answer"])
-    if (images[s] && now - imageAt[s] < HOLD_MS[s]) return s;
+    if (images[s] && now - imageAt[s] < HOLD_MS[s] && (s !== "answer" || answerCurrent))
+      return s;
   return images.live ? "live" : null;
+}
+// What the image is, in words: "live" only while frames come (the console's word and this
+// page's own clock agree), else how old the last frame is.
+function label(s) {
+  if (!s) return camera.message || "no image yet";
+  if (!images[s]) return "no " + s + " image now";
+  if (s !== "live") return "showing: " + s + (s === "answer" && !answerCurrent
+    ? " (not the current query's)" : "");
+  const age = (Date.now() - imageAt.live) / 1000;
+  if (camera.state === "live" && age < 3) return "showing: live";
+  return "showing: last frame, " + age.toFixed(0) + " s old" +
+    (camera.message ? " (" + camera.message + ")" : "");
 }
 function showImage() {
   const s = pick();
   if (s && images[s] && $("camera").src !== images[s]) $("camera").src = images[s];
-  $("shown").textContent = s ? "showing: " + s : "no image yet";
+  if (!s || !images[s]) $("camera").removeAttribute("src");
+  $("shown").textContent = label(s);
 }
 setInterval(showImage, 500);
 function onImage(data) {
   const bytes = new Uint8Array(data); const source = SOURCES[bytes[0]];
   if (!source) return;
+  const old = images[source];
+  if (bytes.length === 1) {  // no longer current: forget it
+    delete images[source]; showImage();
+    if (old) setTimeout(() => URL.revokeObjectURL(old), 1000);
+    return;
+  }
   const url = URL.createObjectURL(new Blob([bytes.subarray(1)], {type: "image/jpeg"}));
-  const old = images[source]; images[source] = url; imageAt[source] = Date.now();
+  images[source] = url; imageAt[source] = Date.now();
   showImage();
   if (old) setTimeout(() => URL.revokeObjectURL(old), 1000);
 }
@@ -118,14 +141,16 @@ const render = {
     if (s.num_masks !== null && s.num_masks !== undefined) parts.push(s.num_masks + " masks");
     $("phase").textContent = parts.join(", ") + (s.query_id ? " (" + s.query_id + ")" : "");
     $("phases").textContent = "phases: " + (s.phases || []).join(" > ");
-    if (s.reasoning) $("reasoning").textContent = s.reasoning;
+    $("reasoning").textContent = s.reasoning || "";  // a new query: none yet, never the last
   },
   result(r) {
-    shownAnswer = r.query_id;
+    if (r.query_id) shownAnswer = r.query_id;
+    answerCurrent = r.status === "succeeded" && r.masks.length > 0 && !r.stale;
     let head = (r.status || "?") + (r.error ? ": " + r.error : "");
-    head += ' for "' + r.query + '" (' + r.query_id + ")";
+    if (r.query_id) head += ' for "' + r.query + '" (' + r.query_id + ")";
     if (r.refines) head += ", correcting " + r.refines;
     $("result-status").textContent = head;
+    $("result-note").textContent = [r.stale, r.warning].filter(Boolean).join("; ");
     fill($("masks"), r.masks.map((m) => {
       let t = "mask " + m.id + ": score " + num(m.score, 2) + ", box " + box(m.bbox);
       const p = xyz(m.position);
@@ -135,11 +160,14 @@ const render = {
       else if (m.target_error) t += ", not in the target frame: " + m.target_error;
       return li(t);
     }));
+    showImage();
   },
+  camera(c) { camera = c; showImage(); },
   follow(f) { $("follow-state").textContent = "follow: " + f.state + " (" + f.query_id + ")"; },
   concepts(list) { if (document.activeElement !== $("concepts"))
     $("concepts").value = list.join(", "); },
   detections(d) {
+    $("detections-note").textContent = d.message || "";
     fill($("detection-list"), d.detections.length ? d.detections.map((x) =>
       li(x.concept + " #" + x.id + ": score " + num(x.score, 2) + ", box " + box(x.bbox) +
          (x.position ? ", position " + xyz(x.position) : ""))) : [li("no detections")]);
@@ -150,17 +178,28 @@ const render = {
       e.append(l, " " + s.name + ": " + s.message); return e; }));
   },
 };
-function onState(message) {
+// A message that cannot be read or shown is said on the page, never dropped in silence, and
+// never stops the other regions from being drawn.
+function onText(text) {
+  let message;
+  try { message = JSON.parse(text); } catch (error) {
+    $("notice").textContent = "the console sent a message this page cannot read (" +
+      error.message + ")";
+    return;
+  }
   if (message.notice) render.notice(message.notice);
-  for (const [key, value] of Object.entries(message.state || {}))
-    if (render[key] && value !== null) render[key](value);
+  for (const [key, value] of Object.entries(message.state || {})) {
+    if (!render[key] || value === null) continue;
+    try { render[key](value); } catch (error) {
+      $("notice").textContent = "could not show " + key + ": " + error.message;
+    }
+  }
 }
 function connect() {
   const scheme = location.protocol === "https:" ? "wss://" : "ws://";
   socket = new WebSocket(scheme + location.host + "/ws" + location.search);
   socket.binaryType = "arraybuffer";
-  socket.onmessage = (e) => typeof e.data === "string" ? onState(JSON.parse(e.data))
-    : onImage(e.data);
+  socket.onmessage = (e) => typeof e.data === "string" ? onText(e.data) : onImage(e.data);
   socket.onclose = () => { $("connection").textContent =
     "the console is not reachable: reconnecting"; setTimeout(connect, 1000); };
 }

@@ -1,4 +1,5 @@
-"""The live frame's preview (pure): a throttle, and a frame made small and JPEG-encoded.
+"""The live frame's preview (pure): which topic (the node's own colour topic, from its graph), a
+throttle, and a frame made small and JPEG-encoded.
 
 The preview costs the console only while a page is open and only at ``rate_hz``: frames between
 two previews are dropped before they are even deserialised (``Throttle.due``).
@@ -7,12 +8,37 @@ two previews are dropped before they are even deserialised (``Throttle.due``).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 import cv2
 import numpy as np
 
 PREVIEW_WIDTH = 640
 PREVIEW_QUALITY = 70
+
+
+RAW, COMPRESSED = "sensor_msgs/msg/Image", "sensor_msgs/msg/CompressedImage"
+
+
+def camera_topic(subscriptions: Iterable[tuple[str, list[str]]],
+                 hint: str = "") -> tuple[str, str, str]:
+    """The node's colour topic among its subscriptions (``(topic, types)``, as the ROS graph
+    lists them for the node): ``(topic, kind, problem)`` with kind ``raw`` or ``compressed``;
+    ``("", "", why)`` when it has none. With depth on the node subscribes two raw images: the
+    colour one is ``hint`` (the topic the node's ``frames`` health names) when it is one of
+    them, else the one whose name does not say depth. The graph is the node's, so whatever the
+    hint says, the preview is only ever one of the node's own image topics."""
+    subscriptions = list(subscriptions)
+    compressed = sorted(t for t, types in subscriptions if COMPRESSED in types)
+    raw = sorted(t for t, types in subscriptions if RAW in types)
+    if compressed:  # image_transport compressed: the node's frames are these
+        return compressed[0], "compressed", ""
+    if not raw:
+        return "", "", "the node subscribes no image topic (not active yet?)"
+    if hint in raw:
+        return hint, "raw", ""
+    colour = [t for t in raw if "depth" not in t.lower()] or raw
+    return colour[0], "raw", ""
 
 
 FRAME_WINDOW_NS = 40_000_000  # a 30 Hz camera stamps one or two frames in each window

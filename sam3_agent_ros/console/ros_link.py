@@ -6,8 +6,10 @@ sends what a page asks (``commands.Command``) as a client of the node would: goa
 through the parameter service. Every rclpy call happens on this thread: a page's request is
 queued and a guard condition wakes the executor. The node may start after the console, vanish
 and come back: DDS reconnects the subscriptions and the action client; the 0.5 s tick says on
-the page whether the node is there. Image subscriptions exist only while a page is open (the
-node draws its overlays only for subscribers; the live preview costs nothing without a page).
+the page whether the node is there, what has gone stale (``panels.Panels``) and which camera
+topic the node subscribes (its graph: the preview follows remappings without being told).
+Image subscriptions exist only while a page is open (the node draws its overlays only for
+subscribers; the live preview costs nothing without a page).
 """
 
 from __future__ import annotations
@@ -21,25 +23,50 @@ from typing import Any
 
 from sam3_agent_ros.console import views
 from sam3_agent_ros.console.commands import Command, Limits
+from sam3_agent_ros.console.health import STALE_S, HealthBook, frames_topic
 from sam3_agent_ros.console.hub import Hub
 from sam3_agent_ros.console.node_requests import NodeRequests
-from sam3_agent_ros.console.preview import Throttle, is_jpeg, preview_jpeg, stamp_filter
+from sam3_agent_ros.console.panels import Panels
+from sam3_agent_ros.console.preview import (
+    Throttle,
+    camera_topic,
+    is_jpeg,
+    preview_jpeg,
+    stamp_filter,
+)
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.ros.output_topics import resolve
 
 LOG = logging.getLogger("sam3_agent_ros.console")
 TICK_S = 0.5
-DIAGNOSTICS_STALE_S = 5.0
 OVERLAY_HZ = 10.0  # follow / concepts overlays forwarded at most this often (answers: each)
 MAX_PENDING = 64
 LIMIT_PARAMETERS = ("max_query_chars", "concepts.max_prompts", "concepts.max_prompt_chars")
 
 
+def create_console_node(context: Any) -> Any:
+    """The console's node: a name of its own per process, and no service of its own (no
+    parameter services, no type description service), so that an SROS2 enclave for it names
+    only absolute interfaces (config/sros2/sam3_agent_policy.xml, ``/sam3_agent_console``)."""
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    return rclpy.create_node(
+        f"sam3_agent_console_{os.getpid()}", context=context, start_parameter_services=False,
+        parameter_overrides=[Parameter("start_type_description_service", value=False)])
+
+
 class RosLink:
-    def __init__(self, hub: Hub, node_name: str, image_topic: str, preview_hz: float = 4.0):
+    def __init__(self, hub: Hub, node_name: str, image_topic: str | None = None,
+                 preview_hz: float = 4.0):
+        """``image_topic``: the camera topic of the preview; None: the one the node subscribes
+        (found on the graph)."""
         self.hub = hub
         self.node_name = node_name
-        self.image_topic = image_topic
+        self.given_image_topic = image_topic
+        self.panels = Panels(hub)
+        self.health = HealthBook(node_name)
+        self._frames_hint = ""  # the topic the node's frames health names
         self.preview_hz = preview_hz
         self.limits = Limits()
         self._pending: queue.Queue = queue.Queue(MAX_PENDING)
@@ -89,7 +116,7 @@ class RosLink:
             return
         executor = SingleThreadedExecutor(context=context)
         try:
-            self.node = rclpy.create_node(f"sam3_agent_console_{os.getpid()}", context=context)
+            self.node = create_console_node(context)
             self._create_entities()
             executor.add_node(self.node)
         except Exception as exc:
@@ -116,6 +143,7 @@ class RosLink:
 
     def _create_entities(self) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
+        from rcl_interfaces.msg import ParameterEvent
         from rcl_interfaces.srv import GetParameters
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from std_msgs.msg import String
@@ -127,6 +155,9 @@ class RosLink:
         node.create_subscription(String, resolve("~/follow/status", name), self._on_follow,
                                  reliable)
         node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, reliable)
+        # concepts.prompts changed by anyone (ros2 param set, another console)
+        node.create_subscription(ParameterEvent, "/parameter_events", self._on_parameter_event,
+                                 reliable)
         try:
             from sam3_agent_ros.msg import ConceptDetections
 
@@ -134,16 +165,17 @@ class RosLink:
                                      self._on_detections, reliable)
         except ImportError:  # interfaces without the concepts messages: no detections shown
             pass
-        self.requests = NodeRequests(node, name, self.hub, self._show_status)
+        self.requests = NodeRequests(node, name, self.hub, self.panels.status,
+                                     self.panels.concepts)
         self._get_params: Any = node.create_client(GetParameters, f"{name}/get_parameters")
         self._guard = node.create_guard_condition(self._drain)
         self._images: list[Any] = []
         self._image_kind = ""  # "" none, "raw" or "compressed"
+        self.image_topic = ""  # the preview's topic ("": none found yet)
         # the stamp filter spaces frames 1/preview_hz apart, give or take a camera period
         self._live_throttle = Throttle(self.preview_hz * 1.5)
         self._overlay_throttles = {s: Throttle(OVERLAY_HZ) for s in ("follow", "concepts")}
         self._connected = False
-        self._diagnostics_at = 0.0
         self._ticks = 0
         node.create_timer(TICK_S, self._tick)
 
@@ -152,37 +184,46 @@ class RosLink:
     def _on_status(self, msg: Any) -> None:
         status = views.json_text(msg.data)
         if status is not None:
-            self._show_status(status)
-
-    def _show_status(self, status: dict) -> None:
-        self.hub.set("status", views.status_view(status, self.hub.get("status")))
+            self.panels.status(status)
 
     def _on_result(self, msg: Any) -> None:
-        result = views.json_text(msg.data)
-        if result is not None:
-            self.hub.set("result", views.result_view(result))
+        self.panels.result_text(msg.data)  # one it cannot read is an error line, never nothing
 
     def _on_follow(self, msg: Any) -> None:
         follow = views.json_text(msg.data)
         if follow is not None:
-            self.hub.set("follow", {k: follow.get(k) for k in ("query_id", "state", "mode")})
+            self.panels.follow({k: views.finite(follow.get(k))
+                                for k in ("query_id", "state", "mode")})
 
     def _on_detections(self, msg: Any) -> None:
-        self.hub.set("detections", views.detections_view(msg))
+        self.panels.detections(views.detections_view(msg))
+
+    def _on_parameter_event(self, msg: Any) -> None:
+        if msg.node != self.node_name:
+            return
+        for parameter in (*msg.new_parameters, *msg.changed_parameters):
+            if parameter.name == "concepts.prompts":
+                self.panels.concepts(list(parameter.value.string_array_value))
 
     def _on_diagnostics(self, msg: Any) -> None:
-        statuses = views.health_view(msg, self.node_name)
-        if statuses:
-            self._diagnostics_at = time.monotonic()
-            self._health = statuses
-            self.hub.set("health", statuses)
+        now = time.monotonic()
+        self.health.update(msg, now)
+        self._frames_hint = frames_topic(msg, self.node_name) or self._frames_hint
+        if self.health.due(now):  # at most once a second, however fast they come
+            self.hub.set("health", self.health.view(now))
 
     def _on_overlay(self, source: str, msg: Any) -> None:
         throttle = self._overlay_throttles.get(source)
         if throttle is not None and not throttle.due():
             return
         data = bytes(msg.data)
-        if is_jpeg(data):
+        if not is_jpeg(data):
+            return
+        if source == "answer":
+            self.panels.answer_overlay((msg.header.stamp.sec, msg.header.stamp.nanosec), data)
+        elif source == "concepts":
+            self.panels.concepts_overlay(data)
+        else:
             self.hub.put_image(source, data)
 
     def _on_raw_frame(self, serialized: bytes) -> None:
@@ -194,7 +235,7 @@ class RosLink:
         from sam3_agent_ros.ros.conversions import image_to_rgb
 
         try:
-            self.hub.put_image("live", preview_jpeg(
+            self.panels.live_frame(preview_jpeg(
                 image_to_rgb(deserialize_message(serialized, Image))))
         except Exception as exc:  # an unusable frame: the node's health says more
             LOG.debug("console: preview skipped: %s", for_log(exc))
@@ -203,7 +244,7 @@ class RosLink:
         if self._live_throttle.due():
             data = bytes(msg.data)
             if is_jpeg(data):
-                self.hub.put_image("live", data)
+                self.panels.live_frame(data)
 
     # --- the tick: is the node there, which image subscriptions ---
 
@@ -221,10 +262,13 @@ class RosLink:
                     "state": "waiting", "node": self.node_name,
                     "message": f"waiting for the node {self.node_name} (not on the ROS graph: "
                                "start it, or check ROS_DOMAIN_ID)"})
-        health = getattr(self, "_health", None)
-        age = time.monotonic() - self._diagnostics_at
-        if health and age > DIAGNOSTICS_STALE_S:
-            self.hub.set("health", views.stale_health(health, age))
+        now = time.monotonic()
+        self.health.forget_old(now)
+        if now - self.health.heard_at > STALE_S and self.health.heard_at > 0:
+            self.health.mark_changed()  # shown STALE, with an age that grows
+        if self.health.due(now):
+            self.hub.set("health", self.health.view(now))
+        self.panels.tick()
         self._update_image_subscriptions()
 
     def _node_present(self) -> bool:
@@ -233,22 +277,40 @@ class RosLink:
 
     def _update_image_subscriptions(self) -> None:
         wanted = self.hub.pages > 0
-        kind = ""
-        if wanted:
-            kind = self._image_kind or "raw"
-            if self._ticks % 4 == 1:  # every 2 s: a compressed camera topic, if there is one
-                topics = dict(self.node.get_topic_names_and_types())
-                compressed = topics.get(self.image_topic + "/compressed", [])
-                kind = "compressed" if "sensor_msgs/msg/CompressedImage" in compressed else "raw"
-        if kind == self._image_kind and bool(self._images) == wanted:
+        topic, kind = self.image_topic, self._image_kind
+        if wanted and (self._ticks % 4 == 1 or not topic):  # every 2 s: the node's camera
+            topic, kind = self._find_camera()
+        if not wanted:
+            topic, kind = "", ""
+        if (topic, kind) == (self.image_topic, self._image_kind) and bool(self._images) == wanted:
             return
         for subscription in self._images:
             self.node.destroy_subscription(subscription)
-        self._images, self._image_kind = [], kind
+        self._images, self.image_topic, self._image_kind = [], topic, kind
         if wanted:
-            self._images = self._make_image_subscriptions(kind)
+            self._images = self._make_image_subscriptions(topic, kind)
 
-    def _make_image_subscriptions(self, kind: str) -> list[Any]:
+    def _find_camera(self) -> tuple[str, str]:
+        """The preview's topic and kind: the node's own colour subscription (its graph), or
+        ``--image-topic``; with a raw topic, its ``/compressed`` when a camera publishes one."""
+        if self.given_image_topic:
+            topic, kind, problem = self.given_image_topic, "raw", ""
+        else:
+            namespace, _, base = self.node_name.rpartition("/")
+            try:
+                subscriptions = self.node.get_subscriber_names_and_types_by_node(
+                    base, namespace or "/")
+            except Exception:  # the node is not on the graph (now): keep what was found
+                return self.image_topic, self._image_kind
+            topic, kind, problem = camera_topic(subscriptions, self._frames_hint)
+        if kind == "raw":
+            topics = dict(self.node.get_topic_names_and_types())
+            if "sensor_msgs/msg/CompressedImage" in topics.get(topic + "/compressed", []):
+                topic, kind = topic + "/compressed", "compressed"
+        self.panels.camera_topic(topic, kind, problem)
+        return topic, kind
+
+    def _make_image_subscriptions(self, topic: str, kind: str) -> list[Any]:
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import CompressedImage, Image
 
@@ -262,13 +324,13 @@ class RosLink:
                                   ("follow", "~/follow/overlay/compressed"),
                                   ("concepts", "~/concepts/overlay/compressed"))]
         if kind == "compressed":
-            made.append(node.create_subscription(CompressedImage, self.image_topic + "/compressed",
+            made.append(node.create_subscription(CompressedImage, topic,
                                                  self._on_compressed_frame, newest))
-        else:
-            made.append(self._raw_frames(Image, newest))
+        elif kind == "raw":
+            made.append(self._raw_frames(Image, topic, newest))
         return made
 
-    def _raw_frames(self, image_type: Any, qos: Any) -> Any:
+    def _raw_frames(self, image_type: Any, topic: str, qos: Any) -> Any:
         """The raw camera topic, thinned by a content filter on the stamps where the middleware
         has one (``preview.stamp_filter``), serialised (deserialised only when a preview is
         due)."""
@@ -277,11 +339,11 @@ class RosLink:
         expression, parameters = stamp_filter(self.preview_hz)
         try:
             return self.node.create_subscription(
-                image_type, self.image_topic, self._on_raw_frame, qos, raw=True,
+                image_type, topic, self._on_raw_frame, qos, raw=True,
                 content_filter_options=ContentFilterOptions(expression, parameters))
         except Exception as exc:  # no content filter in this middleware: every frame comes
             LOG.info("console: no content filter for the preview (%s)", for_log(exc))
-            return self.node.create_subscription(image_type, self.image_topic,
+            return self.node.create_subscription(image_type, topic,
                                                  self._on_raw_frame, qos, raw=True)
 
     def _ask_parameters(self) -> None:
@@ -297,7 +359,7 @@ class RosLink:
         values = future.result().values if future.result() is not None else []
         if len(values) != 1 + len(LIMIT_PARAMETERS):
             return
-        self.hub.set("concepts", list(values[0].string_array_value))
+        self.panels.concepts(list(values[0].string_array_value))
         numbers = [v.integer_value for v in values[1:]]
         if all(n > 0 for n in numbers):
             self.limits = Limits(*numbers)

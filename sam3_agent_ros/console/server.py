@@ -3,9 +3,11 @@
 Every request passes ``access.request_problem`` first (the token, the Host, a socket's Origin).
 A socket gets the whole state at once, then what changes: JSON text messages for the state,
 binary messages for images (one tag byte, ``hub.IMAGE_SOURCES``, then the JPEG as the node sent
-it). A tab that reads slowly gets the newest of each, never a backlog (``hub.Feed``). What a tab
-sends is checked (``commands.parse_command``) and handed to the ROS side; when the tab closes its
-goals are cancelled. aiohttp is imported only here, inside ``make_app``.
+it; the tag alone: that image is no longer current). At most 20 state messages a second, each
+strict JSON (``views.page_json``). A tab that reads slowly gets the newest of each, never a
+backlog (``hub.Feed``). What a tab sends is checked (``commands.parse_command``) and handed to
+the ROS side; when the tab closes its goals are cancelled. aiohttp is imported only here,
+inside ``make_app``.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from sam3_agent_ros.console.access import request_problem
 from sam3_agent_ros.console.commands import CommandRefused, parse_command
 from sam3_agent_ros.console.hub import IMAGE_SOURCES, Feed, Hub
 from sam3_agent_ros.console.page import page_html
+from sam3_agent_ros.console.views import page_json
 
 LOG = logging.getLogger("sam3_agent_ros.console")
 MAX_PAGES = 32  # open sockets at once
 MIN_IMAGE_INTERVAL_S = 0.1  # a tab gets at most 10 images a second
+MIN_STATE_INTERVAL_S = 0.05  # and at most 20 state messages (each the newest of every key)
 MAX_MESSAGE_BYTES = 16_384
 
 
@@ -33,8 +37,8 @@ def make_app(hub: Hub, link: Any, token: str | None) -> Any:
 
     @web.middleware
     async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
-        origin = request.headers.get("Origin") if request.path == "/ws" else None
-        refusal = request_problem(token, request.query.get("token"), request.host, origin)
+        refusal = request_problem(token, request.query.get("token"), request.host,
+                                  request.headers.get("Origin"), is_socket=request.path == "/ws")
         if refusal is not None:
             return web.Response(status=refusal.status, text=refusal.reason + "\n")
         response = await handler(request)
@@ -98,10 +102,9 @@ async def _send(ws: Any, hub: Hub, feed: Feed, changed: asyncio.Event) -> None:
             changed.clear()
             state, images = hub.take(feed)
             if state:
-                await ws.send_str(json.dumps({"state": state}, default=str))
-            for source, jpeg in images.items():
+                await ws.send_str(page_json({"state": state}))  # strict JSON, never Infinity
+            for source, jpeg in images.items():  # an empty one: the page forgets its image
                 await ws.send_bytes(bytes([IMAGE_SOURCES.index(source)]) + jpeg)
-            if images:
-                await asyncio.sleep(MIN_IMAGE_INTERVAL_S)
+            await asyncio.sleep(MIN_IMAGE_INTERVAL_S if images else MIN_STATE_INTERVAL_S)
     except (ConnectionError, RuntimeError) as exc:  # the tab went away meanwhile
         LOG.debug("console: a page's socket closed: %s", exc)

@@ -9,6 +9,7 @@ examine) before anything runs or is reported.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -152,7 +153,9 @@ class ToolBox:
             return Mistake(f"Mask ids {invalid} do not exist; the current masks are "
                            f"1..{len(state.masks)}.")
         unique = list(dict.fromkeys(ids))
-        return Finish(QueryStatus.SUCCEEDED, [state.masks[i - 1] for i in unique])
+        # each chosen mask remembers the id the model chose it by (result JSON "candidate")
+        return Finish(QueryStatus.SUCCEEDED,
+                      [dataclasses.replace(state.masks[i - 1], candidate=i) for i in unique])
 
     def _masks_message(self, header: str, state: QueryState) -> Message:
         state.overlays += 1

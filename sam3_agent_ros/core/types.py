@@ -88,6 +88,9 @@ class Mask:
     area: int
     centroid: Point  # u, v in pixels
     pixel_box: PixelBox | None = None  # x0, y0, x1, y1 (exclusive) of its pixels; None: empty
+    # Its id among the candidate masks the model chose it from (select_masks_and_return: the
+    # number the model's reasoning uses); 0: not chosen by the model by id.
+    candidate: int = 0
 
     @classmethod
     def from_array(cls, mask: np.ndarray, score: float,
@@ -108,9 +111,12 @@ class Mask:
 
     def summary(self, mask_id: int) -> dict[str, Any]:
         """The result-JSON form (interface §6)."""
-        return {"id": mask_id, "score": round(self.score, 4),
-                "bbox": [round(v, 1) for v in self.bbox], "area": self.area,
-                "centroid": [round(v, 1) for v in self.centroid]}
+        summary = {"id": mask_id, "score": round(self.score, 4),
+                   "bbox": [round(v, 1) for v in self.bbox], "area": self.area,
+                   "centroid": [round(v, 1) for v in self.centroid]}
+        if self.candidate:
+            summary["candidate"] = self.candidate
+        return summary
 
 
 @dataclass(frozen=True)

@@ -53,3 +53,28 @@ def test_neither_run_nor_the_node_loads_aiohttp():
     assert loaded("from sam3_agent_ros import cli; cli.build_parser()") == []
     pytest.importorskip("rclpy")
     assert loaded("import sam3_agent_ros.ros.node") == []
+
+
+def test_served_on_every_address_the_url_names_one_that_can_be_opened(ros_env):
+    """Issue 33: ``--host 0.0.0.0`` printed ``http://0.0.0.0:8090/?token=...``, which no other
+    machine can open; the one stdout line (interface §10) now names the reachable address."""
+    import os
+    import urllib.request
+
+    from test.ros.helpers import REPO_ROOT
+
+    console = subprocess.Popen(
+        [sys.executable, "-m", "sam3_agent_ros.cli", "console", "--host", "0.0.0.0", "--port",
+         "0", "--node", "/command_test/sam3_agent", "--loopback"], stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True, cwd=REPO_ROOT,
+        env=dict(os.environ, **ros_env, PYTHONPATH=str(REPO_ROOT)))
+    try:
+        line = console.stdout.readline().strip()
+        assert line.startswith("console: http://") and "?token=" in line, line
+        url = line.split(" ", 1)[1]
+        assert "//0.0.0.0:" not in url
+        with urllib.request.urlopen(url, timeout=10) as page:  # this machine's own address
+            assert page.status == 200
+    finally:
+        console.terminate()
+        console.wait(15)

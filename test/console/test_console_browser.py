@@ -34,6 +34,8 @@ if browser.missing():
 
 NS = "/console_test"
 NODE = f"{NS}/sam3_agent"
+# the node's camera remapped as on a real robot: the console finds it on the node's graph
+CAMERA = f"{NS}/camera/color/image_raw"
 WAIT_S = 60.0
 BOX = re.compile(r"mask (\d+): score [\d.]+, box \[(\d+), (\d+), (\d+), (\d+)\]")
 
@@ -90,10 +92,10 @@ class Bench:
         # slow only for prompts with the word "slow" (a query caught mid-segmenter)
         self.node = NodeProcess(NS, {"max_frame_age_s": 6.0, "segmenter": {
             "backend": "test.ros.slow_segmenter:slow_word_factory"}}, self.tmp,
-            dict(os.environ, **self.env, SLOW_SEGMENTER_S="5"))
+            dict(os.environ, **self.env, SLOW_SEGMENTER_S="5"), ros_args=("-r", f"image:={CAMERA}"))
 
     def start_camera(self) -> None:
-        self.camera = Camera(self.harness, f"{NS}/image", rgb8_image(self.scene.rgb),
+        self.camera = Camera(self.harness, CAMERA, rgb8_image(self.scene.rgb),
                              rate_hz=10.0).__enter__()
 
     def stop_camera(self) -> None:
@@ -171,6 +173,9 @@ def test_every_control_has_its_accessible_name_and_the_page_waits_for_the_node(b
     wait_until(lambda: f"connected to {NODE}" in bench.driver.page_source, WAIT_S,
                "the page saying it is connected")
     bench.wait_text("region", "Health", r"OK frames: [\d.]+ Hz", "the frames OK in Health")
+    # issue 33: the preview is the node's remapped camera (it subscribed /image, never shown)
+    wait_until(lambda: "showing: live" in bench.driver.page_source, WAIT_S,
+               f"the live frame of {CAMERA} on the page")
 
 
 def test_ask_shows_the_phases_and_the_leftmost_blue_object(bench):
@@ -243,6 +248,18 @@ def test_concepts_set_from_the_page_show_their_detections(bench):
     bench.type_into("Concepts", "", "Apply concepts")  # off again
     wait_until(lambda: bench.harness.get_parameters(NODE, ["concepts.prompts"])[
         "concepts.prompts"] in ([], ()), WAIT_S, "concepts off")
+    # issue 33: the detections go with the concepts, in this tab and in one opened now
+    bench.wait_text("region", "Concept detections", r"concepts off", "the detections cleared")
+    assert "blue object #" not in bench.text("region", "Concept detections")
+    first = bench.driver.current_window_handle
+    bench.driver.switch_to.new_window("tab")
+    try:
+        bench.driver.get(bench.url)
+        bench.wait_text("region", "Concept detections", r"concepts off", "a new tab: off")
+        assert "blue object #" not in bench.text("region", "Concept detections")
+    finally:
+        bench.driver.close()
+        bench.driver.switch_to.window(first)
 
 
 def test_frames_stopped_show_a_health_warning(bench):
@@ -250,7 +267,10 @@ def test_frames_stopped_show_a_health_warning(bench):
     # WARN from half of max_frame_age_s (3 s) to max_frame_age_s (6 s), then ERROR; the node
     # reports at 1 Hz
     bench.wait_text("region", "Health", r"WARN frames: no frame for [\d.]+ s on "
-                    + re.escape(f"{NS}/image"), "a frames warning")
+                    + re.escape(CAMERA), "a frames warning")
+    # issue 33: the last frame is not "live" once the camera stopped
+    bench.wait_text("region", "Camera", r"showing: last frame, \d+ s old", "the frame aged")
+    assert "showing: live" not in bench.text("region", "Camera")
     bench.shot("health")
     bench.start_camera()
 
@@ -291,6 +311,14 @@ def test_a_result_with_depth_and_a_target_frame_shows_both_positions(bench):
     assert ("mask 1: score 0.91, box [10, 20, 30, 40], position (0.100, -0.200, 0.900) m in "
             "camera_color_optical_frame, in base_link: (0.500, 0.000, 0.250) m") in text, text
     assert "mask 2: score 0.50, box [1, 2, 3, 4], no position: no valid depth" in text, text
+    # issue 33: a new query's thinking never shows the previous query's reasoning, and a
+    # message the page cannot read is said, not dropped
+    bench.driver.execute_script("""render.status({query_id: "q-a", phase: "done", phases: [],
+        reasoning: "[mask 1] is the leftmost"}); render.status({query_id: "q-b",
+        phase: "thinking", phases: ["thinking"], reasoning: ""});
+        socket.onmessage({data: '{"state": {"result": {"x": Infinity}}}'});""")
+    assert "leftmost" not in bench.text("region", "Status")
+    assert "cannot read" in bench.text("status", "Notice")
 
 
 def test_a_console_with_a_token_refuses_requests_without_it(ros_env):

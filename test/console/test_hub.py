@@ -32,3 +32,16 @@ def test_pages_are_independent_and_a_closed_one_is_forgotten():
     hub.set("result", 2)
     assert hub.pages == 1 and second.keys == {"result"}  # untouched after it left
     assert hub.take(first)[0] == {"result": 2}
+
+
+def test_a_dropped_image_is_sent_empty_to_open_pages_and_never_to_new_ones():
+    hub = Hub()
+    open_page = Feed(lambda: None)
+    hub.attach(open_page)
+    hub.put_image("answer", b"jpeg")
+    hub.take(open_page)
+    hub.drop_image("answer")
+    assert hub.take(open_page) == ({}, {"answer": b""})  # the page forgets it
+    later = Feed(lambda: None)
+    hub.attach(later)
+    assert hub.take(later) == ({}, {}) and not hub.has_image("answer")

@@ -29,6 +29,11 @@ class RecordingLink:
         return True
 
 
+def origin_of(client: TestClient) -> str:
+    """The Origin our own page's socket carries (the server's scheme, host and port)."""
+    return f"http://{client.host}:{client.port}"
+
+
 def serve(token: str | None, check) -> None:
     async def main() -> None:
         hub, link = Hub(), RecordingLink()
@@ -50,7 +55,7 @@ def test_a_token_is_required_on_every_request_and_socket():
         assert page.status == 200
         assert "script-src 'nonce-" in page.headers["Content-Security-Policy"]
         assert page.headers["Referrer-Policy"] == "no-referrer"
-        ws = await client.ws_connect("/ws?token=tok-123456")
+        ws = await client.ws_connect("/ws?token=tok-123456", origin=origin_of(client))
         state = json.loads((await ws.receive()).data)["state"]
         assert state["connection"]["message"] == "waiting for the node /n"
         await ws.close()
@@ -67,9 +72,34 @@ def test_without_a_token_other_hosts_and_other_sites_are_refused():
     serve(None, check)
 
 
+def test_a_socket_without_an_origin_is_refused():
+    """Issue 34: a WebSocket with no Origin header (a script on this machine, not the page) was
+    accepted, with a token or without one."""
+    async def check(client, hub, link):
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await client.ws_connect("/ws?token=tok-123456")
+        assert refused.value.status == 403
+        ws = await client.ws_connect("/ws?token=tok-123456", origin=origin_of(client))
+        await ws.close()
+    serve("tok-123456", check)
+
+
+def test_a_page_is_sent_strict_json_even_for_non_finite_numbers():
+    """Issue 33: ``Infinity`` in a message made the page's JSON.parse throw (the answer never
+    showed)."""
+    async def check(client, hub, link):
+        hub.set("result", {"masks": [{"position": {"x": float("inf"), "y": float("nan")}}]})
+        ws = await client.ws_connect("/ws", origin=origin_of(client))
+        text = (await ws.receive()).data
+        state = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} sent"))
+        assert state["state"]["result"]["masks"][0]["position"] == {"x": None, "y": None}
+        await ws.close()
+    serve(None, check)
+
+
 def test_requests_are_checked_and_a_closed_tab_cancels_its_goals():
     async def check(client, hub, link):
-        ws = await client.ws_connect("/ws")
+        ws = await client.ws_connect("/ws", origin=origin_of(client))
         await ws.receive()  # the state
         await ws.send_str(json.dumps({"type": "set_parameter", "name": "llm.base_url"}))
         notice = json.loads((await ws.receive()).data)["notice"]["text"]

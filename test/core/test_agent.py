@@ -82,6 +82,13 @@ def test_result_json_follows_the_contract():
     assert data["masks"][0]["area"] == 30 * 50
 
 
+def test_each_answer_mask_names_the_candidate_id_the_model_chose_it_by():
+    """The model's reasoning numbers the candidates ("[2] is the leftmost"); the result's ids
+    are 1..N in answer order: ``candidate`` joins the two (the console shows one numbering)."""
+    data = run(ScriptedLlm([segment("cup"), select(2, 1)])).to_json()
+    assert [(m["id"], m["candidate"]) for m in data["masks"]] == [(1, 2), (2, 1)]
+
+
 def test_examine_keeps_accepted_masks_renumbered_in_previous_order():
     def reject_middle(messages):
         crop_key = messages[1].images[2].key

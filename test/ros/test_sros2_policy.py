@@ -25,6 +25,7 @@ from test.ros.helpers import REPO_ROOT, Harness, NodeProcess
 
 POLICY = REPO_ROOT / "config" / "sros2" / "sam3_agent_policy.xml"
 NODE_ENCLAVE, OPERATOR_ENCLAVE = "/sam3_agent", "/sam3_agent_operator"
+CONSOLE_ENCLAVE = "/sam3_agent_console"
 NODE = "sam3_agent"
 
 # One node per entry, in its own namespace; together they switch every optional interface on.
@@ -157,7 +158,8 @@ def test_the_policy_has_the_sros2_policy_shape():
     root = ET.parse(POLICY).getroot()
     assert root.tag == "policy" and root.get("version") == "0.2.0"
     enclaves = root.findall("enclaves/enclave")
-    assert [e.get("path") for e in enclaves] == [NODE_ENCLAVE, OPERATOR_ENCLAVE]
+    assert [e.get("path") for e in enclaves] == [NODE_ENCLAVE, OPERATOR_ENCLAVE,
+                                                 CONSOLE_ENCLAVE]
     for enclave in enclaves:
         for profile in enclave.findall("profiles/profile"):
             assert profile.get("ns") and profile.get("node")
@@ -181,3 +183,26 @@ def test_the_operator_may_ask_and_read_but_not_reconfigure():
         assert f"/sam3_agent/{forbidden}" not in requests
     assert ("publish", "/query") in operator
     assert ("request", "/sam3_agent/segment/_action/send_goal") in operator
+
+
+def test_the_console_enclave_allows_what_the_console_uses_and_no_lifecycle():
+    """The console's enclave (docs/security.md, lock-down 4): each interface one the node (or
+    its camera) offers; set_parameters is there (concepts.prompts), the lifecycle is not; its
+    own node serves nothing (test/console/test_ros_link.py checks that on a live graph)."""
+    node = allowed(profile_of(NODE_ENCLAVE))
+    console = allowed(profile_of(CONSOLE_ENCLAVE))
+    own = {("publish", "/rosout"), ("publish", "/parameter_events"),
+           ("subscribe", "/parameter_events")}
+    camera = {("subscribe", "/image"), ("subscribe", "/image/compressed")}
+    assert {kind for kind, _ in console} <= {"publish", "subscribe", "request"}
+    counterpart = {"subscribe": "publish", "request": "reply"}
+    for kind, name in sorted(console - own - camera):
+        assert (counterpart[kind], name) in node, f"the node offers no {name} to {kind}"
+    requests = {name for kind, name in console if kind == "request"}
+    assert "/sam3_agent/set_parameters" in requests
+    assert not {n for n in requests if n.endswith(("change_state", "set_parameters_atomically"))}
+    # what the console subscribes and calls (console/ros_link.py, node_requests.py)
+    for needed in ("/sam3_agent/status", "/sam3_agent/result", "/diagnostics",
+                   "/sam3_agent/concepts/detections", "/sam3_agent/overlay/compressed"):
+        assert ("subscribe", needed) in console
+    assert ("request", "/sam3_agent/segment/_action/send_goal") in console
