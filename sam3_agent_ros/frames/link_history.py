@@ -1,0 +1,99 @@
+"""One TF link's history (ROS-free): the samples of one ``parent -> child`` edge, held compactly.
+
+A dynamic link keeps its samples sorted by stamp in two flat arrays (stamps as int64, the
+translation and unit quaternion as 7 float64 per sample: 64 bytes a sample, not the ~800 of a
+``Transform`` object each), at most ``max_samples`` of them: a publisher that sends faster than
+``max_samples`` per cache window shortens its own window instead of growing the node (the oldest
+go first). A static link holds one transform for all times. A lookup builds the ``Transform`` of
+the one or two samples it uses.
+"""
+
+from __future__ import annotations
+
+import bisect
+from array import array
+
+import numpy as np
+from transforms3d import quaternions
+
+from sam3_agent_ros.frames.transform import Transform, interpolate
+
+VALUES = 7  # tx, ty, tz, qx, qy, qz, qw
+SAMPLE_BYTES = 8 + 8 * VALUES  # a stamp and its values
+
+
+class LinkHistory:
+    """The samples of one edge. ``static``: one transform, for all times."""
+
+    __slots__ = ("parent", "static", "stamps", "values", "fixed")
+
+    def __init__(self, parent: str, static: bool) -> None:
+        self.parent = parent
+        self.static = static
+        self.stamps: array[int] = array("q")
+        self.values: array[float] = array("d")
+        self.fixed: Transform | None = None  # a static link's transform
+
+    def __len__(self) -> int:
+        return len(self.stamps)
+
+    @property
+    def newest_ns(self) -> int:
+        return self.stamps[-1]
+
+    @property
+    def oldest_ns(self) -> int:
+        return self.stamps[0]
+
+    def put(self, stamp_ns: int, transform: Transform) -> bool:
+        """Store one sample (a static link: replace its transform); a sample at a stamp already
+        held replaces it. True when it adds a sample (the count grew)."""
+        values = [*transform.translation.tolist(), *transform.rotation.tolist()]
+        if self.static:
+            self.stamps, self.values = array("q", [stamp_ns]), array("d", values)
+            self.fixed = transform
+            return False
+        index = bisect.bisect_left(self.stamps, stamp_ns)
+        if index < len(self.stamps) and self.stamps[index] == stamp_ns:
+            self.values[VALUES * index:VALUES * (index + 1)] = array("d", values)
+            return False
+        self.stamps.insert(index, stamp_ns)
+        self.values[VALUES * index:VALUES * index] = array("d", values)
+        return True
+
+    def drop_oldest(self, count: int) -> int:
+        """Drop the ``count`` oldest samples (at least one is always kept); how many went."""
+        count = max(0, min(count, len(self.stamps) - 1))
+        if count:
+            del self.stamps[:count]
+            del self.values[:VALUES * count]
+        return count
+
+    def drop_before(self, stamp_ns: int) -> int:
+        """Drop the samples older than ``stamp_ns`` (the newest is always kept)."""
+        return self.drop_oldest(bisect.bisect_left(self.stamps, stamp_ns))
+
+    def transform(self, index: int) -> Transform:
+        if self.fixed is not None:
+            return self.fixed
+        v = self.values[VALUES * index:VALUES * (index + 1)]
+        x, y, z, w = v[3], v[4], v[5], v[6]
+        return Transform._made(np.array(v[:3]), np.array([x, y, z, w]),
+                               quaternions.quat2mat((w, x, y, z)))
+
+    def at(self, stamp_ns: int) -> Transform:
+        """The transform at ``stamp_ns`` within the samples (the end sample past either end:
+        the caller has checked the tolerance), interpolated between the two around it."""
+        if self.fixed is not None:
+            return self.fixed
+        stamps = self.stamps
+        if stamp_ns >= stamps[-1]:
+            return self.transform(len(stamps) - 1)
+        if stamp_ns <= stamps[0]:
+            return self.transform(0)
+        after = bisect.bisect_left(stamps, stamp_ns)
+        if stamps[after] == stamp_ns:
+            return self.transform(after)
+        before = after - 1
+        fraction = (stamp_ns - stamps[before]) / (stamps[after] - stamps[before])
+        return interpolate(self.transform(before), self.transform(after), fraction)
