@@ -24,6 +24,7 @@ newest said in words (``stats()``), for the listener's log and ``/diagnostics``.
 from __future__ import annotations
 
 import heapq
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -34,7 +35,7 @@ import numpy as np
 
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.frames.link_history import SAMPLE_BYTES, LinkHistory
-from sam3_agent_ros.frames.transform import Transform, transform_problem
+from sam3_agent_ros.frames.transform import Transform, transform_problem, unit_quaternion
 
 NS = 1_000_000_000
 KNOWN_FRAMES_SHOWN = 12  # how many known frames an error lists
@@ -147,9 +148,9 @@ class TfBuffer:
         self._samples = 0  # dynamic samples held, every link
         self._refused = dict.fromkeys(REFUSALS, 0)
         self._dropped = 0
-        self._last_refusal = ""
+        self._last_kind = ""
         self._last_refusal_at: float | None = None
-        self._last_by_kind: dict[str, str] = {}
+        self._last_by_kind: dict[str, tuple[str, str, str]] = {}  # kind -> parent, child, why
         self._lock = threading.Lock()
 
     # --- feeding -----------------------------------------------------------------------------
@@ -165,14 +166,18 @@ class TfBuffer:
             return self._refuse(REFUSED_NAMES, parent, child, "a link needs two different "
                                 "frame names")
         try:
-            transform = Transform(np.asarray(translation), np.asarray(rotation))
+            tx, ty, tz = (float(v) for v in translation)  # type: ignore[attr-defined]
+            qx, qy, qz, qw = (float(v) for v in rotation)  # type: ignore[attr-defined]
+            if not (math.isfinite(tx) and math.isfinite(ty) and math.isfinite(tz)):
+                raise ValueError(f"a translation is 3 finite numbers, got {[tx, ty, tz]}")
+            unit = unit_quaternion(qx, qy, qz, qw)
         except (ValueError, TypeError) as exc:
             return self._refuse(REFUSED_MALFORMED, parent, child, str(exc))
-        q = np.asarray(rotation, dtype=np.float64).reshape(-1)  # finite, length 1e-3..1e3
-        if abs(float(q @ q) - 1.0) >= QUATERNION_NORMALIZATION_TOLERANCE:
+        squared = qx * qx + qy * qy + qz * qz + qw * qw  # finite: its length is 1e-3..1e3
+        if abs(squared - 1.0) >= QUATERNION_NORMALIZATION_TOLERANCE:
             return self._refuse(REFUSED_DENORMALIZED, parent, child,
-                                f"quaternion {q.tolist()} is not normalised (squared length "
-                                f"{float(q @ q):.6g}; tf2 refuses it too)")
+                                f"quaternion {[qx, qy, qz, qw]} is not normalised (squared "
+                                f"length {squared:.6g}; tf2 refuses it too)")
         if not static and self._now_ns is not None:
             now = int(self._now_ns())
             if now > 0 and stamp_ns > now + self.max_future_ns:
@@ -181,12 +186,12 @@ class TfBuffer:
                                     f" s ahead of the node's clock (more than "
                                     f"{self.max_future_ns / NS:g} s: clocks out of sync?)")
         with self._lock:
-            if self._store(parent, child, stamp_ns, transform, static):
+            if self._store(parent, child, stamp_ns, (tx, ty, tz, *unit), static):
                 return True
         return self._refuse(REFUSED_FRAME_CAP, parent, child,
                             f"the buffer holds max_frames={self.max_frames} frames already")
 
-    def _store(self, parent: str, child: str, stamp_ns: int, transform: Transform,
+    def _store(self, parent: str, child: str, stamp_ns: int, values: tuple[float, ...],
                static: bool) -> bool:
         """Under the lock: the sample stored; False when a new frame would exceed max_frames."""
         if not static and (self._newest_ns is None or stamp_ns > self._newest_ns):
@@ -199,10 +204,10 @@ class TfBuffer:
             edge = LinkHistory(parent, static)
             self._replace_edge(child, edge)
         if static:
-            edge.put(stamp_ns, transform)
+            edge.put(stamp_ns, values)
             return True
         newest_before = edge.newest_ns if len(edge) else None
-        if edge.put(stamp_ns, transform):
+        if edge.put(stamp_ns, values):
             self._samples += 1
         self._samples -= edge.drop_before(edge.newest_ns - self.cache_ns)
         self._bound(edge)
@@ -211,13 +216,19 @@ class TfBuffer:
         return True
 
     def _refuse(self, kind: str, parent: str, child: str, why: str) -> bool:
+        """Count a refusal; its words are written when asked (``stats``): a flood of refused
+        samples costs a counter each, not a formatted message each."""
         with self._lock:
             self._refused[kind] += 1
-            self._last_refusal = (f"{kind}: {frame_text(parent)} -> {frame_text(child)}: "
-                                  f"{for_log(why, 200)}")
+            self._last_by_kind[kind] = (parent, child, why)
+            self._last_kind = kind
             self._last_refusal_at = self._monotonic()
-            self._last_by_kind[kind] = self._last_refusal
         return False
+
+    @staticmethod
+    def _refusal_text(kind: str, refusal: tuple[str, str, str]) -> str:
+        parent, child, why = refusal
+        return f"{kind}: {frame_text(parent)} -> {frame_text(child)}: {for_log(why, 200)}"
 
     def _replace_edge(self, child: str, edge: LinkHistory) -> None:
         """A new link below ``child`` (a new frame, or a new parent: a new history)."""
@@ -267,9 +278,12 @@ class TfBuffer:
 
     def stats(self) -> TfInputStats:
         with self._lock:
+            by_kind = {kind: self._refusal_text(kind, refusal)
+                       for kind, refusal in self._last_by_kind.items()}
             return TfInputStats(len(self._edges), self._samples, self._samples * SAMPLE_BYTES,
-                                dict(self._refused), self._dropped, self._last_refusal,
-                                self._last_refusal_at, dict(self._last_by_kind))
+                                dict(self._refused), self._dropped,
+                                by_kind.get(self._last_kind, ""), self._last_refusal_at,
+                                by_kind)
 
     # --- reading -----------------------------------------------------------------------------
     def frames(self) -> list[str]:

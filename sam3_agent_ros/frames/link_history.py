@@ -45,13 +45,13 @@ class LinkHistory:
     def oldest_ns(self) -> int:
         return self.stamps[0]
 
-    def put(self, stamp_ns: int, transform: Transform) -> bool:
-        """Store one sample (a static link: replace its transform); a sample at a stamp already
-        held replaces it. True when it adds a sample (the count grew)."""
-        values = [*transform.translation.tolist(), *transform.rotation.tolist()]
+    def put(self, stamp_ns: int, values: tuple[float, ...]) -> bool:
+        """Store one sample (``values``: translation and unit quaternion x, y, z, w, checked by
+        the caller); a static link replaces its transform, and a sample at a stamp already held
+        replaces it. True when it adds a sample (the count grew)."""
         if self.static:
             self.stamps, self.values = array("q", [stamp_ns]), array("d", values)
-            self.fixed = transform
+            self.fixed = self._sample(0)
             return False
         index = bisect.bisect_left(self.stamps, stamp_ns)
         if index < len(self.stamps) and self.stamps[index] == stamp_ns:
@@ -74,8 +74,9 @@ class LinkHistory:
         return self.drop_oldest(bisect.bisect_left(self.stamps, stamp_ns))
 
     def transform(self, index: int) -> Transform:
-        if self.fixed is not None:
-            return self.fixed
+        return self.fixed if self.fixed is not None else self._sample(index)
+
+    def _sample(self, index: int) -> Transform:
         v = self.values[VALUES * index:VALUES * (index + 1)]
         x, y, z, w = v[3], v[4], v[5], v[6]
         return Transform._made(np.array(v[:3]), np.array([x, y, z, w]),

@@ -35,25 +35,34 @@ ORTHONORMAL_TOLERANCE = 1e-6
 MAX_TRANSLATION_M = 1e9
 
 
-def normalized_quaternion(xyzw: object) -> np.ndarray:
-    """``xyzw`` as a float64 unit quaternion; ValueError when it is not 4 finite numbers or its
-    length is outside ``[MIN_QUATERNION_NORM, MAX_QUATERNION_NORM]``: checked before it is
-    normalised, and normalised without overflow (the largest component factored out first), so
-    a huge or tiny quaternion is refused, never turned into (0, 0, 0, 0) or guessed."""
-    q = np.asarray(xyzw, dtype=np.float64).reshape(-1)
-    if q.shape != (4,) or not np.all(np.isfinite(q)):
-        raise ValueError(f"a quaternion is 4 finite numbers (x, y, z, w), got {q.tolist()}")
-    largest = float(np.max(np.abs(q)))
+def unit_quaternion(x: float, y: float, z: float, w: float) -> tuple[float, float, float, float]:
+    """``(x, y, z, w)`` normalised; ValueError when a value is not finite or the length is outside
+    ``[MIN_QUATERNION_NORM, MAX_QUATERNION_NORM]``: checked before it is normalised, and
+    normalised without overflow (the largest component factored out first), so a huge or tiny
+    quaternion is refused, never turned into (0, 0, 0, 0) or guessed. Plain floats: a /tf message
+    of 10,000 samples is checked one by one."""
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z) and math.isfinite(w)):
+        raise ValueError(f"a quaternion is 4 finite numbers (x, y, z, w), got {[x, y, z, w]}")
+    largest = max(abs(x), abs(y), abs(z), abs(w))
     if largest == 0.0:
         raise ValueError("a zero quaternion is no rotation")
-    scaled = q / largest
-    length = math.sqrt(float(scaled @ scaled))  # in [1, 2]: no overflow, no underflow
+    x, y, z, w = x / largest, y / largest, z / largest, w / largest
+    length = math.sqrt(x * x + y * y + z * z + w * w)  # in [1, 2]: no overflow, no underflow
     norm = largest * length
     if not MIN_QUATERNION_NORM <= norm <= MAX_QUATERNION_NORM:
         raise ValueError(f"a quaternion of length {norm:.3g} is no rotation (a unit quaternion "
                          f"has length 1; accepted {MIN_QUATERNION_NORM:g}.."
                          f"{MAX_QUATERNION_NORM:g} before normalising)")
-    return scaled / length
+    return x / length, y / length, z / length, w / length
+
+
+def normalized_quaternion(xyzw: object) -> np.ndarray:
+    """``xyzw`` as a float64 unit quaternion (``unit_quaternion``); ValueError when it is not 4
+    finite numbers of a plausible length."""
+    q = np.asarray(xyzw, dtype=np.float64).reshape(-1)
+    if q.shape != (4,):
+        raise ValueError(f"a quaternion is 4 finite numbers (x, y, z, w), got {q.tolist()}")
+    return np.array(unit_quaternion(*q.tolist()))
 
 
 def transform_problem(transform: Transform) -> str | None:
