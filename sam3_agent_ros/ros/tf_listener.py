@@ -38,7 +38,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.frames import TfBuffer, Transform, TransformUnavailable
-from sam3_agent_ros.frames.buffer import TfInputStats
+from sam3_agent_ros.frames.tf_input import TfInputStats
 from sam3_agent_ros.frames.transform import transform_problem
 
 TF_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
