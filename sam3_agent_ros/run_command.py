@@ -87,10 +87,12 @@ def read_image(path: str, max_pixels: int):
         raise UsageError(f"--image {path}: {exc}") from None
 
 
-def read_depth_inputs(args: argparse.Namespace, width: int, height: int, max_pixels: int):
+def read_depth_inputs(args: argparse.Namespace, width: int, height: int, max_pixels: int,
+                      rectified: bool = True):
     """``(depth in metres at the colour resolution, the colour intrinsics, None)`` from --depth
     and --intrinsics / --camera-info, or ``(None, None, why the camera model does not fit)``;
-    None without --depth; UsageError for a missing or unreadable one."""
+    None without --depth; UsageError for a missing or unreadable one. ``rectified``:
+    ``depth.rectified`` (false: the camera-info's K and D undistort the mask pixels)."""
     from sam3_agent_ros.depth_files import parse_intrinsics, read_camera_model, read_depth
     from sam3_agent_ros.geometry.camera_model import CameraModel, CameraModelError, image_intrinsics
     from sam3_agent_ros.geometry.depth_image import depth_for_colour
@@ -117,7 +119,7 @@ def read_depth_inputs(args: argparse.Namespace, width: int, height: int, max_pix
     except ValueError as exc:
         raise UsageError(f"{flag}: {exc}") from None
     try:
-        intrinsics = image_intrinsics(model, (width, height))
+        intrinsics = image_intrinsics(model, (width, height), rectified=rectified)
     except CameraModelError as exc:
         return None, None, f"unusable camera model ({flag}): {exc}"
     try:
@@ -156,7 +158,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             image = read_image(args.image, config.node.max_image_pixels)
         # With --refines, --depth is the depth of the refined answer's frame.
         depth = read_depth_inputs(args, image.shape[1], image.shape[0],
-                                  config.node.max_image_pixels)
+                                  config.node.max_image_pixels, config.depth.rectified)
         if args.out:  # before the query runs: an answer must not be lost to a bad path
             prepare_out_dir(args.out)
     except (ConfigError, UsageError, ValueError) as exc:
