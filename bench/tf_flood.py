@@ -4,9 +4,9 @@ One node process (offline backends, ``target_frame: base_link``: the node's own 
 is fed the example tabletop at 15 Hz. Measured: the lifecycle ``get_state`` round trip idle;
 then right after ONE ``/tf`` message of ``--frames`` frames with rising stamps (each a new
 child of ``world``), the slowest and the median of the ``get_state`` calls made in the
-``--watch-s`` seconds after it; then one topic query's time to its result idle and right after five such
-messages. Before the fix the listener rescanned every frame per rising stamp (10,000 frames:
-get_state after 9-13 s, a query 17 s after five messages).
+``--watch-s`` seconds after it; then one topic query's time to its result, idle and right
+after five such messages. Before the fix the listener rescanned every frame per rising stamp
+(10,000 frames: get_state after 9-13 s, a query 17 s after five messages).
 
     python bench/tf_flood.py [--frames 10000] [--watch-s 6]
 
@@ -59,10 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.update(reserved_loopback_env())  # before rclpy: this process is the test side
 
+    from tf2_msgs.msg import TFMessage
+
     from sam3_agent_ros.ros.conversions import rgb8_image
     from sam3_agent_ros.ros.tf_listener import TF_QOS
     from test.ros.helpers import Camera, Harness, NodeProcess
-    from tf2_msgs.msg import TFMessage
 
     tmp = Path(tempfile.mkdtemp(prefix="sam3_bench_tf_flood_"))
     namespace = "/tfflood"

@@ -18,9 +18,9 @@ from sam3_agent_ros.geometry.camera_model import (
     image_intrinsics,
 )
 from sam3_agent_ros.geometry.lens import distortion_problem, undistortion_map
+from sam3_agent_ros.geometry.locate import mask_pixels
 from sam3_agent_ros.geometry.measure import measure_masks
 from sam3_agent_ros.geometry.target_points import points_of
-from sam3_agent_ros.geometry.locate import mask_pixels
 
 VGA = (640, 480)
 K = (600.0, 600.0, 319.5, 239.5)
