@@ -103,7 +103,7 @@ def parse_intrinsics(text: str) -> Intrinsics:
         values = []
     if len(values) != 4:
         raise ValueError(f"expected four numbers fx,fy,cx,cy, got {text!r}")
-    return Intrinsics(*values)
+    return Intrinsics(values[0], values[1], values[2], values[3])
 
 
 def read_camera_info(path: str | Path) -> tuple[Intrinsics, tuple[int, int] | None]:
