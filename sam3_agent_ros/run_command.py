@@ -23,7 +23,6 @@ printed, stderr says what could not be written, and the exit status is 1.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import re
 import signal
@@ -31,6 +30,7 @@ import sys
 import threading
 from pathlib import Path
 
+from sam3_agent_ros.core import finite_json
 from sam3_agent_ros.inputs import (
     add_config_arguments,
     check_backends,
@@ -228,7 +228,8 @@ def _run_interruptible(agent, frame, query):
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGTERM, on_signal)
     return agent.run(frame, query, cancel=cancel,
-                     on_status=lambda event: log.info("status %s", json.dumps(event.to_json())))
+                     on_status=lambda event: log.info("status %s",
+                                                      finite_json.dumps(event.to_json())))
 
 
 def _write_then_print(out: str | None, result, refined, points=None) -> bool:
@@ -242,7 +243,7 @@ def _write_then_print(out: str | None, result, refined, points=None) -> bool:
             print(f"sam3-agent run: could not write --out {out}: {exc} (the result is on "
                   "stdout)", file=sys.stderr)
             written = False
-    print(json.dumps(result.to_json()))
+    print(finite_json.dumps(result.to_json()))
     return written
 
 
