@@ -48,8 +48,8 @@ TF_STATIC_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE,
                            durability=DurabilityPolicy.TRANSIENT_LOCAL)
 REFUSAL_LOG_S = 10.0  # at most one WARN per kind of refused transform in this time
 # Waiting makes no difference to these: the stamp is already older than what the buffer keeps,
-# or the frames form a loop.
-_FINAL_KINDS = frozenset({"extrapolation_past", "loop"})
+# the frames form a loop, or the chain composes to no rigid motion.
+_FINAL_KINDS = frozenset({"extrapolation_past", "loop", "invalid"})
 
 
 @dataclass(frozen=True)
