@@ -147,3 +147,22 @@ def test_refusals_are_counted_by_kind():
                              "frame_cap": 1}
     assert stats.refused_total == 3
     assert set(stats.last_by_kind) == {"malformed", "future", "frame_cap"}
+
+
+def test_a_link_dropping_its_oldest_one_by_one_keeps_exact_samples():
+    # Samples leave from the front as they arrive (a moving start, compacted when half dead):
+    # every lookup still lands on the samples a plain list would hold, in and out of order.
+    rng = np.random.default_rng(3)
+    buffer = TfBuffer(cache_s=0.05, max_samples_per_link=40)
+    kept: dict[int, float] = {}
+    for k in range(600):
+        stamp = k * 1_000_000 + int(rng.integers(-3, 1)) * 1_000_000  # some a little late
+        buffer.set_transform("odom", "base", stamp, (stamp / 1e9, 0, 0), IDENTITY)
+        kept[stamp] = stamp / 1e9
+        newest = max(kept)
+        window = sorted(s for s in kept if s >= newest - 50_000_000)[-40:]
+        kept = {s: kept[s] for s in window}
+        assert buffer.stats().samples == len(kept)
+        probe = window[len(window) // 2]
+        np.testing.assert_allclose(buffer.lookup("odom", "base", probe).translation,
+                                   [kept[probe], 0, 0], atol=1e-12)
