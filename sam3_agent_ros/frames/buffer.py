@@ -261,6 +261,11 @@ class TfBuffer:
             self._by_newest = [(e.newest_ns, c) for c, e in self._edges.items() if not e.static]
             heapq.heapify(self._by_newest)
 
+    def refusal_count(self) -> int:
+        """How many samples were refused so far (cheap: nothing formatted)."""
+        with self._lock:
+            return sum(self._refused.values())
+
     def stats(self) -> TfInputStats:
         with self._lock:
             by_kind = {kind: self._refusal_text(kind, refusal)

@@ -116,6 +116,7 @@ class OwnTfSource:
             cache_s=cache_s, now_ns=lambda: clock.now().nanoseconds)
         self._node = node
         self._log = RefusalLog(node.get_logger())
+        self._refused_seen = 0
         self._arrived = threading.Condition()
         group = MutuallyExclusiveCallbackGroup()
         self._subscriptions = [
@@ -139,7 +140,10 @@ class OwnTfSource:
             translation, rotation = _from_msg(item.transform)
             self.buffer.set_transform(_frame(item.header.frame_id), _frame(item.child_frame_id),
                                       stamp_ns, translation, rotation, static=static)
-        self._log.update(self.buffer.stats())
+        refused = self.buffer.refusal_count()
+        if refused != self._refused_seen:  # something to say (stats() formats the words)
+            self._refused_seen = refused
+            self._log.update(self.buffer.stats())
         with self._arrived:
             self._arrived.notify_all()
 
