@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
+from sam3_agent_ros.core import finite_json
 from sam3_agent_ros.inputs import (
     add_config_arguments,
     load_config,
@@ -149,7 +149,7 @@ def _on_image(concepts, segmenter, image, out: str | None) -> int:
             print(f"sam3-agent concepts: could not write --out {out}: {exc} (the detections "
                   "are on stdout)", file=sys.stderr)
             status = EXIT_FAILED
-    print(json.dumps(result.to_json()))
+    print(finite_json.dumps(result.to_json()))
     return status
 
 
@@ -195,7 +195,7 @@ def _on_bag(concepts, segmenter, args: argparse.Namespace, max_pixels: int) -> i
             pass_started = time.perf_counter()
             result = concepts.process(segmenter, frame)
             passes_ms.append((time.perf_counter() - pass_started) * 1000.0)
-            print(json.dumps(result.to_json()), flush=True)
+            print(finite_json.dumps(result.to_json()), flush=True)
     wall_s = time.perf_counter() - started
     print(rate_line(topic, passes_ms, wall_s, skipped, len(concepts.prompts)), file=sys.stderr)
     return EXIT_OK

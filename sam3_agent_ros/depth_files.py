@@ -9,9 +9,11 @@
 - Intrinsics: ``fx,fy,cx,cy`` on the command line, or a camera-info YAML: the ROS calibration
   format of camera_calibration / camera_info_manager (``camera_matrix: {data: [9 values]}``,
   ``image_width``, ``image_height``) or a dumped ``sensor_msgs/CameraInfo`` (``k: [9 values]``,
-  ``width``, ``height``, ``binning_x``, ``binning_y``, ``roi``; what ``ros2 topic echo --once``
-  prints). Read as a ``camera_model.CameraModel``, not yet checked: whether it fits the colour
-  image (its size, binning/ROI, plausible focal lengths, principal point inside) is
+  ``width``, ``height``, ``binning_x``, ``binning_y``, ``roi``, ``p``, ``d``,
+  ``distortion_model``; what ``ros2 topic echo --once`` prints; the calibration format's
+  ``projection_matrix`` and ``distortion_coefficients`` alike). Read as a
+  ``camera_model.CameraModel``, not yet checked: whether it fits the colour image (its size,
+  binning/ROI, plausible focal lengths, principal point inside, finite P and D) is
   ``camera_model.image_intrinsics``' to say, as on ROS.
 
 Every problem reading a file raises ``ValueError`` saying what is wrong; nothing here imports ROS.
@@ -36,6 +38,7 @@ from sam3_agent_ros.image_header import (
 INTEGER_DEPTH_SCALE = 0.001  # millimetres, as 16-bit depth cameras publish them
 FLOAT_DEPTH_SCALE = 1.0  # metres
 MAX_YAML_BYTES = 1 << 20  # a camera-info file is a few hundred bytes
+MAX_COEFFICIENTS = 64  # D holds at most 14 in any model OpenCV knows
 
 
 def default_depth_scale(dtype: np.dtype) -> float:
@@ -100,7 +103,7 @@ def parse_intrinsics(text: str) -> Intrinsics:
         values = []
     if len(values) != 4:
         raise ValueError(f"expected four numbers fx,fy,cx,cy, got {text!r}")
-    return Intrinsics(*values)
+    return Intrinsics(values[0], values[1], values[2], values[3])
 
 
 def read_camera_info(path: str | Path) -> tuple[Intrinsics, tuple[int, int] | None]:
@@ -128,8 +131,11 @@ def read_camera_model(path: str | Path) -> CameraModel:
                          "(a dumped CameraInfo)")
     if isinstance(data.get("camera_matrix"), dict):
         matrix, size = data["camera_matrix"].get("data"), ("image_width", "image_height")
+        projection = _nested(data, "projection_matrix")
+        distortion = _nested(data, "distortion_coefficients")
     elif "k" in data or "K" in data:
         matrix, size = data.get("k", data.get("K")), ("width", "height")
+        projection, distortion = data.get("p", data.get("P")), data.get("d", data.get("D"))
     else:
         raise ValueError("no camera_matrix: {data: [...]} (calibration file) and no k: [...] "
                          "(a dumped CameraInfo)")
@@ -150,8 +156,33 @@ def read_camera_model(path: str | Path) -> CameraModel:
         _count(roi, key) for key in ("x_offset", "y_offset", "width", "height"))
     model = CameraModel.from_values(
         values, width, height, _count(data, "binning_x"), _count(data, "binning_y"),
-        (x_offset, y_offset, roi_width, roi_height))
+        (x_offset, y_offset, roi_width, roi_height), p=_numbers(projection, "P", (0, 12)),
+        d=_numbers(distortion, "D", None), distortion_model=str(data.get("distortion_model")
+                                                                or ""))
     return model if known else dataclasses.replace(model, size=None)
+
+
+def _nested(data: dict[str, object], key: str) -> object:
+    """``data[key]["data"]`` of a calibration file (None when absent)."""
+    value = data.get(key)
+    return value.get("data") if isinstance(value, dict) else None
+
+
+def _numbers(value: object, name: str, counts: tuple[int, ...] | None) -> tuple[float, ...]:
+    """A list of numbers (P, D) of a camera-info file; () when absent. Non-finite values are
+    kept: ``camera_model.image_intrinsics`` refuses them with its reason."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) > MAX_COEFFICIENTS:
+        raise ValueError(f"{name} must be a list of numbers")
+    try:
+        numbers = tuple(float(v) for v in value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    if counts is not None and len(numbers) not in counts:
+        raise ValueError(f"{name} must hold {' or '.join(map(str, counts))} numbers, got "
+                         f"{len(numbers)}")
+    return numbers
 
 
 def _count(data: dict[str, object], key: str) -> int:

@@ -23,7 +23,6 @@ printed, stderr says what could not be written, and the exit status is 1.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import re
 import signal
@@ -31,6 +30,7 @@ import sys
 import threading
 from pathlib import Path
 
+from sam3_agent_ros.core import finite_json
 from sam3_agent_ros.inputs import (
     add_config_arguments,
     check_backends,
@@ -87,10 +87,12 @@ def read_image(path: str, max_pixels: int):
         raise UsageError(f"--image {path}: {exc}") from None
 
 
-def read_depth_inputs(args: argparse.Namespace, width: int, height: int, max_pixels: int):
+def read_depth_inputs(args: argparse.Namespace, width: int, height: int, max_pixels: int,
+                      rectified: bool = True):
     """``(depth in metres at the colour resolution, the colour intrinsics, None)`` from --depth
     and --intrinsics / --camera-info, or ``(None, None, why the camera model does not fit)``;
-    None without --depth; UsageError for a missing or unreadable one."""
+    None without --depth; UsageError for a missing or unreadable one. ``rectified``:
+    ``depth.rectified`` (false: the camera-info's K and D undistort the mask pixels)."""
     from sam3_agent_ros.depth_files import parse_intrinsics, read_camera_model, read_depth
     from sam3_agent_ros.geometry.camera_model import CameraModel, CameraModelError, image_intrinsics
     from sam3_agent_ros.geometry.depth_image import depth_for_colour
@@ -117,7 +119,7 @@ def read_depth_inputs(args: argparse.Namespace, width: int, height: int, max_pix
     except ValueError as exc:
         raise UsageError(f"{flag}: {exc}") from None
     try:
-        intrinsics = image_intrinsics(model, (width, height))
+        intrinsics = image_intrinsics(model, (width, height), rectified=rectified)
     except CameraModelError as exc:
         return None, None, f"unusable camera model ({flag}): {exc}"
     try:
@@ -156,7 +158,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             image = read_image(args.image, config.node.max_image_pixels)
         # With --refines, --depth is the depth of the refined answer's frame.
         depth = read_depth_inputs(args, image.shape[1], image.shape[0],
-                                  config.node.max_image_pixels)
+                                  config.node.max_image_pixels, config.depth.rectified)
         if args.out:  # before the query runs: an answer must not be lost to a bad path
             prepare_out_dir(args.out)
     except (ConfigError, UsageError, ValueError) as exc:
@@ -226,7 +228,8 @@ def _run_interruptible(agent, frame, query):
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGTERM, on_signal)
     return agent.run(frame, query, cancel=cancel,
-                     on_status=lambda event: log.info("status %s", json.dumps(event.to_json())))
+                     on_status=lambda event: log.info("status %s",
+                                                      finite_json.dumps(event.to_json())))
 
 
 def _write_then_print(out: str | None, result, refined, points=None) -> bool:
@@ -240,7 +243,7 @@ def _write_then_print(out: str | None, result, refined, points=None) -> bool:
             print(f"sam3-agent run: could not write --out {out}: {exc} (the result is on "
                   "stdout)", file=sys.stderr)
             written = False
-    print(json.dumps(result.to_json()))
+    print(finite_json.dumps(result.to_json()))
     return written
 
 

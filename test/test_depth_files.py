@@ -14,7 +14,12 @@ from sam3_agent_ros.depth_files import (
     read_camera_model,
     read_depth,
 )
-from sam3_agent_ros.geometry.camera_model import CameraModel, Intrinsics
+from sam3_agent_ros.geometry.camera_model import (
+    CameraModel,
+    CameraModelError,
+    Intrinsics,
+    image_intrinsics,
+)
 
 CAP = 1_000_000
 K = [600.0, 0.0, 320.0, 0.0, 610.0, 240.0, 0.0, 0.0, 1.0]
@@ -132,3 +137,27 @@ def test_unusable_camera_info_files_say_why(tmp_path, text, fragment):
     path.write_text(text)
     with pytest.raises(ValueError, match=fragment):
         read_camera_info(path)
+
+
+def test_camera_info_files_carry_p_and_d_of_both_formats(tmp_path):
+    calibration = tmp_path / "calibration.yaml"
+    calibration.write_text(
+        "image_width: 640\nimage_height: 480\ndistortion_model: plumb_bob\n"
+        "camera_matrix: {rows: 3, cols: 3, data: [600, 0, 319.5, 0, 600, 239.5, 0, 0, 1]}\n"
+        "distortion_coefficients: {rows: 1, cols: 5, data: [-0.2, 0.05, 0, 0, 0]}\n"
+        "projection_matrix: {rows: 3, cols: 4, data: [560, 0, 330, 0, 0, 560, 230, 0, 0, 0, 1, "
+        "0]}\n")
+    model = read_camera_model(calibration)
+    assert model.distortion_model == "plumb_bob" and model.d == (-0.2, 0.05, 0.0, 0.0, 0.0)
+    assert image_intrinsics(model, (640, 480)) == Intrinsics(560.0, 560.0, 330.0, 230.0)
+    assert image_intrinsics(model, (640, 480), rectified=False).lens is not None
+    dumped = tmp_path / "camera_info.yaml"
+    dumped.write_text("width: 640\nheight: 480\nk: [600, 0, 319.5, 0, 600, 239.5, 0, 0, 1]\n"
+                      "d: [.nan, 0, 0, 0, 0]\np: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\n")
+    with pytest.raises(CameraModelError, match="D holds nan"):
+        image_intrinsics(read_camera_model(dumped), (640, 480))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("width: 640\nheight: 480\nk: [600, 0, 319.5, 0, 600, 239.5, 0, 0, 1]\n"
+                   "p: [1, 2, 3]\n")
+    with pytest.raises(ValueError, match="P must hold 0 or 12 numbers"):
+        read_camera_model(bad)

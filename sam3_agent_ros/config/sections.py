@@ -80,6 +80,7 @@ class DepthConfig:
     erode_px: int = _default("depth.erode_px")
     min_valid_pixels: int = _default("depth.min_valid_pixels")
     statistic: str = _default("depth.statistic")
+    rectified: bool = _default("depth.rectified")
     buffer_size: int = _default("depth.buffer_size")
     buffer_mib: int = _default("depth.buffer_mib")
     cloud_max_points: int = _default("depth.cloud_max_points")

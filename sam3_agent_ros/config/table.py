@@ -187,6 +187,11 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("depth.min_valid_pixels", 20, "Fewer valid depth pixels: no position.", min=1),
     Parameter("depth.statistic", "median", "Robust depth statistic over the mask.",
               choices=("median", "trimmed_mean", "min_cluster")),
+    Parameter("depth.rectified", True,
+              "The colour and depth images are rectified (and registered), as depth_image_proc "
+              "assumes: 3D from camera_info P (K only where P is all zero). false: raw images; "
+              "3D from K with the mask pixels undistorted by D (plumb_bob, "
+              "rational_polynomial, equidistant)."),
     Parameter("depth.buffer_size", 30, "Depth frames kept (by reference) for stamp matching.",
               min=1, max=1000),
     Parameter("depth.buffer_mib", 256,

@@ -23,6 +23,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from sam3_agent_ros.core import finite_json
 from sam3_agent_ros.core.answers import ANSWERED, MAX_EARLIER, AnswerRecord, KeptAnswer
 from sam3_agent_ros.core.types import Frame, Mask, Result
 from sam3_agent_ros.image_header import ImageHeaderError, decode_bounded
@@ -56,7 +57,7 @@ def write_answer_folder(out: Path, result: Result, refined: KeptAnswer | None = 
     earlier = refined.chain[-MAX_EARLIER:] if refined is not None else ()
     document = {"format": FORMAT, "result": result.to_json(),
                 "earlier": [record.to_json() for record in earlier]}
-    (out / ANSWER_FILE).write_text(json.dumps(document, indent=1) + "\n")
+    (out / ANSWER_FILE).write_text(finite_json.dumps(document, indent=1) + "\n")
 
 
 def read_answer_folder(folder: Path, max_pixels: int) -> KeptAnswer:

@@ -24,16 +24,63 @@ def _xyzw(wxyz: np.ndarray) -> np.ndarray:
     return np.array([wxyz[1], wxyz[2], wxyz[3], wxyz[0]], dtype=np.float64)
 
 
-def normalized_quaternion(xyzw: object) -> np.ndarray:
-    """``xyzw`` as a float64 unit quaternion; ValueError when it is not 4 finite numbers or has
-    no length (a zero quaternion is no rotation: refused rather than guessed)."""
-    q = np.asarray(xyzw, dtype=np.float64).reshape(-1)
-    if q.shape != (4,) or not np.all(np.isfinite(q)):
-        raise ValueError(f"a quaternion is 4 finite numbers (x, y, z, w), got {q.tolist()}")
-    norm = float(np.linalg.norm(q))
-    if norm < 1e-9:
+# A quaternion's length must lie in this range before it is normalised: outside, it is a unit
+# mistake or garbage, not a rotation (1e155 * a 90 degree yaw has a length that squares to inf).
+MIN_QUATERNION_NORM = 1e-3
+MAX_QUATERNION_NORM = 1e3
+# A composed transform's rotation block must be orthonormal (R R^T = I, det +1) to this, and its
+# translation within this many metres (farther is an overflow on its way, not a robot: and the
+# target's cloud is float32).
+ORTHONORMAL_TOLERANCE = 1e-6
+MAX_TRANSLATION_M = 1e9
+
+
+def unit_quaternion(x: float, y: float, z: float, w: float) -> tuple[float, float, float, float]:
+    """``(x, y, z, w)`` normalised; ValueError when a value is not finite or the length is outside
+    ``[MIN_QUATERNION_NORM, MAX_QUATERNION_NORM]``: checked before it is normalised, and
+    normalised without overflow (the largest component factored out first), so a huge or tiny
+    quaternion is refused, never turned into (0, 0, 0, 0) or guessed. Plain floats: a /tf message
+    of 10,000 samples is checked one by one."""
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z) and math.isfinite(w)):
+        raise ValueError(f"a quaternion is 4 finite numbers (x, y, z, w), got {[x, y, z, w]}")
+    largest = max(abs(x), abs(y), abs(z), abs(w))
+    if largest == 0.0:
         raise ValueError("a zero quaternion is no rotation")
-    return q / norm
+    x, y, z, w = x / largest, y / largest, z / largest, w / largest
+    length = math.sqrt(x * x + y * y + z * z + w * w)  # in [1, 2]: no overflow, no underflow
+    norm = largest * length
+    if not MIN_QUATERNION_NORM <= norm <= MAX_QUATERNION_NORM:
+        raise ValueError(f"a quaternion of length {norm:.3g} is no rotation (a unit quaternion "
+                         f"has length 1; accepted {MIN_QUATERNION_NORM:g}.."
+                         f"{MAX_QUATERNION_NORM:g} before normalising)")
+    return x / length, y / length, z / length, w / length
+
+
+def normalized_quaternion(xyzw: object) -> np.ndarray:
+    """``xyzw`` as a float64 unit quaternion (``unit_quaternion``); ValueError when it is not 4
+    finite numbers of a plausible length."""
+    q = np.asarray(xyzw, dtype=np.float64).reshape(-1)
+    if q.shape != (4,):
+        raise ValueError(f"a quaternion is 4 finite numbers (x, y, z, w), got {q.tolist()}")
+    return np.array(unit_quaternion(*q.tolist()))
+
+
+def transform_problem(transform: Transform) -> str | None:
+    """Why ``transform`` is no rigid motion (None: it is one): a non-finite or absurdly far
+    translation, a non-finite rotation or one whose matrix is not orthonormal with det +1. What a
+    lookup checks on the composed result (two finite links can compose to inf)."""
+    t, q, m = transform.translation, transform.rotation, transform.rotation_matrix
+    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(q)) and np.all(np.isfinite(m))):
+        return (f"the composed transform is not finite (translation {t.tolist()}, rotation "
+                f"{q.tolist()}): a link overflows")
+    if float(np.max(np.abs(t))) > MAX_TRANSLATION_M:
+        return (f"the composed translation {t.tolist()} is beyond {MAX_TRANSLATION_M:g} m: "
+                "no robot's frames are that far apart")
+    error = float(np.max(np.abs(m @ m.T - np.eye(3))))
+    if error > ORTHONORMAL_TOLERANCE or float(np.linalg.det(m)) <= 0.0:
+        return (f"the composed rotation is not a rotation (|R R^T - I| = {error:.3g}, det "
+                f"{float(np.linalg.det(m)):.3g})")
+    return None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from sam3_agent_ros.geometry.camera_model import Intrinsics, as_intrinsics
+from sam3_agent_ros.geometry.camera_model import Intrinsics, as_intrinsics, ideal_pixels
 from sam3_agent_ros.geometry.locate import (
     GAP_FRACTION,
     INLIER_BAND_SIGMAS,
@@ -192,9 +192,12 @@ class _RayPixels:
         rows, cols = np.nonzero(selected)
         if limit is not None:
             rows, cols = strided(rows, limit), strided(cols, limit)
+        depth = sampled.depth[rows, cols].astype(np.float64)
+        if intr.lens is not None:  # a raw stream: the pixels' undistorted places
+            u, v = ideal_pixels(intr, rows + sampled.y0, cols + sampled.x0)
+            return _RayPixels((u - intr.cx) / intr.fx, (v - intr.cy) / intr.fy, depth, rows)
         return _RayPixels((cols + (sampled.x0 - intr.cx)) / intr.fx,
-                          (rows + (sampled.y0 - intr.cy)) / intr.fy,
-                          sampled.depth[rows, cols].astype(np.float64), rows)
+                          (rows + (sampled.y0 - intr.cy)) / intr.fy, depth, rows)
 
     def __len__(self) -> int:
         return len(self.z)

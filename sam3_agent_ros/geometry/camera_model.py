@@ -6,12 +6,16 @@ or a principal point outside the image gives positions that look fine and are me
 colour image's ``Intrinsics`` only when it fits that image, else ``CameraModelError`` says what is
 wrong and what to fix.
 
-The mapping follows the sensor_msgs/CameraInfo documentation (REP 104): ``K`` belongs to the
-full-resolution sensor (``width`` x ``height``); ``roi`` (raw, full-resolution pixels; all zero =
-the whole sensor) is the window that was read out, then ``binning_x`` / ``binning_y`` (0 = 1)
-combine pixels into super-pixels. The published image is ``roi.width / binning_x`` x
-``roi.height / binning_y`` and its intrinsics are ``fx / bx``, ``fy / by``,
-``(cx - roi.x_offset) / bx``, ``(cy - roi.y_offset) / by`` (image_geometry's convention).
+The mapping follows the sensor_msgs/CameraInfo documentation (REP 104): ``K`` (raw images) and
+``P`` (rectified images) belong to the full-resolution sensor (``width`` x ``height``); ``roi``
+(raw, full-resolution pixels; all zero = the whole sensor, else all of it) is the window that was
+read out, then ``binning_x`` / ``binning_y`` (0 = 1) combine pixels into super-pixels. The
+published image is ``roi.width / binning_x`` x ``roi.height / binning_y`` and its intrinsics are
+``fx / bx``, ``fy / by``, ``(cx - roi.x_offset) / bx``, ``(cy - roi.y_offset) / by``
+(image_geometry's convention). The images are rectified unless ``depth.rectified`` is false
+(depth_image_proc's assumption): then P's fx, fy, cx, cy are used, K only where P is all zero
+(P's Tx, a stereo baseline, plays no part in one camera's back-projection). A raw stream is
+measured with K and its lens undone (``geometry.lens``). Non-finite K, P or D are refused.
 
 ``CalibrationHistory`` keeps the calibrations seen, by stamp, so that a frame is measured with the
 camera_info that was in force when it was taken (a K that changes applies from its own stamp on).
@@ -22,9 +26,11 @@ from __future__ import annotations
 import collections
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+
+from sam3_agent_ros.geometry.lens import PixelMap, undistortion_map
 
 # A plausible pinhole camera sees between these horizontal / vertical fields of view: outside,
 # the focal length is a unit mistake (metres, millimetres), a placeholder (1.0) or garbage.
@@ -35,10 +41,24 @@ MAX_CALIBRATIONS = 8  # calibration changes kept for stamp matching (a static ca
 
 @dataclass(frozen=True)
 class Intrinsics:
+    """A pinhole camera's focal lengths and principal point (pixels). ``lens``: a raw stream's
+    undistortion (``geometry.lens.PixelMap``: each pixel's ideal pinhole pixel), None for a
+    rectified one; back-projection reads it through ``ideal_pixels``."""
+
     fx: float
     fy: float
     cx: float
     cy: float
+    lens: PixelMap | None = field(default=None, compare=False, repr=False)
+
+
+def ideal_pixels(intr: Intrinsics, rows: np.ndarray, cols: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(u, v) of the image pixels at ``rows``, ``cols`` as the pinhole model back-projects them:
+    the pixels themselves for a rectified image, their undistorted places for a raw one."""
+    if intr.lens is None:
+        return cols.astype(np.float64), rows.astype(np.float64)
+    return intr.lens.at(rows, cols)
 
 
 class CameraModelError(ValueError):
@@ -66,10 +86,13 @@ def _raw_intrinsics(k: Intrinsics | Sequence[float] | np.ndarray) -> Intrinsics:
         return k
     values = np.asarray(k, dtype=np.float64).reshape(-1)
     if values.size == 4:
-        return Intrinsics(*(float(v) for v in values))
+        return Intrinsics(float(values[0]), float(values[1]), float(values[2]), float(values[3]))
     if values.size == 9:
         return Intrinsics(float(values[0]), float(values[4]), float(values[2]),
                           float(values[5]))
+    if values.size == 12:  # a 3x4 projection matrix (CameraInfo.p)
+        return Intrinsics(float(values[0]), float(values[5]), float(values[2]),
+                          float(values[6]))
     raise ValueError(
         f"intrinsics must be (fx, fy, cx, cy) or a 3x3 matrix, got {values.size} values")
 
@@ -78,6 +101,9 @@ def scale_intrinsics(k: Intrinsics | Sequence[float] | np.ndarray, from_size: tu
                      to_size: tuple[int, int]) -> Intrinsics:
     """Intrinsics of an image of ``from_size`` (width, height) resized to ``to_size``."""
     intr = as_intrinsics(k)
+    if intr.lens is not None:
+        raise ValueError("a raw stream's intrinsics (depth.rectified: false) are not rescaled: "
+                         "use the camera_info of the colour image's own size")
     (w0, h0), (w1, h1) = from_size, to_size
     if min(w0, h0, w1, h1) <= 0:
         raise ValueError(f"image sizes must be positive, got {from_size} -> {to_size}")
@@ -97,19 +123,34 @@ class CameraModel:
     size: tuple[int, int] | None = None
     binning: tuple[int, int] = (0, 0)
     roi: tuple[int, int, int, int] = (0, 0, 0, 0)
+    p: tuple[float, ...] = ()  # the 3x4 projection matrix, row-major (empty or zero: none)
+    d: tuple[float, ...] = ()  # the distortion coefficients of ``distortion_model``
+    distortion_model: str = ""
 
     @classmethod
     def from_values(cls, k: Sequence[float] | np.ndarray | Intrinsics, width: int = 0,
                     height: int = 0, binning_x: int = 0, binning_y: int = 0,
-                    roi: tuple[int, int, int, int] = (0, 0, 0, 0)) -> CameraModel:
+                    roi: tuple[int, int, int, int] = (0, 0, 0, 0),
+                    p: Sequence[float] | np.ndarray = (), d: Sequence[float] | np.ndarray = (),
+                    distortion_model: str = "") -> CameraModel:
         """From CameraInfo's fields (``width``/``height`` 0 stay (0, 0): a size not filled in)."""
         x_offset, y_offset, roi_width, roi_height = (int(v) for v in roi)
         return cls(_raw_intrinsics(k), (int(width), int(height)), (int(binning_x),
-                   int(binning_y)), (x_offset, y_offset, roi_width, roi_height))
+                   int(binning_y)), (x_offset, y_offset, roi_width, roi_height),
+                   tuple(float(v) for v in np.asarray(p, dtype=np.float64).reshape(-1)),
+                   tuple(float(v) for v in np.asarray(d, dtype=np.float64).reshape(-1)),
+                   str(distortion_model))
 
     def key(self) -> str:
         """Equal for the same calibration (NaN included): what ``CalibrationHistory`` compares."""
-        return repr((self.k, self.size, self.binning, self.roi))
+        return repr((self.k, self.size, self.binning, self.roi, self.p, self.d,
+                     self.distortion_model))
+
+    def projection(self) -> Intrinsics | None:
+        """P's fx, fy, cx, cy (P[0], P[5], P[2], P[6]); None when P is absent or all zero."""
+        if len(self.p) != 12 or not any(self.p):
+            return None
+        return Intrinsics(self.p[0], self.p[5], self.p[2], self.p[6])
 
     def describe(self) -> str:
         """``1280x720`` (with ``binning 2x2`` / ``roi 640x480+0+0`` when set)."""
@@ -132,20 +173,39 @@ def image_size(model: CameraModel) -> tuple[int, int] | None:
     return width // bx, height // by
 
 
-def image_intrinsics(model: CameraModel, image: tuple[int, int]) -> Intrinsics:
-    """The intrinsics of the ``image`` (width, height) this model is used on; CameraModelError
-    when the model does not fit it: another size (unless binning / roi map it), a focal length
-    that is not finite, not positive or implausible, a principal point outside the image."""
+def image_intrinsics(model: CameraModel, image: tuple[int, int],
+                     rectified: bool = True) -> Intrinsics:
+    """The intrinsics of the ``image`` (width, height) this model is used on, as
+    depth_image_proc and image_geometry take them: a ``rectified`` image (the default) by P's
+    fx, fy, cx, cy (K only where P is all zero); a raw one (``depth.rectified: false``) by K,
+    with the lens's undistortion (D, ``distortion_model``: ``Intrinsics.lens``). ROI and binning
+    apply to whichever is used (REP 104). CameraModelError when the model does not fit the
+    image: non-finite K, P or D, another size (unless binning / roi map it), an ROI that is not
+    all-or-nothing or leaves the sensor, a focal length that is not positive or implausible, a
+    principal point outside the image, a distortion that cannot be undone."""
     width, height = image
-    k = model.k
     for name in ("fx", "fy", "cx", "cy"):
-        if not math.isfinite(getattr(k, name)):
-            raise CameraModelError(f"{name} is {getattr(k, name)}, not a number: publish the "
-                                   "colour camera's calibration")
+        if not math.isfinite(getattr(model.k, name)):
+            raise CameraModelError(f"{name} is {getattr(model.k, name)}, not a number: publish "
+                                   "the colour camera's calibration")
+    for name, values in (("P", model.p), ("D", model.d)):
+        bad = [v for v in values if not math.isfinite(v)]
+        if bad:
+            raise CameraModelError(f"camera_info {name} holds {bad[0]}, not a number: publish "
+                                   "the colour camera's calibration")
+    if model.p and len(model.p) != 12:
+        raise CameraModelError(f"camera_info P has {len(model.p)} values, not 12 (3x4 "
+                               "row-major)")
+    projection = model.projection()
+    k = projection if rectified and projection is not None else model.k
+    used = "P" if k is projection else "K"
     if k.fx <= 0 or k.fy <= 0:
         raise CameraModelError(
-            f"focal lengths must be positive (fx={k.fx:g}, fy={k.fy:g}); K all zeros means an "
-            "uncalibrated camera: calibrate it or use the driver's factory calibration")
+            f"focal lengths must be positive (fx={k.fx:g}, fy={k.fy:g} of {used}); K all zeros "
+            "means an uncalibrated camera: calibrate it or use the driver's factory calibration")
+    roi_problem = _roi_problem(model)
+    if roi_problem is not None:
+        raise CameraModelError(roi_problem)
     size = image_size(model)
     if size is not None and size != (width, height):
         mapped = "" if size == model.size else f" (after roi/binning: {size[0]}x{size[1]})"
@@ -169,7 +229,31 @@ def image_intrinsics(model: CameraModel, image: tuple[int, int]) -> Intrinsics:
         raise CameraModelError(
             f"principal point ({intr.cx:g}, {intr.cy:g}) lies outside the {width}x{height} "
             "image: K must be in pixels of this image (cx, cy near its centre)")
-    return intr
+    if rectified:
+        return intr
+    try:  # a raw stream: each pixel's undistorted place, for back-projection
+        lens = undistortion_map((intr.fx, intr.fy, intr.cx, intr.cy), model.distortion_model,
+                                model.d, (width, height))
+    except ValueError as exc:
+        raise CameraModelError(f"depth.rectified is false but {exc}") from None
+    return Intrinsics(intr.fx, intr.fy, intr.cx, intr.cy, lens)
+
+
+def _roi_problem(model: CameraModel) -> str | None:
+    """Why the ROI is not usable (None: it is): REP 104's all-or-nothing (all zero = the whole
+    sensor; else a width and a height), inside the sensor when its size is known."""
+    x, y, w, h = model.roi
+    if not any(model.roi):
+        return None
+    if min(model.roi) < 0 or w == 0 or h == 0:
+        return (f"camera_info roi (x_offset {x}, y_offset {y}, width {w}, height {h}) is not "
+                "all-or-nothing: all zero for the whole sensor, else a width and a height "
+                "(an offset without them would shift cx, cy)")
+    if model.size is not None and all(model.size) and (
+            x + w > model.size[0] or y + h > model.size[1]):
+        return (f"camera_info roi {w}x{h}+{x}+{y} leaves the {model.size[0]}x{model.size[1]} "
+                "sensor")
+    return None
 
 
 def _focal_range(extent: int) -> tuple[float, float]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from sam3_agent_ros.geometry.camera_model import Intrinsics, as_intrinsics
+from sam3_agent_ros.geometry.camera_model import Intrinsics, as_intrinsics, ideal_pixels
 from sam3_agent_ros.geometry.depth_image import resize_depth_to
 from sam3_agent_ros.masks import PixelBox, pixel_box
 
@@ -164,9 +164,15 @@ def locate_sampled(sampled: MaskDepth, intr: Intrinsics) -> Located:
     inliers = sampled.crop & sampled.valid & (np.abs(sampled.depth - np.float32(z)) <= band)
     moments = cv2.moments(inliers.view(np.uint8), binaryImage=True)
     if moments["m00"] == 0:
-        moments = cv2.moments(sampled.used.view(np.uint8), binaryImage=True)
-    u = moments["m10"] / moments["m00"] + sampled.x0
-    v = moments["m01"] / moments["m00"] + sampled.y0
+        inliers = sampled.used
+        moments = cv2.moments(inliers.view(np.uint8), binaryImage=True)
+    if intr.lens is None:
+        u = moments["m10"] / moments["m00"] + sampled.x0
+        v = moments["m01"] / moments["m00"] + sampled.y0
+    else:  # a raw stream: the centroid of the pixels' undistorted places
+        rows, cols = np.nonzero(inliers)
+        ideal_u, ideal_v = ideal_pixels(intr, rows + sampled.y0, cols + sampled.x0)
+        u, v = float(ideal_u.mean()), float(ideal_v.mean())
     position = ((u - intr.cx) * z / intr.fx, (v - intr.cy) * z / intr.fy, z)
     return Located(position, None, valid_pixels=sampled.count, spread_m=spread)
 

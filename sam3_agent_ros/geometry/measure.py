@@ -4,6 +4,7 @@ box fits: the target's points are read from those, not again."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -59,11 +60,20 @@ def _measured(sampled: MaskDepth | None, reason: str | None, intr: Intrinsics,
     located = locate_sampled(sampled, intr)
     if located.position is None or located.spread_m is None:  # a sampled mask has both
         raise AssertionError("locate_sampled gave no position")
+    if not all(math.isfinite(c) for c in (*located.position, located.spread_m)):
+        reason = (f"the 3D step gave a non-finite position {located.position} (check the "
+                  "camera_info and the depth image): no 3D rather than a wrong one")
+        return {"position": None, "position_error": reason, "box": None, "box_error": reason}
     x, y, z = (round(float(c), POSITION_DECIMALS) for c in located.position)
     extras: dict[str, Any] = {"position": {"x": x, "y": y, "z": z}, "position_error": None,
                               "position_spread_m": round(float(located.spread_m),
                                                          POSITION_DECIMALS)}
     boxed = fit_sampled_box(sampled, intr, cfg.min_valid_pixels)
-    extras["box"] = boxed.box.to_json(POSITION_DECIMALS) if boxed.box is not None else None
+    box = boxed.box.to_json(POSITION_DECIMALS) if boxed.box is not None else None
+    if box is not None and not all(math.isfinite(v) for part in box.values()
+                                   for v in part.values()):
+        extras["box"], extras["box_error"] = None, "the box fit gave non-finite values"
+        return extras
+    extras["box"] = box
     extras["box_error"] = boxed.error
     return extras

@@ -8,7 +8,7 @@ typed fields, never dict keys. ``to_json`` gives the fields back exactly as they
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,3 +80,12 @@ def _vec3(values: Mapping[str, Any]) -> tuple[float, float, float]:
 
 def _quaternion(values: Mapping[str, Any]) -> tuple[float, float, float, float]:
     return float(values["x"]), float(values["y"]), float(values["z"]), float(values["w"])
+
+
+def posed_indices(measurements: Sequence[Measurement | None]) -> list[int]:
+    """The rule of ``~/target`` and ``~/targets`` (interface.md): the indices, in result order,
+    of the masks that have a position (each such mask has a pose: its box's, else its position
+    with the identity orientation). ``~/targets`` holds one pose per index, in this order;
+    ``~/target`` is the first (the best mask that has a position); the result JSON names them by
+    mask id (``target_mask_id``, ``targets_mask_ids``)."""
+    return [k for k, m in enumerate(measurements) if m is not None and m.position is not None]

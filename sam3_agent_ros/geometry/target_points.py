@@ -30,6 +30,7 @@ import cv2
 import numpy as np
 
 from sam3_agent_ros.geometry.camera_model import Intrinsics, as_intrinsics
+from sam3_agent_ros.geometry.lens import PixelMap
 from sam3_agent_ros.geometry.locate import mask_pixels
 
 DEFAULT_MAX_POINTS = 20000
@@ -185,13 +186,26 @@ class GridSamples:
             return TargetPoints(data, self.step)
         # Back-projection and the transform in one affine map: p = R K^-1 (u z, v z, z) + t.
         intr = as_intrinsics(k)
+        scaled = self.scaled if intr.lens is None else _undistorted(self.scaled, intr.lens)
         to_rays = np.array([[1.0 / intr.fx, 0.0, -intr.cx / intr.fx],
                             [0.0, 1.0 / intr.fy, -intr.cy / intr.fy], [0.0, 0.0, 1.0]])
         moved = transform.matrix() if transform is not None else np.eye(4)
-        points = cv2.transform(self.scaled, np.hstack([moved[:3, :3] @ to_rays, moved[:3, 3:]]))
+        points = cv2.transform(scaled, np.hstack([moved[:3, :3] @ to_rays, moved[:3, 3:]]))
         packed = np.frombuffer(data, np.uint8).reshape(total, 1, POINT_STEP)
         cv2.mixChannels([points.view(np.uint8), self.colours], [packed], _PACKING)
         return TargetPoints(data, self.step)
+
+
+def _undistorted(scaled: np.ndarray, lens: PixelMap) -> np.ndarray:
+    """(u z, v z, z) of raw pixels -> (u' z, v' z, z) of their undistorted places (a raw
+    stream, ``geometry.lens``). u and v are whole pixels: recovered exactly by rounding."""
+    z = scaled[:, 0, 2]
+    cols = np.rint(scaled[:, 0, 0] / z).astype(np.intp)
+    rows = np.rint(scaled[:, 0, 1] / z).astype(np.intp)
+    out = scaled.copy()
+    out[:, 0, 0] = lens.u[rows, cols] * z
+    out[:, 0, 1] = lens.v[rows, cols] * z
+    return out
 
 
 def sample_grid(pixels: Sequence[PixelSet | None], rgb: np.ndarray | None = None, *,

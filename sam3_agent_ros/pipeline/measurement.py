@@ -27,7 +27,7 @@ from sam3_agent_ros.core.ports import HasMask, Logger
 from sam3_agent_ros.core.types import Frame, QueryStatus, Result
 from sam3_agent_ros.geometry.camera_model import Intrinsics
 from sam3_agent_ros.geometry.measure import PixelSink, measure_masks
-from sam3_agent_ros.geometry.measurement import Measurement
+from sam3_agent_ros.geometry.measurement import Measurement, posed_indices
 from sam3_agent_ros.geometry.target_points import TargetPoints
 from sam3_agent_ros.pipeline.frame_world import target_of
 from sam3_agent_ros.pipeline.target_frame import (
@@ -189,6 +189,12 @@ def measure_answer(result: Result, depth: DepthSource | None, logger: Logger | N
         if target.ok:  # the result JSON's values, as measurements (one transform per mask)
             moved = [moved_measurement(m, target, added) for m, added in zip(measurements, fields)]
     result.mask_extras = extras
+    # Which masks ~/target and ~/targets are (the poses published for this answer: none when
+    # the transform into target_frame is missing), by mask id.
+    published = measurements if target is None else moved
+    posed = posed_indices(published) if published is not None else []
+    result.extra["target_mask_id"] = posed[0] + 1 if posed else None
+    result.extra["targets_mask_ids"] = [k + 1 for k in posed]
     points = None
     # The cloud is the measured masks' pixels: none when no mask has a position (none had
     # pixels, or the 3D step failed after handing them over).

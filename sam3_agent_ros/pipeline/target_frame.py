@@ -25,6 +25,7 @@ from sam3_agent_ros.core.types import Frame, stamp_ns
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.frames import Transform
 from sam3_agent_ros.frames.targets import target_entry
+from sam3_agent_ros.frames.transform import transform_problem
 from sam3_agent_ros.geometry.camera_model import Intrinsics
 from sam3_agent_ros.geometry.locate import MaskPixels
 from sam3_agent_ros.geometry.measurement import Measurement
@@ -108,6 +109,12 @@ def lookup_target_at(request: TargetFrameRequest, source: str, stamp: int,
                                           f"{for_log(exc, FRAME_CHARS)}")
     if transform is None:
         return TargetFrame(target, source, stamp, None, reason or missing())
+    # Any source's transform (tf2, our buffer, a plugin) is checked: a non-finite or non-rigid
+    # one gives no pose in target_frame for this answer, with the reason (CONTRACTS §11).
+    problem = (transform_problem(transform) if isinstance(transform, Transform)
+               else "the transform source returned no Transform")
+    if problem is not None:
+        return TargetFrame(target, source, stamp, None, missing(problem))
     return TargetFrame(target, source, stamp, transform)
 
 

@@ -115,7 +115,9 @@ def start_target_frame(node: Any, config: Config,
     from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
     from sam3_agent_ros.ros.tf_listener import create_tf_source
 
-    return TargetFrameRequest(frame_id, create_tf_source(node), config.tf.timeout_s)
+    source = create_tf_source(node)
+    recorder.target_frame_started(frame_id, source.stats)  # what the listener refused
+    return TargetFrameRequest(frame_id, source, config.tf.timeout_s)
 
 
 def stop_target_frame(life: QueryLife, recorder: health.HealthRecorder, logger: Any) -> None:

@@ -66,10 +66,11 @@ class DepthBinding:
 
 
 def camera_model_of(msg: CameraInfo) -> CameraModel:
-    """A sensor_msgs/CameraInfo's pinhole model (K, size, binning, ROI)."""
+    """A sensor_msgs/CameraInfo's camera model (K, P, D and its model, size, binning, ROI)."""
     roi = msg.roi
     return CameraModel.from_values(msg.k, msg.width, msg.height, msg.binning_x, msg.binning_y,
-                                   (roi.x_offset, roi.y_offset, roi.width, roi.height))
+                                   (roi.x_offset, roi.y_offset, roi.width, roi.height),
+                                   p=msg.p, d=msg.d, distortion_model=msg.distortion_model)
 
 
 class DepthTargets:
@@ -210,7 +211,8 @@ class DepthTargets:
     def _prepare(self, frame: Any, depth_msg: Image, model: CameraModel):
         """(depth in metres at the colour resolution, colour intrinsics, None) or a reason."""
         try:  # the camera model must fit the colour frame: else no 3D (camera_model.py)
-            intrinsics = image_intrinsics(model, (frame.width, frame.height))
+            intrinsics = image_intrinsics(model, (frame.width, frame.height),
+                                          rectified=self._cfg.rectified)
         except CameraModelError as exc:
             reason = f"unusable camera_info: {exc}"
             self._camera_model_checked(reason, model)

@@ -47,7 +47,7 @@ from sam3_agent_ros.ros.health_status import (
     statuses,
 )
 from sam3_agent_ros.ros.observed_llm import ObservedLlm
-from sam3_agent_ros.ros.target_frame_health import TargetFrameSeen
+from sam3_agent_ros.ros.target_frame_health import TargetFrameSeen, TfInputSeen
 
 __all__ = [
     "ERROR_CHARS", "FOLLOW_QUIET_S", "FRAMES_WINDOW_S", "FRAME_TIMES_KEPT", "LOST_WARN_S",
@@ -118,6 +118,7 @@ class HealthRecorder:
         self._camera_model: tuple[bool, str | None, str, float] | None = None
         self._target_frame: tuple[str, str, str, str, float | None] | None = None
         self._answer_3d = Answer3dRecord(clock)
+        self._tf_input: Callable[[], Any] | None = None
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -241,10 +242,14 @@ class HealthRecorder:
         return self._answer_3d.seen()
 
     # --- the transform into target_frame (the query worker, the follow thread) ---
-    def target_frame_started(self, target_frame: str) -> None:
-        """``target_frame`` in use (a ``target frame`` status appears); "": none (it goes)."""
+    def target_frame_started(self, target_frame: str,
+                             tf_input: Callable[[], Any] | None = None) -> None:
+        """``target_frame`` in use (a ``target frame`` status appears); "": none (it goes).
+        ``tf_input``: the TF source's ``stats`` (``frames.buffer.TfInputStats`` or None), read
+        whenever the status is built."""
         with self._lock:
             self._target_frame = (target_frame, "", "", "answer", None) if target_frame else None
+            self._tf_input = tf_input if target_frame else None
 
     def target_frame_looked_up(self, target: Any, what: str = "answer") -> None:
         """A lookup was made (``pipeline.target_frame.TargetFrame``: its frames, and its
@@ -261,6 +266,23 @@ class HealthRecorder:
             if self._target_frame is None:
                 return None
             frame_id, source, reason, what, at = self._target_frame
+            tf_input = self._tf_input
+        seen = tf_input_seen(tf_input, now)
         if at is None:
-            return TargetFrameSeen(frame_id)
-        return TargetFrameSeen(frame_id, True, source, reason, what, now - at)
+            return TargetFrameSeen(frame_id, input=seen)
+        return TargetFrameSeen(frame_id, True, source, reason, what, now - at, seen)
+
+
+def tf_input_seen(stats_of: Callable[[], Any] | None, now: float) -> TfInputSeen | None:
+    """The TF source's counts now (None: no source of ours, or it failed to say)."""
+    if stats_of is None:
+        return None
+    try:
+        stats = stats_of()
+    except Exception:  # noqa: BLE001 (a status never breaks /diagnostics)
+        return None
+    if stats is None:
+        return None
+    at = stats.last_refusal_at
+    return TfInputSeen(stats.frames, stats.samples, stats.bytes, stats.refused_total,
+                       stats.dropped, stats.last_refusal, None if at is None else now - at)

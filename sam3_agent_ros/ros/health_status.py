@@ -15,7 +15,12 @@ from sam3_agent_ros.ros import llm_failure
 from sam3_agent_ros.ros.answer_3d_health import STATUS_NAME as ANSWER_3D_STATUS
 from sam3_agent_ros.ros.answer_3d_health import Answer3dSeen
 from sam3_agent_ros.ros.follow_health import FOLLOW_STARTED, FollowSeen
-from sam3_agent_ros.ros.target_frame_health import FRAME_CHARS, STATUS_NAME, TargetFrameSeen
+from sam3_agent_ros.ros.target_frame_health import (
+    FRAME_CHARS,
+    REFUSAL_WARN_S,
+    STATUS_NAME,
+    TargetFrameSeen,
+)
 
 # --- what the statuses say, and when ---------------------------------------------------------
 
@@ -304,20 +309,34 @@ def camera_model_status(seen: CameraModelSeen) -> Status:
 
 
 def target_frame_status(seen: TargetFrameSeen) -> Status:
-    """WARN while the newest answer's or follow update's transform was unavailable."""
+    """WARN while the newest answer's or follow update's transform was unavailable, or while
+    the TF listener refused samples in the last ``REFUSAL_WARN_S``."""
     target = for_log(seen.target_frame, FRAME_CHARS)
     source = for_log(seen.source_frame, FRAME_CHARS)
     values = {"target_frame": seen.target_frame, "source_frame": seen.source_frame,
               "last_lookup": seen.what if seen.checked else "", "problem": seen.reason,
               "age_s": f"{seen.age_s:.1f}"}
+    tf_input, refusal = seen.input, ""
+    if tf_input is not None:
+        values.update({"tf_frames": str(tf_input.frames), "tf_samples": str(tf_input.samples),
+                       "tf_bytes": str(tf_input.bytes), "tf_refused": str(tf_input.refused),
+                       "tf_dropped_old_samples": str(tf_input.dropped),
+                       "tf_last_refusal": tf_input.last_refusal})
+        if tf_input.refusal_age_s is not None and tf_input.refusal_age_s < REFUSAL_WARN_S:
+            refusal = (f"; TF samples refused: {tf_input.refused} so far, the newest "
+                       f"{ago(tf_input.refusal_age_s)} ago ("
+                       f"{for_log(tf_input.last_refusal, ERROR_CHARS)})")
     if not seen.checked:
-        return Status(STATUS_NAME, Level.OK, f"into '{target}': no 3D answer yet", values)
+        return Status(STATUS_NAME, Level.WARN if refusal else Level.OK,
+                      f"into '{target}': no 3D answer yet{refusal}", values)
     if seen.reason:
         return Status(STATUS_NAME, Level.WARN,
                       f"no pose in '{target}' for the newest {seen.what} "
-                      f"({ago(seen.age_s)} ago): {for_log(seen.reason, ERROR_CHARS)}", values)
-    return Status(STATUS_NAME, Level.OK, f"'{source}' -> '{target}' found for the newest "
-                                         f"{seen.what} ({ago(seen.age_s)} ago)", values)
+                      f"({ago(seen.age_s)} ago): {for_log(seen.reason, ERROR_CHARS)}{refusal}",
+                      values)
+    return Status(STATUS_NAME, Level.WARN if refusal else Level.OK,
+                  f"'{source}' -> '{target}' found for the newest {seen.what} "
+                  f"({ago(seen.age_s)} ago){refusal}", values)
 
 
 def answer_3d_status(seen: Answer3dSeen) -> Status:

@@ -22,7 +22,6 @@ executor.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +30,7 @@ from rclpy.qos import QoSProfile
 from std_msgs.msg import String
 
 from sam3_agent_ros.config import OverlayConfig
+from sam3_agent_ros.core import finite_json
 from sam3_agent_ros.core.types import Frame, StatusEvent
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.pipeline.measurement import Answer, Visible
@@ -118,7 +118,7 @@ class AnswerPublisher:
     def publish_status(self, event: StatusEvent) -> None:
         """One status event of a query as ``~/status`` JSON (interface §7)."""
         if "~/status" in self._publishers:  # not destroyed
-            self._publishers.publish("~/status", String(data=json.dumps(event.to_json())))
+            self._publishers.publish("~/status", String(data=finite_json.dumps(event.to_json())))
 
     def destroy(self) -> None:
         self._publishers.destroy()

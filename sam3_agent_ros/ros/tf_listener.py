@@ -6,11 +6,17 @@
 
 - ``Tf2Source``: a ``tf2_ros.Buffer`` + ``TransformListener`` (every ROS install).
 - ``OwnTfSource``: the PyPI venv, where tf2 has no wheel. Subscriptions to ``/tf`` (reliable,
-  volatile, keep-last 100) and ``/tf_static`` (reliable, transient-local, keep-last 1, so a late
-  joiner still gets the static transforms) with the QoS real TF publishers use, feeding the
-  ROS-free ``frames.TfBuffer`` (interpolation, no extrapolation, errors that name what is missing).
-  Their messages are ``tf2_msgs/msg/TFMessage``, built into the venv by
+  volatile, keep-last 100) and ``/tf_static`` (reliable, transient-local, keep-last 100: tf2's
+  static listener QoS, so a late joiner gets every static publisher's transforms, not only the
+  one whose sample arrived last), feeding the ROS-free ``frames.TfBuffer`` (interpolation, no
+  extrapolation, errors that name what is missing; peers' samples checked, counted when refused,
+  bounded; a sample far ahead of the node's clock refused). Refusals are said in the log (one
+  WARN per kind per ``REFUSAL_LOG_S``, with the count since) and by ``stats()`` for
+  ``/diagnostics``. Their messages are ``tf2_msgs/msg/TFMessage``, built into the venv by
   scripts/build_interfaces.sh where the real package is missing (wire-identical).
+
+Either way a lookup's transform is checked (``frames.transform.transform_problem``: finite, a
+rotation, not absurdly far): tf2 composes two finite links of 1e308 to inf as readily as any.
 
 Lookups may wait up to ``timeout_s`` for a transform that is about to arrive: call them from a
 worker thread, never from an executor callback (the executor must keep delivering /tf meanwhile).
@@ -20,6 +26,7 @@ beside the node's other callbacks.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -31,15 +38,18 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.frames import TfBuffer, Transform, TransformUnavailable
+from sam3_agent_ros.frames.tf_input import TfInputStats
+from sam3_agent_ros.frames.transform import transform_problem
 
 TF_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
                     depth=100, durability=DurabilityPolicy.VOLATILE)
 TF_STATIC_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE,
-                           history=HistoryPolicy.KEEP_LAST, depth=1,
+                           history=HistoryPolicy.KEEP_LAST, depth=100,
                            durability=DurabilityPolicy.TRANSIENT_LOCAL)
+REFUSAL_LOG_S = 10.0  # at most one WARN per kind of refused transform in this time
 # Waiting makes no difference to these: the stamp is already older than what the buffer keeps,
-# or the frames form a loop.
-_FINAL_KINDS = frozenset({"extrapolation_past", "loop"})
+# the frames form a loop, or the chain composes to no rigid motion.
+_FINAL_KINDS = frozenset({"extrapolation_past", "loop", "invalid"})
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,7 @@ class TfLookup:
 class TfSource(Protocol):
     def lookup(self, target: str, source: str, stamp_ns: int, timeout_s: float) -> TfLookup: ...
     def frames(self) -> list[str]: ...
+    def stats(self) -> TfInputStats | None: ...
     def close(self) -> None: ...
 
 
@@ -69,15 +80,43 @@ def _from_msg(transform: Any) -> tuple[tuple[float, float, float], tuple[float, 
     return (t.x, t.y, t.z), (q.x, q.y, q.z, q.w)
 
 
+class RefusalLog:
+    """The listener's WARNs about refused transforms: one per kind per ``period_s``, naming the
+    newest refused link and how many of that kind were refused since the last line."""
+
+    def __init__(self, logger: Any, period_s: float = REFUSAL_LOG_S,
+                 clock: Any = time.monotonic) -> None:
+        self._logger = logger
+        self._period_s = period_s
+        self._clock = clock
+        self._counted: dict[str, int] = {}  # kind -> refused when last said
+        self._said_at: dict[str, float] = {}
+
+    def update(self, stats: TfInputStats) -> None:
+        now = self._clock()
+        for kind, count in stats.refused.items():
+            new = count - self._counted.get(kind, 0)
+            if new <= 0 or now - self._said_at.get(kind, -math.inf) < self._period_s:
+                continue
+            self._counted[kind], self._said_at[kind] = count, now
+            self._logger.warning(
+                f"TF: {new} transform sample(s) refused ({kind}) since the last such line; "
+                f"newest: {for_log(stats.last_by_kind.get(kind, ''), 400)} (at most one line "
+                f"per {self._period_s:g} s; /diagnostics counts them)")
+
+
 class OwnTfSource:
     """/tf and /tf_static into a ``TfBuffer``; lookups wait on new transforms up to a timeout."""
 
     def __init__(self, node: Any, cache_s: float = 10.0, buffer: TfBuffer | None = None):
         from tf2_msgs.msg import TFMessage  # our wire-identical copy in the PyPI venv
 
-        self.buffer = buffer if buffer is not None else TfBuffer(cache_s=cache_s)
-        self.refused = 0  # transforms dropped as malformed (non-finite, zero quaternion)
+        clock = node.get_clock()
+        self.buffer = buffer if buffer is not None else TfBuffer(
+            cache_s=cache_s, now_ns=lambda: clock.now().nanoseconds)
         self._node = node
+        self._log = RefusalLog(node.get_logger())
+        self._refused_seen = 0
         self._arrived = threading.Condition()
         group = MutuallyExclusiveCallbackGroup()
         self._subscriptions = [
@@ -87,15 +126,24 @@ class OwnTfSource:
                                      TF_STATIC_QOS, callback_group=group),
         ]
 
+    @property
+    def refused(self) -> int:
+        """Transforms refused so far (malformed, denormalised, far-future, over the caps)."""
+        return self.buffer.stats().refused_total
+
+    def stats(self) -> TfInputStats:
+        return self.buffer.stats()
+
     def _on_tf(self, msg: Any, static: bool) -> None:
         for item in msg.transforms:
             stamp_ns = item.header.stamp.sec * 1_000_000_000 + item.header.stamp.nanosec
             translation, rotation = _from_msg(item.transform)
-            try:
-                self.buffer.set_transform(_frame(item.header.frame_id), _frame(item.child_frame_id),
-                                          stamp_ns, translation, rotation, static=static)
-            except ValueError:
-                self.refused += 1
+            self.buffer.set_transform(_frame(item.header.frame_id), _frame(item.child_frame_id),
+                                      stamp_ns, translation, rotation, static=static)
+        refused = self.buffer.refusal_count()
+        if refused != self._refused_seen:  # something to say (stats() formats the words)
+            self._refused_seen = refused
+            self._log.update(self.buffer.stats())
         with self._arrived:
             self._arrived.notify_all()
 
@@ -147,7 +195,20 @@ class Tf2Source:
                                   f"'{for_log(target, 80)}': {for_log(exc, 300)}; frames known "
                                   f"({len(known)}): {', '.join(known[:12]) or 'none'}")
         translation, rotation = _from_msg(stamped.transform)
-        return TfLookup(Transform(np.asarray(translation), np.asarray(rotation)))
+        try:
+            transform = Transform(np.asarray(translation), np.asarray(rotation))
+        except ValueError as exc:
+            problem: str | None = str(exc)
+        else:
+            problem = transform_problem(transform)
+        if problem is not None:
+            return TfLookup(None, f"no transform from '{for_log(source, 80)}' to "
+                                  f"'{for_log(target, 80)}': {problem}")
+        return TfLookup(transform)
+
+    def stats(self) -> None:
+        """tf2 counts and logs what it refuses itself."""
+        return None
 
     def frames(self) -> list[str]:
         import yaml

@@ -189,3 +189,44 @@ def test_a_mask_without_a_position_has_no_target_and_the_action_says_why():
     assert measured.moved is not None and measured.moved[0].position is None
     assert measured.target_error == f"no 3D position in the colour frame for mask 1: {reason}"
     assert measured.missing_3d == f"1 of 2 mask(s) without a 3D position (mask 1: {reason})"
+
+
+def strict_json(text: str):
+    """json.loads that refuses NaN / Infinity, as JSON.parse and every strict parser do."""
+    import json
+
+    def refuse(word):
+        raise ValueError(f"not JSON: {word}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_transform_that_overflows_gives_no_target_with_the_reason():
+    # Two finite links of 1e308 composed to inf: ~/target x = inf, 'succeeded', and the result
+    # text held a bare Infinity (issue 34). Whatever the source, the transform is checked.
+    from sam3_agent_ros.core import finite_json
+
+    overflowing = shifted(1e308) * shifted(1e308)
+    skewed = Transform._made(np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]), np.diag([1, 1, 2.0]))
+    for bad, words in ((overflowing, "not finite"), (skewed, "not a rotation")):
+        transforms = StampedTransforms({STAMP_NS: bad})
+        measured = measure_answer(answer(1), CountingDepth(),
+                                  target_frame=TargetFrameRequest("base_link", transforms),
+                                  cloud_max_points=100)
+        extra = measured.result.to_json()["masks"][0]
+        assert extra["target"] is None and words in extra["target_error"]
+        assert measured.output_measurements is None  # no ~/target, ~/targets, ... at all
+        assert measured.points is None
+        strict_json(finite_json.dumps(measured.result.to_json()))
+
+
+def test_no_json_the_node_writes_holds_a_non_finite_number():
+    from sam3_agent_ros.core import finite_json
+
+    result = answer(1)
+    result.mask_extras = [{"position": {"x": float("inf"), "y": 0.0, "z": float("nan")}}]
+    text = finite_json.dumps(result.to_json())
+    parsed = strict_json(text)
+    assert parsed["masks"][0]["position"] == {"x": None, "y": 0.0, "z": None}
+    assert finite_json.non_finite_paths(result.to_json()) == ["masks[0].position.x",
+                                                             "masks[0].position.z"]

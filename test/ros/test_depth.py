@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -237,14 +236,14 @@ def test_16uc1_locate_and_publish(rig, scene):
     assert poses.poses[1].position.x == pytest.approx(scene.positions[names[2]][0], abs=0.01)
 
 
-def test_first_mask_without_position_publishes_no_target(rig, scene):
+def test_a_first_mask_without_position_leaves_the_target_to_the_best_mask_with_one(rig, scene):
+    # ~/target is the best mask that has a position (issue 34: it was not published at all).
     r = rig()
     header = Header(frame_id=COLOUR_FRAME)
     r.publish_targets(*target_messages(header, [
         Measurement.missing("no depth"), Measurement(position=(0.1, 0.2, 0.9))]))
-    wait_until(lambda: r.received["targets"], "~/targets")
-    time.sleep(0.2)
-    assert r.received["target"] == []
+    wait_until(lambda: r.received["targets"] and r.received["target"], "~/target(s)")
+    assert r.received["target"][0].point.x == pytest.approx(0.1)
     assert len(r.received["targets"][0].poses) == 1
 
 

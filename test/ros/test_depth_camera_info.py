@@ -108,3 +108,44 @@ def test_depth_frame_ids_are_escaped_and_warned_once(rig, scene):
     assert "\n" not in warned[0] and "\x1b" not in warned[0]
     assert "evil0\\n[ERROR] [0.0]" in warned[0]
     assert len(r.targets._warned) <= 2, r.targets._warned
+
+
+def test_a_shared_camera_info_measures_a_rectified_stream_with_p(rig, scene):
+    # The usual driver camera_info: K of the raw sensor, P of the rectified stream the node
+    # gets; with K alone the positions came out 6.3 cm off (issue 34).
+    r = rig()
+    names, masks = scene_masks(scene)
+    k = scene.intrinsics
+    info = CameraInfo(width=640, height=480, distortion_model="plumb_bob")
+    info.header.frame_id = COLOUR_FRAME
+    info.k = [k.fx * 1.08, 0.0, k.cx + 12.0, 0.0, k.fy * 1.08, k.cy - 9.0, 0.0, 0.0, 1.0]
+    info.d = [-0.3, 0.1, 0.0, 0.0, 0.0]
+    info.p = [k.fx, 0.0, k.cx, 0.0, 0.0, k.fy, k.cy, 0.0, 0.0, 0.0, 1.0, 0.0]
+    r._send("info", info)
+    r.send_depth(scene.depth_mm(), "16UC1")
+    extras = r.locate_when(colour_frame(scene), masks, has_position)
+    for name, extra in zip(names, extras, strict=True):
+        assert error_cm(extra["position"], scene.positions[name]) < 1.0, name
+
+
+@pytest.mark.parametrize(("field", "fragment"), [
+    ("roi", "is not all-or-nothing"), ("d", "D holds nan"), ("p", "P holds inf")])
+def test_a_half_set_roi_or_non_finite_d_or_p_give_no_position(rig, scene, field, fragment):
+    # An ROI (100, 0, 540, 0) shifted cx silently (15.8-17.6 cm off); NaN in D or P passed.
+    r = rig()
+    _, masks = scene_masks(scene)
+    k = scene.intrinsics
+    info = CameraInfo(width=640, height=480, distortion_model="plumb_bob")
+    info.header.frame_id = COLOUR_FRAME
+    info.k = [k.fx, 0.0, k.cx, 0.0, k.fy, k.cy, 0.0, 0.0, 1.0]
+    if field == "roi":
+        info.roi.x_offset, info.roi.width = 100, 540
+    elif field == "d":
+        info.d = [float("nan"), 0.0, 0.0, 0.0, 0.0]
+    else:
+        info.p = [float("inf")] + [0.0] * 11
+    r._send("info", info)
+    r.send_depth(scene.depth_mm(), "16UC1")
+    extras = r.locate_when(colour_frame(scene), masks, inputs_arrived)
+    assert all(e["position"] is None and e["box"] is None for e in extras), extras
+    assert fragment in extras[0]["position_error"]

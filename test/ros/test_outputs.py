@@ -144,6 +144,24 @@ def test_target_poses_are_the_boxes_and_positions_without_a_box_keep_the_identit
     assert point_pose.position.x == pytest.approx(-0.3) and point_pose.orientation.w == 1.0
 
 
+def test_the_target_is_the_best_mask_with_a_position_and_the_json_names_the_poses():
+    # Mask 1 without depth: ~/target was not published at all and pose 0 of ~/targets was
+    # mask 2's, with nothing saying so (issue 34).
+    header = Header(frame_id="cam")
+    no_depth = BOXES[2]
+    target, poses = target_messages(header, measured([no_depth, BOXES[1], BOXES[0]]))
+    assert target is not None and target.point.x == pytest.approx(-0.3)  # mask 2's point
+    assert [p.position.x for p in poses.poses] == pytest.approx([-0.3, 0.1])  # masks 2, 3
+    assert target_messages(header, measured([no_depth]))[0] is None
+    # The result JSON names the same masks, in the same order.
+    result = make_result()
+    result.masks.insert(0, result.masks[1])
+    depth = FakeDepth([no_depth, BOXES[1], BOXES[0]])
+    payload = json.loads(answered(result, depth).result.data)
+    assert payload["target_mask_id"] == 2 and payload["targets_mask_ids"] == [2, 3]
+    assert [m["id"] for m in payload["masks"] if m["position"] is not None] == [2, 3]
+
+
 def test_markers_delete_all_then_a_cube_and_a_label_per_mask():
     header = Header(frame_id="cam")
     header.stamp.sec, header.stamp.nanosec = STAMP

@@ -49,3 +49,28 @@ def test_the_target_frame_status_says_ok_then_warns_with_the_lookups_words():
     assert target_status(recorder).level == Level.OK  # the newest one counts
     recorder.target_frame_started("")
     assert target_status(recorder) is None
+
+
+def test_refused_tf_samples_are_counted_and_warned_about_for_a_minute():
+    # Frames over the cap and malformed transforms were dropped without a word (issue 34).
+    from sam3_agent_ros.frames import TfBuffer
+
+    clock = Clock()
+    buffer = TfBuffer(max_frames=1, monotonic=clock)
+    buffer.set_transform("base_link", "camera_link", 0, (0, 0, 0), (0, 0, 0, 1), static=True)
+    recorder = health.HealthRecorder(clock)
+    recorder.target_frame_started("base_link", buffer.stats)
+    recorder.target_frame_looked_up(TargetFrame("base_link", "opt", 1, Transform.identity()))
+    quiet = target_status(recorder)
+    assert quiet.level == Level.OK and quiet.values["tf_refused"] == "0"
+    assert quiet.values["tf_frames"] == "1"
+    buffer.set_transform("base_link", "other", 0, (0, 0, 0), (0, 0, 0, 1), static=True)
+    buffer.set_transform("base_link", "camera_link", 0, (float("nan"), 0, 0), (0, 0, 0, 1),
+                         static=True)
+    warn = target_status(recorder)
+    assert warn.level == Level.WARN
+    assert "TF samples refused: 2" in warn.message and "'camera_link'" in warn.message
+    assert warn.values["tf_refused"] == "2"
+    clock.now += 61.0  # the counts stay; the warning goes once refusals stop
+    later = target_status(recorder)
+    assert later.level == Level.OK and later.values["tf_refused"] == "2"

@@ -152,3 +152,93 @@ def test_malformed_transforms_from_a_peer_are_counted_not_raised():
         source.close()
     finally:
         graph.close()
+
+
+def test_every_static_publisher_started_first_reaches_a_late_listener():
+    # Four static publishers (as robot_state_publisher, a camera driver, a calibration node and
+    # a mount each run one) all published before the listener exists, and their samples sit in
+    # the listener's reader before it takes any: with keep-last 1 only one survived (2 of 12 node
+    # starts never got the camera mount). tf2 reads /tf_static keep-last 100.
+    publishers = Graph("tf_test_static_publishers")
+    mounts = [stamped("base_link", f"mount_{k}", 0, (float(k), 0.0, 0.0)) for k in range(4)]
+    writers = []
+    listening = Graph.__new__(Graph)
+    try:
+        for k, mount in enumerate(mounts):
+            node = rclpy.create_node(f"tf_test_static_{k}", context=publishers.context)
+            writer = node.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
+            writer.publish(TFMessage(transforms=[mount]))
+            writers.append((node, writer))
+        # The listener's node, not spun until every sample can have reached its reader.
+        listening.context = rclpy.Context()
+        rclpy.init(context=listening.context)
+        listening.node = rclpy.create_node("tf_test_static_listener", context=listening.context)
+        source = OwnTfSource(listening.node)
+        deadline = time.monotonic() + 20.0
+        while listening.node.count_publishers("/tf_static") < 4:
+            assert time.monotonic() < deadline, "the static publishers were never discovered"
+            time.sleep(0.05)
+        time.sleep(1.0)  # transient local: the writers' samples arrive in the reader's queue
+        listening.executor = MultiThreadedExecutor(num_threads=2, context=listening.context)
+        listening.executor.add_node(listening.node)
+        listening.spinner = Spinner(listening.executor, "tf_test_static_listener")
+        for k in range(4):
+            found = source.lookup("base_link", f"mount_{k}", 0, timeout_s=5.0)
+            assert found.ok, found.reason
+            np.testing.assert_allclose(found.transform.translation, [float(k), 0.0, 0.0])
+        source.close()
+    finally:
+        if hasattr(listening, "spinner"):
+            listening.close()
+        elif hasattr(listening, "node"):
+            listening.node.destroy_node()
+            rclpy.shutdown(context=listening.context)
+        for node, _ in writers:
+            node.destroy_node()
+        publishers.close()
+
+
+def test_one_message_of_10000_frames_leaves_the_listener_responsive():
+    # One /tf message with 10,000 frames and rising stamps made the listener rescan every frame
+    # per transform: get_state answered after 9-13 s. Now its cost is what it changes.
+    graph = Graph("tf_test_flood")
+    try:
+        source = OwnTfSource(graph.node)
+        items = [stamped("world", f"f{k}", 1 * S + k * 1000, (0.0, 0.0, 0.0))
+                 for k in range(10_000)]
+        message = TFMessage(transforms=items)
+        started = time.perf_counter()
+        source._on_tf(message, static=False)
+        elapsed = time.perf_counter() - started
+        print(f"\n/tf message of 10,000 frames, rising stamps: {elapsed * 1e3:.0f} ms")
+        assert elapsed < 4.0
+        assert source.stats().frames == 10_000
+        source.close()
+    finally:
+        graph.close()
+
+
+def test_far_future_and_malformed_samples_are_refused_with_a_rate_limited_warning():
+    graph = Graph("tf_test_future")
+    try:
+        source = OwnTfSource(graph.node)
+        warnings: list[str] = []
+        source._log._logger = type("L", (), {"warning": lambda self, m: warnings.append(m)})()
+        now = graph.node.get_clock().now().nanoseconds
+        moving = [stamped("odom", "base_link", now - S // 10 + k * S // 100, (0.01 * k, 0, 0))
+                  for k in range(10)]
+        source._on_tf(TFMessage(transforms=moving), static=False)
+        future = stamped("odom", "base_link", now + 3600 * S, (9.0, 9.0, 9.0))
+        for _ in range(5):
+            source._on_tf(TFMessage(transforms=[future]), static=False)
+        assert source.stats().refused["future"] == 5
+        assert len(warnings) == 1  # one line per kind per 10 s, naming the link
+        assert "'odom' -> 'base_link'" in warnings[0] and "ahead of the node's clock" in \
+            warnings[0]
+        # The link still answers at a real stamp: the future sample did not blank it.
+        found = source.lookup("odom", "base_link", now - S // 10 + 5 * S // 100, 0.0)
+        assert found.ok, found.reason
+        np.testing.assert_allclose(found.transform.translation, [0.05, 0.0, 0.0], atol=1e-9)
+        source.close()
+    finally:
+        graph.close()

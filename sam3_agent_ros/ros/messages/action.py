@@ -3,11 +3,11 @@ query (its header, result JSON, images and 3D target are reused), the rest from 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from sensor_msgs.msg import Image
 
+from sam3_agent_ros.core import finite_json
 from sam3_agent_ros.core.types import Frame, QueryStatus, Result
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.ros.conversions import frame_header
@@ -52,7 +52,7 @@ def result_message(action_type: Any, mask_info_type: Any, result: Result,
     else:
         message.target.header = header
     message.result_json = (published.result.data if published is not None
-                           else json.dumps(result.to_json()))
+                           else finite_json.dumps(result.to_json()))
     answer = getattr(published, "answer", None)
     if answer is not None and hasattr(message, "detections_3d"):  # CONTRACTS §9
         fill_action_result(message, answer, getattr(published, "robot", None))

@@ -4,7 +4,6 @@ masks were computed on."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +14,7 @@ from std_msgs.msg import Header, String
 from visualization_msgs.msg import MarkerArray
 
 from sam3_agent_ros.config import OverlayConfig
+from sam3_agent_ros.core import finite_json
 from sam3_agent_ros.core.types import Frame
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.pipeline.measurement import Answer, is_answered
@@ -62,7 +62,7 @@ def answer_messages(answer: Answer, kinds: Iterable[str] = IMAGE_KINDS,
             markers = marker_messages(header, answer.measurements, result.query)
         images = image_messages(frame.image, [m.mask for m in result.masks], header, kinds,
                                 overlay, mask_boxes(result.masks))
-    return AnswerMessages(header=header, result=String(data=json.dumps(result.to_json())),
+    return AnswerMessages(header=header, result=String(data=finite_json.dumps(result.to_json())),
                           images=images, target=target, targets=targets, markers=markers)
 
 
@@ -113,5 +113,5 @@ def follow_messages(frame: Frame | None, masks: Sequence[np.ndarray | None],
         status["objects"] = [dict(obj, **extras[obj["id"] - 1])
                              if 0 < obj.get("id", 0) <= len(extras) else dict(obj)
                              for obj in status["objects"]]
-    return FollowMessages(header=header, status=String(data=json.dumps(status)),
+    return FollowMessages(header=header, status=String(data=finite_json.dumps(status)),
                           images=images, target=target, extras=extras, markers=markers)

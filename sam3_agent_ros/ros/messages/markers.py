@@ -10,7 +10,7 @@ from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from sam3_agent_ros import render
-from sam3_agent_ros.geometry.measurement import Measurement
+from sam3_agent_ros.geometry.measurement import Measurement, posed_indices
 from sam3_agent_ros.ros.messages.geometry import box_pose, box_scale, mask_pose, point_msg
 
 # RViz namespaces, the label's text and placement, the smallest drawn extent (a flat face has no
@@ -28,13 +28,17 @@ BOX_ALPHA = 0.5
 
 def target_messages(header: Header, measurements: Sequence[Measurement]
                     ) -> tuple[PointStamped | None, PoseArray]:
-    """``~/target`` (the first mask's point, None when it has none) and ``~/targets`` (one pose
-    per mask that has a position: its box's centre and orientation, or its position with the
-    identity orientation when no box could be fitted)."""
-    first = measurements[0].position if measurements else None
+    """``~/target`` (the point of the first mask, in result order, that has a position: the
+    best one that has one; None when none has) and ``~/targets`` (one pose per mask that has a
+    position, in result order: its box's centre and orientation, or its position with the
+    identity orientation when no box could be fitted). ``measurement.posed_indices`` is the
+    rule; the result JSON's ``target_mask_id`` / ``targets_mask_ids`` name the same masks."""
+    posed = posed_indices(measurements)
+    first = measurements[posed[0]].position if posed else None
     target = PointStamped(header=header, point=point_msg(first)) if first is not None else None
     poses = PoseArray(header=header)
-    poses.poses = [pose for pose in map(mask_pose, measurements) if pose is not None]
+    poses.poses = [pose for pose in (mask_pose(measurements[k]) for k in posed)
+                   if pose is not None]
     return target, poses
 
 

@@ -133,9 +133,10 @@ def point_cloud(header: Any, points: np.ndarray, colours: np.ndarray) -> PointCl
 
 
 def target_cloud(header: Any, cloud: TargetPoints) -> PointCloud2:
-    """The target's points (``geometry.target_points``: finite, already in the message's
-    layout) as a PointCloud2."""
-    return cloud_message(header, cloud.data, True)
+    """The target's points (``geometry.target_points``, already in the message's layout) as a
+    PointCloud2; ``is_dense`` only when every point is finite (a cloud moved by a transform
+    that overflows is not, whatever the lookup promised)."""
+    return cloud_message(header, cloud.data, bool(np.isfinite(cloud.points).all()))
 
 
 _CLOUD_FIELDS = tuple(PointField(name=name, offset=offset, datatype=PointField.FLOAT32, count=1)

@@ -123,3 +123,17 @@ def test_built_messages_survive_serialization():
     np.testing.assert_array_equal(decode_cloud(back)[0], points)
     boxes = answer_detections_3d(header(), [mask_at(1, 1, 3, 3, 0.4)], [BOX], "x")
     assert deserialize_message(serialize_message(boxes), Detection3DArray) == boxes
+
+
+def test_the_target_cloud_is_dense_only_when_every_point_is_finite():
+    # A cloud moved by a transform that overflowed had 0 finite points of 2670 and said
+    # is_dense: true (issue 34).
+    from sam3_agent_ros.geometry.target_points import TargetPoints, pack_points
+    from sam3_agent_ros.ros.messages.vision import target_cloud
+
+    colours = np.full((3, 3), 200, np.uint8)
+    finite = np.array([[0.1, 0.2, 0.9], [0.0, 0.0, 1.0], [0.3, -0.1, 1.2]], np.float32)
+    assert target_cloud(header(), TargetPoints(pack_points(finite, colours))).is_dense
+    broken = finite.copy()
+    broken[1, 0] = np.inf
+    assert not target_cloud(header(), TargetPoints(pack_points(broken, colours))).is_dense
