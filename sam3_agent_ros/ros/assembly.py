@@ -304,7 +304,8 @@ class NodeParts:
     def backends(self) -> dict[str, str]:
         """What answers: the configured backends, else (unconfigured) the parameters'."""
         if self.config is not None:
-            agent = self.life.agent
-            return dict(agent.backends) if agent is not None else self.config.backends
+            # the agent's: + SAM 3's engine and the providers it really uses
+            backends = getattr(self.life.agent, "backends", None)
+            return dict(backends) if backends is not None else self.config.backends
         return backends_of({name: self._node.get_parameter(name).value
                             for name in ("llm.backend", "segmenter.backend")})

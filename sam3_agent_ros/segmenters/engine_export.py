@@ -114,7 +114,7 @@ def export_parts(parts: list[PartExport], folder: Path, *, dtype: str, weights_s
         manifest["export"] = {"seconds": round(seconds, 1),
                               "peak_rss_gib": round(peak.gib, 2),
                               "bytes": export_bytes(manifest),
-                              "created": datetime.datetime.now(datetime.UTC).isoformat(
+                              "created": datetime.datetime.now(datetime.timezone.utc).isoformat(
                                   timespec="seconds")}
         write_manifest(folder, manifest)
     finally:
