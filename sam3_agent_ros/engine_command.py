@@ -7,8 +7,8 @@ Builds the model the segmenter parameters describe (``segmenter.checkpoint``, or
 their manifest, and prints what it wrote: the parts, the time, the size and the peak memory.
 The export traces the float32 model on ``segmenter.device`` (empty: the CPU, which needs no
 GPU: export on a PC, copy DIR to the robot, set ``segmenter.engine_dir``); ``--dtype float16``
-converts the graphs for GPUs (TensorRT, CUDA). Exit status: 0 written, 1 the export failed,
-2 bad usage or parameters.
+converts the graphs for GPUs (TensorRT, CUDA). Exit status: 0 written, 1 the model could not be
+built or exported, 2 bad usage, parameters, or something the export needs is missing.
 """
 
 from __future__ import annotations
@@ -54,14 +54,18 @@ def cmd_export_engine(args: argparse.Namespace) -> int:
     # The export needs no GPU: an empty device means the CPU here (float32 trace).
     segmenter = dataclasses.replace(segmenter, device=segmenter.device or "cpu", dtype="",
                                     engine="onnxruntime")
-    try:
-        from sam3_agent_ros.segmenters.ort_sessions import import_onnxruntime
-        from sam3_agent_ros.segmenters.sam3_engine import export_engine
-        from sam3_agent_ros.segmenters.sam3_files import check_loadable
-        from sam3_agent_ros.segmenters.sam3_model import load_sam3
+    from sam3_agent_ros.segmenters.ort_sessions import import_onnxruntime
+    from sam3_agent_ros.segmenters.sam3_engine import export_engine
+    from sam3_agent_ros.segmenters.sam3_files import check_loadable
+    from sam3_agent_ros.segmenters.sam3_model import load_sam3
 
+    try:  # milliseconds: what is missing (packages, vocabulary, weights) before the build
         check_loadable(segmenter)
         import_onnxruntime()
+    except (ConfigError, SegmenterError) as exc:
+        print(f"sam3-agent export-engine: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
         loaded = load_sam3(segmenter)
     except (ConfigError, SegmenterError) as exc:
         print(f"sam3-agent export-engine: {exc}", file=sys.stderr)
