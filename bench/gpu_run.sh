@@ -12,7 +12,8 @@
 #       .whl/pycocotools-*.whl, .whl/site/{sam3,iopath,ftfy,wcwidth}, the BPE vocabulary
 #   - onnx + onnxscript (for the export) and ONNX Runtime with the CUDA provider: used when
 #     python3 has them; else installed from .whl/ (onnxruntime_gpu-*.whl, onnx*-*.whl) or, on a
-#     machine with network, from PyPI (onnxruntime-gpu of requirements/onnx.txt). The TensorRT
+#     machine with network, from PyPI (onnxruntime-gpu of requirements/onnx.txt, with its CUDA 12
+#     and cuDNN wheels: the [cuda,cudnn] extras; the wheel is too big to carry). The TensorRT
 #     provider also needs TensorRT's libraries (pip tensorrt-cu12-libs, or the system's).
 #     Whatever is missing is said in one line and that step is skipped, never faked.
 # Device-tool call: command "bash bench/gpu_run.sh", carry [".whl"], timeout_s 540.
@@ -53,7 +54,7 @@ providers() {
 if [[ $(providers) != *CUDAExecutionProvider* && $DRY != 1 ]]; then
     echo "onnxruntime with the CUDA provider missing (have: $(providers)); trying PyPI"
     timeout 150 python3 -m pip install -q --no-cache-dir --retries 0 --timeout 10 \
-        --target /tmp/site-ort "onnxruntime-gpu==$ORT_GPU" onnx onnxscript \
+        --target /tmp/site-ort "onnxruntime-gpu[cuda,cudnn]==$ORT_GPU" onnx onnxscript \
         || echo "pip install onnxruntime-gpu==$ORT_GPU FAILED (no network?)"
     export PYTHONPATH="/tmp/site-ort:$PYTHONPATH"
 fi

@@ -174,11 +174,21 @@ def describe_part(folder: Path, name: str) -> dict:
 
 @contextlib.contextmanager
 def warnings_quiet():
+    """No warnings, and the exporter's loggers at WARNING: at INFO its graph passes log one
+    line per folded initializer (thousands for SAM 3)."""
     import warnings
 
+    loggers = [logging.getLogger(name) for name in ("onnx_ir", "onnxscript", "torch.onnx")]
+    levels = [logger.level for logger in loggers]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        yield
+        for logger in loggers:
+            logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
+        try:
+            yield
+        finally:
+            for logger, level in zip(loggers, levels):
+                logger.setLevel(level)
 
 
 def _reason(exc: BaseException) -> str:

@@ -69,10 +69,15 @@ class PartSession:
         self._torch = _import_torch()
         wanted = choose_providers(device, ort.get_available_providers(), fp16=fp16,
                                   cache_dir=trt_cache_dir)
+        if any(name == CUDA for name, _ in wanted):
+            _preload_cuda_libraries(ort)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = threads or (os.cpu_count() or 1)
         options.log_severity_level = 3  # errors only: the fallbacks are reported by us
+        # No CPU arena: it would keep the image encoder's largest activations (GiBs) for the
+        # process's life; without it they go back to the system after each pass.
+        options.enable_cpu_mem_arena = False
         try:
             self.session = ort.InferenceSession(str(path), options,
                                                 providers=[p for p, _ in wanted],
@@ -133,6 +138,17 @@ class PartSession:
         if self.on_gpu:
             return "cuda", int(self.device.partition(":")[2] or 0)
         return "cpu", 0
+
+
+def _preload_cuda_libraries(ort: Any) -> None:
+    """onnxruntime-gpu >= 1.21 finds CUDA and cuDNN in the nvidia-* pip packages (the
+    ``onnxruntime-gpu[cuda,cudnn]`` extras) only when asked to load them first."""
+    preload = getattr(ort, "preload_dlls", None)
+    if callable(preload):
+        try:
+            preload()
+        except Exception as exc:  # noqa: BLE001 - the system's libraries may serve instead
+            log.debug("onnxruntime.preload_dlls: %s", exc)
 
 
 def _symbol_sizes(session: Any, name: str, shape: Any) -> dict[str, int]:

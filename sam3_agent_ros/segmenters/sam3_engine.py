@@ -5,9 +5,9 @@ features, once per frame), ``encode_text`` (phrases -> text features) and ``grou
 frame's features and the phrases' text features -> query logits, boxes, mask logits, presence).
 
 - ``TorchEngine``: sam3's own modules, eagerly.
-- ``OrtEngine``: every part of the export (``sam3_onnx_parts``) through ONNX Runtime; what the
-  export lacks (``in_torch`` in its manifest, with the exporter's reason) runs in torch exactly
-  as ``TorchEngine`` runs it. The sessions' providers are the ones really used.
+- ``OrtEngine``: the exported parts (``sam3_onnx_parts``: the image and text encoders) through
+  ONNX Runtime; the grounding (``in_torch`` in the manifest, with the exporter's reason) runs in
+  torch exactly as ``TorchEngine`` runs it. The sessions' providers are the ones really used.
 
 ``open_engine_dir`` finds or makes the export: ``segmenter.engine_dir`` when set (a manifest that
 does not fit the weights is refused with the reason), else the cache folder of the weights'
@@ -17,6 +17,7 @@ hash, exported there on first use.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from sam3_agent_ros.segmenters.sam3_onnx_parts import (
     PARTS,
     TEXT_ENCODER,
     build_adapter,
+    drop_torch_modules,
     example_inputs,
     run_grounding,
 )
@@ -50,7 +52,8 @@ GROUNDING_IN_TORCH = (
     "relative-position bias, sam3/model/decoder.py) takes the feature map's height and width "
     "from the encoder's spatial_shapes tensor and branches on them (its coordinate cache), a "
     "data-dependent guard (GuardOnDataDependentSymNode) the exporter refuses")
-EXPECTED = {name: (spec.inputs, spec.outputs) for name, spec in PARTS.items()}
+# The parts an export may hold (their names, inputs and outputs); the grounding runs in torch.
+EXPECTED = {name: (PARTS[name].inputs, PARTS[name].outputs) for name in EXPORTED_PARTS}
 
 
 class TorchEngine:
@@ -83,7 +86,10 @@ class OrtEngine(TorchEngine):
 
     name = "onnxruntime"
 
-    def __init__(self, loaded: LoadedSam3, folder: Path, manifest: dict, threads: int = 0):
+    def __init__(self, loaded: LoadedSam3, folder: Path, manifest: dict, threads: int = 0,
+                 free_torch_parts: bool = False):
+        """``free_torch_parts``: once the sessions exist, free the torch weights of the parts
+        they run (only for a model no other engine shares)."""
         super().__init__(loaded)
         from sam3_agent_ros.segmenters.ort_sessions import PartSession
 
@@ -98,6 +104,9 @@ class OrtEngine(TorchEngine):
                          for name, part in manifest["parts"].items()}
         self.in_torch = {name: manifest.get("in_torch", {}).get(name, "not exported")
                          for name in PARTS if name not in self.sessions}
+        if free_torch_parts:
+            drop_torch_modules(loaded.model, list(self.sessions))
+            release_free_memory()
 
     @property
     def providers(self) -> list[str]:
@@ -130,19 +139,6 @@ class OrtEngine(TorchEngine):
         return {"language_features": features.to(device),
                 "language_mask": (tokens == 0).to(device)}
 
-    def ground(self, image: dict[str, Any], text: dict[str, Any]) -> tuple:
-        session = self.sessions.get(GROUNDING.name)
-        if session is None:
-            return super().ground(image, text)
-        torch = self.loaded.torch
-        per_prompt = []
-        for index in range(text["language_features"].shape[1]):  # the export takes one phrase
-            per_prompt.append(session.run(*image["backbone_fpn"], *image["vision_pos_enc"],
-                                          text["language_features"][:, index:index + 1],
-                                          text["language_mask"][index:index + 1]))
-        return tuple(torch.cat([p[i] for p in per_prompt]).to(self.loaded.device)
-                     for i in range(4))
-
     def describe(self) -> dict[str, str]:
         return {"segmenter_engine": "onnxruntime",
                 "segmenter_providers": ",".join(self.providers),
@@ -151,6 +147,16 @@ class OrtEngine(TorchEngine):
 
     def close(self) -> None:
         self.sessions = {}
+
+
+def release_free_memory() -> None:
+    """Collect garbage, then hand the free heap back to the OS (glibc ``malloc_trim``): the
+    freed weights are many mid-sized blocks that glibc would otherwise keep."""
+    import ctypes
+
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: its own policy applies
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def export_plan(loaded: LoadedSam3, names: tuple[str, ...] = EXPORTED_PARTS) -> list:
@@ -223,8 +229,9 @@ def open_engine_dir(loaded: LoadedSam3, engine_dir: str, dtype: str,
     return folder, report.manifest
 
 
-def make_engine(loaded: LoadedSam3, cfg: Any) -> TorchEngine:
-    """The engine ``cfg.engine`` names on ``loaded``."""
+def make_engine(loaded: LoadedSam3, cfg: Any, shared: bool = False) -> TorchEngine:
+    """The engine ``cfg.engine`` names on ``loaded``; ``shared``: another engine may use the
+    model too (the exported parts' torch weights are then kept)."""
     if cfg.engine == "torch":
         return TorchEngine(loaded)
     from sam3_agent_ros.segmenters.ort_sessions import import_onnxruntime
@@ -243,4 +250,4 @@ def make_engine(loaded: LoadedSam3, cfg: Any) -> TorchEngine:
                                 "segmenter.engine_dir to DIR") from None
 
     folder, manifest = open_engine_dir(loaded, cfg.engine_dir, dtype, export_here)
-    return OrtEngine(loaded, folder, manifest)
+    return OrtEngine(loaded, folder, manifest, free_torch_parts=not shared)
