@@ -80,7 +80,7 @@ PARAMETERS: tuple[Parameter, ...] = (
               "Folder of an ONNX export for segmenter.engine 'onnxruntime' (sam3-agent "
               "export-engine --out DIR); an export whose manifest does not match the weights is "
               "refused. Empty: ~/.cache/sam3_agent_ros/engines/<weights hash>/, exported there "
-              "on first use (about a minute on a CPU; the time, size and memory are logged).",
+              "on first use (minutes: 1.5-3 on 2 busy CPU cores; time, size, memory logged).",
               read_only=True),
     Parameter("segmenter.confidence_threshold", 0.5,
               "Masks scoring below this are dropped.", min=0.0, max=1.0),

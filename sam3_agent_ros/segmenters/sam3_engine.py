@@ -222,7 +222,7 @@ def open_engine_dir(loaded: LoadedSam3, engine_dir: str, dtype: str,
         return folder, manifest
     if export is None:
         raise Sam3LoadError(f"no usable ONNX export in {folder}: {problem}")
-    log.warning("SAM 3 ONNX export in %s: %s; exporting now (about a minute on a CPU)",
+    log.warning("SAM 3 ONNX export in %s: %s; exporting now (minutes on a CPU)",
                 folder, problem)
     report = export(folder, dtype)
     log.info("SAM 3 ONNX export: %s", report.summary())
