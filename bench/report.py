@@ -318,27 +318,41 @@ def memory_soak(data: dict) -> Section:
 
 
 def sam3_cpu(data: dict) -> Section:
-    s = Section("6. SAM 3 on this CPU (few iterations)")
+    s = Section("6. SAM 3 on this CPU (few iterations): torch and onnxruntime")
     k = data.get("prompts_per_frame")
     command = data.get("command", "python bench/sam3_latency.py --device cpu "
                                   "--iterations 1 --prompts 2")
+    engines = data.get("engines") or {"torch": data}  # older reports: torch alone, flat
     s.add(f"Command: `{command}`", "",
           f"{data.get('device_name')} ({data.get('device')}, {data.get('dtype')}, "
           f"{data.get('cpu_threads')} torch threads), {data.get('weights')} weights, frame "
-          f"{data.get('frame')}, {data.get('iterations')} iteration(s), {k} prompts per frame.",
-          "", "| step | ms |", "|---|---|")
-    for key, label in (("load_s", "load (s)"), ("backbone_ms", "image backbone"),
+          f"{data.get('frame')}, {data.get('iterations')} iteration(s), {k} prompts per frame, "
+          f"model load {data.get('load_s')} s.", "",
+          "| step (ms) | " + " | ".join(engines) + " |", "|---|" + "---|" * len(engines))
+    for key, label in (("backbone_ms", "image encoder"),
                        ("first_prompt_ms", "first prompt on a frame"),
                        ("later_prompt_ms", "later prompt (reuses features)"),
                        ("full_pass_ms", "full pass"), (f"k{k}_with_reuse_ms",
                                                        f"{k} prompts with reuse"),
-                       (f"k{k}_full_passes_ms", f"{k} full passes")):
-        s.add(f"| {label} | {data.get(key)} |")
-    s.add("", f"Feature reuse speed-up: {data.get('reuse_speedup')}x. GPU figures: see "
-          "\"SAM 3 latency\" below.")
-    s.figure("SAM 3 CPU full pass / later prompt",
-             f"{data.get('full_pass_ms')} / {data.get('later_prompt_ms')} ms "
-             f"(reuse {data.get('reuse_speedup')}x)")
+                       (f"k{k}_full_passes_ms", f"{k} full passes"),
+                       ("rss_after_build_gib", "RSS after the build (GiB)")):
+        s.add(f"| {label} | " + " | ".join(str(e.get(key)) for e in engines.values()) + " |")
+    speedup = data.get("onnxruntime_speedup")
+    if speedup:
+        s.add("", "onnxruntime over torch: " + ", ".join(f"{key} {value}x"
+                                                         for key, value in speedup.items()))
+        s.figure("SAM 3 CPU image encoder, onnxruntime over torch",
+                 f"{speedup['backbone']}x", ">= 1.3x", speedup["backbone"] >= 1.3)
+    if data.get("export"):
+        e = data["export"]
+        s.add("", f"First-use export: {e['seconds']} s, {e['gib']} GiB ({e['dtype']}), peak "
+              f"RSS {e['peak_rss_gib']} GiB.")
+    torch_r = engines.get("torch") or next(iter(engines.values()))
+    s.add("", f"Feature reuse speed-up (torch): {torch_r.get('reuse_speedup')}x. GPU figures: "
+          "see \"SAM 3 latency\" below.")
+    s.figure("SAM 3 CPU full pass / later prompt (torch)",
+             f"{torch_r.get('full_pass_ms')} / {torch_r.get('later_prompt_ms')} ms "
+             f"(reuse {torch_r.get('reuse_speedup')}x)")
     return s
 
 

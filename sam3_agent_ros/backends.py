@@ -102,6 +102,15 @@ def make_segmenter(config: Config) -> Segmenter:
     return load_plugin(backend)
 
 
+def describe_backends(config: Config, segmenter: object) -> dict[str, str]:
+    """What answers, for the result and status JSON: ``config.backends`` plus what the segmenter
+    says runs it (``engine_info``: SAM 3's ``segmenter_engine``, and with onnxruntime the
+    ``segmenter_providers`` really used and the parts on each engine)."""
+    engine = getattr(segmenter, "engine_info", None)
+    extra = {str(k): str(v) for k, v in engine.items()} if isinstance(engine, Mapping) else {}
+    return {**config.backends, **extra}
+
+
 def load_plugin(spec: str) -> Segmenter:
     """``"package.module:factory"`` -> ``factory()`` (interface §3)."""
     module_name, _, factory_name = spec.partition(":")

@@ -10,7 +10,8 @@ which returns the exit status: ``run_command.py`` (run), ``concepts_command.py``
 imported here only, lazily; a robot's install has none and the two commands say so),
 ``eval/commands.py`` (eval, eval-compare),
 ``client.py`` (ask --ros), ``ros/graph_cli.py`` (lifecycle, param, ask --topic / --stop-follow),
-``console/command.py`` (console: aiohttp and rclpy imported only when it runs).
+``console/command.py`` (console: aiohttp and rclpy imported only when it runs),
+``engine_command.py`` (export-engine: SAM 3 to ONNX for ``segmenter.engine: onnxruntime``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ EXIT_USAGE = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from sam3_agent_ros import client, concepts_command, run_command
+    from sam3_agent_ros import client, concepts_command, engine_command, run_command
     from sam3_agent_ros.console import command as console_command
     from sam3_agent_ros.eval import commands as eval_commands
     from sam3_agent_ros.ros import graph_cli
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     client.register(commands)  # ask --ros: one goal to a running node (docs/ros.md)
     graph_cli.register(commands)  # lifecycle, param: a running node's services, without ros2 CLI
     console_command.register(commands)  # console: the operator console (docs/console.md)
+    engine_command.register(commands)  # export-engine: SAM 3 to ONNX (docs/sam3.md)
     return parser
 
 

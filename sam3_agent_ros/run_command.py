@@ -204,7 +204,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _build_agent(config, trace_path: str | None, answers=None):
-    from sam3_agent_ros.backends import make_llm, make_segmenter
+    from sam3_agent_ros.backends import describe_backends, make_llm, make_segmenter
     from sam3_agent_ros.core.agent import Agent
 
     llm = make_llm(config)
@@ -212,7 +212,10 @@ def _build_agent(config, trace_path: str | None, answers=None):
         from sam3_agent_ros.llm.trace import TracingClient
 
         llm = TracingClient(llm, trace_path)
-    return Agent(config, llm=llm, segmenter=make_segmenter(config), answers=answers)
+    segmenter = make_segmenter(config)
+    agent = Agent(config, llm=llm, segmenter=segmenter, answers=answers)
+    agent.backends = describe_backends(config, segmenter)  # + the engine and its providers
+    return agent
 
 
 def _run_interruptible(agent, frame, query):

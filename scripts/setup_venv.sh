@@ -98,16 +98,27 @@ if [[ "$cuda" == 1 ]]; then
     fi
     grep -v -E '^torch==' "$requirements/sam3-cpu.txt" > "$venv/.sam3-cpu-without-torch.txt"
     torch_requirements=(-r "$venv/.sam3-cpu-without-torch.txt")
+    # ONNX Runtime with the CUDA and TensorRT providers instead of the CPU build (one or the
+    # other: both install the onnxruntime module).
+    ort_gpu=$(sed -n -E 's/^# (onnxruntime-gpu==[0-9.]+).*/\1/p' "$requirements/onnx.txt")
+    if "$venv/bin/python" -m pip show onnxruntime >/dev/null 2>&1; then
+        "$venv/bin/python" -m pip uninstall --quiet -y onnxruntime
+    fi
+    sed -E "s/^onnxruntime==.*/$ort_gpu/" "$requirements/onnx.txt" > "$venv/.onnx-gpu.txt"
+    onnx_requirements=(-r "$venv/.onnx-gpu.txt")
 else
     torch_requirements=(-r "$requirements/sam3-cpu.txt")
+    onnx_requirements=(-r "$requirements/onnx.txt")
     if [[ -n "$torch_index" ]]; then
         torch_requirements+=(--extra-index-url "$torch_index")
     fi
 fi
 
-# 1. Everything that is installed with its dependencies (pinned, transitive ones constrained).
+# 1. Everything that is installed with its dependencies (pinned, transitive ones constrained;
+#    the constraints also hold typing_extensions and tqdm where sam3 0.1.4 needs them).
 pip_install "${constraints[@]}" \
-    -r "$requirements/base.txt" "${torch_requirements[@]}" -r "$requirements/dev.txt"
+    -r "$requirements/base.txt" "${torch_requirements[@]}" "${onnx_requirements[@]}" \
+    -r "$requirements/dev.txt"
 # 2. sam3, timm, torchvision, open_clip_torch WITHOUT dependencies (they would pull CUDA torch).
 pip_install --no-deps "${constraints[@]}" -r "$requirements/sam3-nodeps.txt"
 # 3. This package, editable: source edits apply without reinstalling.

@@ -199,3 +199,43 @@ def test_the_commands_refuse_credentials_in_the_endpoint_with_exit_2(command, tm
                            "api-key=*** carries credentials")
     assert "(export OPENAI_API_KEY=<key>)" in line and leaks(line) == []
     assert not (tmp_path / "eval").exists()
+
+
+def test_the_backends_name_the_engine_the_segmenter_reports():
+    """CONTRACTS §13: the result's backends name SAM 3's engine and the providers really used;
+    a segmenter that says nothing (colour, plugins) leaves config.backends as they are."""
+    from types import SimpleNamespace
+
+    from sam3_agent_ros.backends import describe_backends, make_segmenter
+
+    config = Config.from_params({})
+    onnx = SimpleNamespace(engine_info={"segmenter_engine": "onnxruntime",
+                                        "segmenter_providers": "CPUExecutionProvider"})
+    assert describe_backends(config, onnx) == {
+        "llm": "openai", "segmenter": "sam3", "segmenter_engine": "onnxruntime",
+        "segmenter_providers": "CPUExecutionProvider"}
+    offline = Config.from_params(dict(OFFLINE_BACKENDS))
+    assert describe_backends(offline, make_segmenter(offline)) == {"llm": "offline",
+                                                                  "segmenter": "color"}
+    assert describe_backends(config, SimpleNamespace(engine_info="not a mapping")) == \
+        config.backends
+
+
+def test_run_writes_the_segmenter_engine_into_the_result(tmp_path, capsys, monkeypatch):
+    """sam3-agent run puts what the segmenter reports into the result's backends."""
+    import json
+
+    from sam3_agent_ros import backends
+    from sam3_agent_ros.cli import main
+    from sam3_agent_ros.segmenters.color import ColorSegmenter
+
+    class Reporting(ColorSegmenter):
+        engine_info = {"segmenter_engine": "onnxruntime", "segmenter_providers": "X"}
+
+    monkeypatch.setattr(backends, "make_segmenter", lambda config: Reporting())
+    status = main(["run", "--image", str(EXAMPLE), "--query", "the leftmost blue object",
+                   "--offline"])
+    result = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert result["backends"] == {"llm": "offline", "segmenter": "color",
+                                  "segmenter_engine": "onnxruntime", "segmenter_providers": "X"}

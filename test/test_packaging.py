@@ -224,7 +224,7 @@ def test_requirements_are_exact_pins_agreeing_with_constraints():
     requirements = REPO_ROOT / "requirements"
     constraints = _pins(requirements / "constraints.txt")
     for name in ("base.txt", "sam3-cpu.txt", "sam3-nodeps.txt", "dev.txt",
-                 "interfaces-kilted.txt"):
+                 "interfaces-kilted.txt", "onnx.txt"):
         for package, version in _pins(requirements / name).items():
             assert constraints.get(package) == version, f"{name}: {package}=={version}"
 
@@ -239,7 +239,7 @@ def _pins_of_this_venv() -> dict[str, str]:
         return _pins(requirements / "extra-venvs" / f"constraints-{venv[len('.venv-'):]}.txt")
     pins = {}
     for name in ("base.txt", "sam3-cpu.txt", "sam3-nodeps.txt", "dev.txt",
-                 "interfaces-kilted.txt"):
+                 "interfaces-kilted.txt", "onnx.txt"):
         pins.update(_pins(requirements / name))
     return pins
 

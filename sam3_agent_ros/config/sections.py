@@ -44,6 +44,8 @@ class SegmenterConfig:
     checkpoint: str = _default("segmenter.checkpoint")
     device: str = _default("segmenter.device")
     dtype: str = _default("segmenter.dtype")
+    engine: str = _default("segmenter.engine")
+    engine_dir: str = _default("segmenter.engine_dir")
     confidence_threshold: float = _default("segmenter.confidence_threshold")
     overlap_threshold: float = _default("segmenter.overlap_threshold")
     min_mask_area: int = _default("segmenter.min_mask_area")

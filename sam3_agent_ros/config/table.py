@@ -69,6 +69,19 @@ PARAMETERS: tuple[Parameter, ...] = (
               "SAM 3 compute dtype: 'bfloat16', 'float16' (older Jetsons) or 'float32'. "
               "Empty: bfloat16 on CUDA, float32 on CPU.",
               choices=("", "bfloat16", "float16", "float32")),
+    Parameter("segmenter.engine", "torch",
+              "SAM 3 engine: 'torch' (eager PyTorch) or 'onnxruntime': the parts of SAM 3 that "
+              "export to ONNX (the image encoder, the text encoder; docs/sam3.md) run in ONNX "
+              "Runtime with the TensorRT, CUDA and CPU execution providers where available "
+              "(segmenter.device 'cpu': CPU only), the rest in torch. The result's backends name "
+              "the engine and providers used.",
+              choices=("torch", "onnxruntime"), read_only=True),
+    Parameter("segmenter.engine_dir", "",
+              "Folder of an ONNX export for segmenter.engine 'onnxruntime' (sam3-agent "
+              "export-engine --out DIR); an export whose manifest does not match the weights is "
+              "refused. Empty: ~/.cache/sam3_agent_ros/engines/<weights hash>/, exported there "
+              "on first use (minutes: 1.5-3 on 2 busy CPU cores; time, size, memory logged).",
+              read_only=True),
     Parameter("segmenter.confidence_threshold", 0.5,
               "Masks scoring below this are dropped.", min=0.0, max=1.0),
     Parameter("segmenter.overlap_threshold", 0.8,

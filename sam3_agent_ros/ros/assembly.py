@@ -66,6 +66,7 @@ def build_agent(config: Config, recorder: health.HealthRecorder, logger: Any,
     (the agent and follow mode first, the standing concepts between)."""
     from sam3_agent_ros.backends import (
         close_quietly,
+        describe_backends,
         make_llm,
         make_segmenter,
         missing_requirements,
@@ -93,6 +94,7 @@ def build_agent(config: Config, recorder: health.HealthRecorder, logger: Any,
         agent = Agent(config, llm=llm, segmenter=gate.first,
                       answers=AnswerStore(config.refine.keep_answers,
                                           config.refine.max_kept_mib * 2**20))
+        agent.backends = describe_backends(config, segmenter)  # + SAM 3's engine, providers
     except Exception as exc:  # any backend failure: stay unconfigured, say why
         close_quietly(segmenter)
         problem = (f"cannot build the backends: {type(exc).__name__}: "
@@ -316,6 +318,8 @@ class NodeParts:
     def backends(self) -> dict[str, str]:
         """What answers: the configured backends, else (unconfigured) the parameters'."""
         if self.config is not None:
-            return self.config.backends
+            # the agent's: + SAM 3's engine and the providers it really uses
+            backends = getattr(self.life.agent, "backends", None)
+            return dict(backends) if backends is not None else self.config.backends
         return backends_of({name: self._node.get_parameter(name).value
                             for name in ("llm.backend", "segmenter.backend")})
