@@ -22,7 +22,6 @@ import threading
 import time
 
 import pytest
-from rclpy.action import ActionClient
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
@@ -115,9 +114,10 @@ def test_a_burst_of_concurrent_goals_gets_every_response_and_result(ros, frame, 
     """Preempt: all accepted, each cancelled by the next but the last. Queue of 2: most are
     rejected at once (a goal response each), the accepted ones run in turn."""
     harness, _ = ros
-    client = ActionClient(harness.node, Segment, f"{ns}/sam3_agent/segment",
-                          goal_service_qos_profile=DEEP, result_service_qos_profile=DEEP,
-                          cancel_service_qos_profile=DEEP)
+    client = harness.action_client(Segment, f"{ns}/sam3_agent/segment",
+                                   goal_service_qos_profile=DEEP,
+                                   result_service_qos_profile=DEEP,
+                                   cancel_service_qos_profile=DEEP)
     assert client.wait_for_server(timeout_sec=30)
     harness.wait_outputs_reach_us(ns)
     changed = threading.Condition()
