@@ -5,9 +5,11 @@ answer to the outputs port, then the action's result, then follow mode.
 builds and frees them; None while absent) and owns the ORDER of their calls, the node's real
 logic, tested with fakes in ``test/pipeline/test_query_life.py``:
 
-- ``take`` (executor: a topic query): a query id that a running goal holds is refused alone,
-  its failed result published to the topics only (the action's result hook would end that
-  goal); else ``submit``.
+- ``take`` (the intake thread of pipeline/inbox.py: a topic query): a query id that a running
+  goal holds is refused alone, its failed result published to the topics only (the action's
+  result hook would end that goal); else ``submit``. ``refuse``: a topic query that will not
+  run gets its one ``failed`` result the same way (the inbox was full, the node deactivated
+  or is shutting down).
 - ``submit`` (topic query, action goal, follow's re-grounding): without a runner (released
   meanwhile) the query still gets its one ``failed`` result; else following ends
   (``follow.before_query``) and the runner takes it.
@@ -72,6 +74,8 @@ class FollowHooks(Protocol):
 
 class Runner(Protocol):
     def submit(self, query: Query) -> None: ...
+
+    def reject(self, query: Query, reason: str) -> None: ...
 
 
 class AgentLike(Protocol):
@@ -159,6 +163,23 @@ class QueryLife:
         self._logger.info(f"query {for_log(query.id)}: {for_log(repr(query.text))}"
                           + refines_note(query))
         self.submit(query, follow)
+
+    def refuse(self, query: Query, reason: str) -> None:
+        """A topic query that will not run (the inbox was full, the node deactivated or is
+        shutting down): its one ``failed`` result with ``reason``; to the topics only when a
+        running goal holds its id (as ``take``)."""
+        action = self.action
+        duplicate = action.refuse_duplicate(query) if action is not None else None
+        if duplicate is not None:
+            if (outputs := self.outputs) is not None:
+                outputs.answer(Answer(duplicate))  # its reason: the id is in use
+            return
+        runner = self.runner
+        if runner is None:
+            self.finish(Result(query.id, query.text, QueryStatus.FAILED, error=reason,
+                               refines=query.refines))
+            return
+        runner.reject(query, reason)
 
     def submit(self, query: Query, follow: bool | None) -> None:
         """Hand a query to the worker; following ends and the answer is followed when asked
