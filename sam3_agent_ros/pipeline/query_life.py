@@ -35,6 +35,7 @@ from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.ports import Logger
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.log_limit import QUERY_LINES, LogLimiter
 from sam3_agent_ros.pipeline.measurement import Answer, DepthSource, measure_answer
 from sam3_agent_ros.pipeline.target_frame import TargetFrame, TargetFrameRequest
 
@@ -101,11 +102,13 @@ def refines_note(item: object) -> str:
 class QueryLife:
     """The road of every query. ``backends()``: what answers (named in every result);
     ``live()``: False once the middleware is shut down (nothing can be published);
-    ``logger``: ``info`` / ``warning`` lines."""
+    ``logger``: ``info`` / ``warning`` lines, a line per query at most as ``limiter`` allows
+    (a peer's flood of queries is a flood of lines)."""
 
     def __init__(self, backends: Callable[[], dict[str, str]], live: Callable[[], bool],
-                 logger: Logger):
+                 logger: Logger, limiter: LogLimiter | None = None):
         self._backends, self._live, self._logger = backends, live, logger
+        self._limiter = limiter if limiter is not None else LogLimiter()
         self.runner: Runner | None = None
         self.agent: AgentLike | None = None
         self.outputs: OutputsPort | None = None
@@ -156,12 +159,15 @@ class QueryLife:
         action = self.action
         duplicate = action.refuse_duplicate(query) if action is not None else None
         if duplicate is not None:  # published here: the action's result hook would end the goal
-            self._logger.warning(f"query rejected: {for_log(duplicate.error)}")
+            self._limiter.emit("query rejected", self._logger.warning,
+                               lambda: f"query rejected: {for_log(duplicate.error)}",
+                               QUERY_LINES)
             if (outputs := self.outputs) is not None:
                 outputs.answer(Answer(duplicate))
             return
-        self._logger.info(f"query {for_log(query.id)}: {for_log(repr(query.text))}"
-                          + refines_note(query))
+        self._limiter.emit("query", self._logger.info,
+                           lambda: f"query {for_log(query.id)}: {for_log(repr(query.text))}"
+                                   + refines_note(query), QUERY_LINES)
         self.submit(query, follow)
 
     def refuse(self, query: Query, reason: str) -> None:
@@ -240,6 +246,7 @@ class QueryLife:
             if (action := self.action) is not None:
                 action.on_result(result, published)
         if outputs is not None:
-            self._logger.info(result_line(result))
+            self._limiter.emit("query result", self._logger.info,
+                               lambda: result_line(result), QUERY_LINES)
             if (follow := self.follow) is not None:  # None once released meanwhile
                 follow.after_result(result)

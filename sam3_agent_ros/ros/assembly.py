@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sam3_agent_ros.config import Config, backends_of, demo_backends_warning, offline_overrides
 from sam3_agent_ros.core.types import Query
 from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.log_limit import QUERY_LINES, limiter_of
 from sam3_agent_ros.pipeline.inbox import QueryInbox
 from sam3_agent_ros.pipeline.intake import QueryRejected, StopFollow, parse_query_message
 from sam3_agent_ros.pipeline.query_life import QueryLife
@@ -167,10 +168,11 @@ class NodeParts:
         self._node = node
         self._health = recorder
         self._logger = node.get_logger()
+        self.limiter = limiter_of(node)  # the node's log lines a peer can cause (log_limit.py)
         self.frames = LatestFrame()
         self.reader = FrameReader()  # under config.node.max_image_pixels once configured
         self.config: Config | None = None
-        self.life = QueryLife(self.backends, node.context.ok, self._logger)
+        self.life = QueryLife(self.backends, node.context.ok, self._logger, self.limiter)
         self.runner: QueryRunner | None = None
         self.inbox: QueryInbox | None = None  # the query topic's messages (pipeline/inbox.py)
         self.follow: FollowControl | None = None
@@ -197,7 +199,8 @@ class NodeParts:
         self.runner = life.runner = QueryRunner(
             answer=life.answer, to_frame=reader.frame, publish=life.finish, status=life.status,
             frames=self.frames, policy=settings.query_policy, queue_size=settings.queue_size,
-            max_frame_age_s=settings.max_frame_age_s, frame_wait_s=settings.frame_wait_s)
+            max_frame_age_s=settings.max_frame_age_s, frame_wait_s=settings.frame_wait_s,
+            limiter=self.limiter)
         self.runner.start()
         self.inbox = QueryInbox(self._take_message, self._refuse_message)
         self.inbox.start()
@@ -294,14 +297,15 @@ class NodeParts:
             parsed = parse_query_message(text, config.node.max_query_chars)
         except QueryRejected as exc:
             query = exc.failed_query(self.life.new_query_id)
-            self._logger.warning(f"query {for_log(query.id)} rejected: {for_log(exc.reason)}",
-                                 throttle_duration_sec=1.0)
+            self.limiter.emit("query rejected", self._logger.warning,
+                              f"query {for_log(query.id)} rejected: {for_log(exc.reason)}",
+                              QUERY_LINES)
             runner.reject(query, exc.reason)
             return
         if isinstance(parsed, StopFollow):
             follow = self.follow
             if follow is not None and follow.stop("stop_follow on the query topic") is None:
-                self._logger.info("stop_follow: not following")
+                self.limiter.emit("stop_follow", self._logger.info, "stop_follow: not following")
             return
         query = Query(parsed.query_id or self.life.new_query_id(), parsed.text, parsed.refines)
         if not self.life.accepting:  # deactivated while it waited in the inbox
