@@ -42,6 +42,8 @@ run box_fit $PY bench/box_fit.py
 run tf_cloud $PY bench/tf_cloud.py
 run node_exit $PY bench/node_exit.py --runs 3
 run console_cost $PY bench/console_cost.py
+run query_burst $PY bench/query_burst.py
+run log_floods $PY bench/log_floods.py
 sam3_note=""
 if [[ $skip_sam3 -eq 1 ]]; then
     sam3_note=" (SAM 3 skipped: its figures are the ones recorded earlier in build/bench/)"
