@@ -5,7 +5,9 @@ is answered "queue full" at once, the rest run), a camera at 15 Hz, and this pro
 bursts of N queries back to back (``--sizes``) from writers of a few history depths
 (``--depths``: 10 is rclpy's default, 50 the test harness's, 2000 deeper than any burst), each
 read back on a reader deeper than a burst. Per burst: results received (each id counted once),
-ids answered twice, and seconds from the first query sent to the last result.
+ids answered twice, and seconds from the first query sent to the last result. The node must lose
+none from a writer at least as deep as the burst; a shallower writer can drop samples itself before
+they reach the node (its keep-last history replaces what is not delivered yet, on a loaded host).
 
     python bench/query_burst.py [--sizes 300 1000] [--depths 10 50 2000] [--wait-s 30]
 """
@@ -100,7 +102,11 @@ def main() -> int:
     path = write_result("query_burst", {"command": command_line(), "policy": "queue",
                                         "queue_size": 2, "bursts": rows})
     print(f"wrote {path}")
-    lost = [r for r in rows if r["results"] != r["size"] or r["twice"]]
+    # A writer shallower than the burst may lose samples itself before they reach the node (its
+    # keep-last history replaces what the middleware has not delivered yet, on a loaded host);
+    # a loss from a deeper writer is the node's.
+    lost = [r for r in rows if r["twice"]
+            or (r["writer_depth"] >= r["size"] and r["results"] != r["size"])]
     return 1 if lost else 0
 
 

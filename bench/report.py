@@ -681,9 +681,13 @@ def query_burst(data: dict) -> Section:
     for row in data["bursts"]:
         s.add(f"| {row['writer_depth']} | {row['size']} | {row['results']} | {row['twice']} | "
               f"{row['seconds']:.2f} s |")
-    worst = min(row["results"] / row["size"] for row in data["bursts"])
-    ok = all(row["results"] == row["size"] and not row["twice"] for row in data["bursts"])
-    s.figure("results per burst of topic queries (worst writer)", f"{worst:.0%}",
+    s.add("", "A writer shallower than the burst can lose samples itself before they reach the "
+          "node (its keep-last history replaces what the middleware has not delivered yet); "
+          "the target is for writers at least as deep as the burst.")
+    deep = [row for row in data["bursts"] if row["writer_depth"] >= row["size"]] or data["bursts"]
+    worst = min(row["results"] / row["size"] for row in deep)
+    ok = all(row["results"] == row["size"] and not row["twice"] for row in deep)
+    s.figure("results per burst of topic queries (writer as deep as the burst)", f"{worst:.0%}",
              "100 %, each once", ok)
     return s
 

@@ -9,7 +9,7 @@
 # docs/benchmarks.md, outside the generated markers, is kept).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PY=.venv/bin/python
+PY=${PY:-.venv/bin/python}  # PY=/path/to/python: another venv
 skip_sam3=0
 for arg in "$@"; do
     case $arg in
