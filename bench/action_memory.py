@@ -149,7 +149,7 @@ def one_run(name: str, goals: int, after_s: float, harness: Harness) -> dict:
     frame = CompressedImage(format="jpeg")
     frame.data = cv2.imencode(".jpg", cv2.cvtColor(bench_frame(WIDTH, HEIGHT),
                                                    cv2.COLOR_RGB2BGR))[1].tobytes()
-    client = ActionClient(harness.node, Segment, f"{namespace}/sam3_agent/segment")
+    client = harness.action_client(Segment, f"{namespace}/sam3_agent/segment")
     try:
         harness.wait_state(node.name, "active", timeout=60)
         if not client.wait_for_server(timeout_sec=30):

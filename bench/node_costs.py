@@ -165,6 +165,7 @@ def publish_cost(publishes: int) -> dict:
     from sam3_agent_ros.ros.messages.answer import answer_messages, follow_messages
     from sam3_agent_ros.ros.messages.images import FOLLOW_IMAGE_KINDS, IMAGE_KINDS
     from sam3_agent_ros.ros.node import Sam3AgentNode
+    from sam3_agent_ros.ros.outputs import FOLLOW_NAMESPACE
 
     width, height = RESOLUTIONS["1080p"]
     image = bench_frame(width, height)
@@ -184,17 +185,24 @@ def publish_cost(publishes: int) -> dict:
         node.trigger_configure()
         answer_out = node._life.outputs._publishers  # the node's own AnswerPublisher
         follow_out = node._life.follow._publisher._publishers  # its FollowPublisher
-        wait_for(lambda: all(p.get_subscription_count() >= 1
+        # Publishers are held by topic name: the answer's under ~/, the follow update's under
+        # ~/follow/ (ros/outputs.py).
+        prefix = {id(answer_out): "~", id(follow_out): FOLLOW_NAMESPACE}
+
+        def publisher(out, kind):
+            return out[f"{prefix[id(out)]}/{kind}"]
+
+        wait_for(lambda: all(publisher(out, k).get_subscription_count() >= 1
                              for kinds, out in ((IMAGE_KINDS, answer_out),
                                                 (FOLLOW_IMAGE_KINDS, follow_out))
-                             for p in (out[k] for k in kinds)), 20.0,
+                             for k in kinds), 20.0,
                  "the bare subscriber on the output topics")
         time.sleep(0.5)
 
         def send(out, images, text_kind, text):
             for kind, message in images.items():
-                out[kind].publish(message)
-            out[text_kind].publish(String(data=text))
+                publisher(out, kind).publish(message)
+            publisher(out, text_kind).publish(String(data=text))
 
         def answer_before():
             send(answer_out, wave2_images(image, mask_list, header), "result",

@@ -49,7 +49,6 @@ GIVE_UP_S = 60.0  # a node still running this long after SIGINT counts as hung (
 
 def one_run(run: int, scenario: str, segment_s: float, tmp: Path) -> dict:
     """One node process: work, then SIGINT in ``scenario``; seconds to exit, status, traceback."""
-    from rclpy.action import ActionClient
 
     from sam3_agent_ros.action import Segment
     from sam3_agent_ros.client import SegmentClient
@@ -70,7 +69,8 @@ def one_run(run: int, scenario: str, segment_s: float, tmp: Path) -> dict:
             harness.send_query(namespace, {"id": f"topic-{run}", "query": QUERY})
             assert harness.wait_result(namespace, f"topic-{run}", WAIT_S)["status"] == \
                 "succeeded"
-            client = SegmentClient(harness.node, f"{namespace}/sam3_agent/segment")
+            client = harness.created(  # between the harness's spins (test/ros/helpers.py)
+                lambda: SegmentClient(harness.node, f"{namespace}/sam3_agent/segment"))
             harness.wait_outputs_reach_us(namespace)
             assert client.ask(QUERY, timeout_s=WAIT_S, query_id=f"goal-{run}").status == \
                 "succeeded"
@@ -87,7 +87,7 @@ def one_run(run: int, scenario: str, segment_s: float, tmp: Path) -> dict:
                 harness.send_query(namespace, {"id": f"slow-{run}", "query": SLOW_QUERY})
                 harness.wait_status(namespace, f"slow-{run}", "segmenting", WAIT_S)
             elif scenario == "mid_goal":
-                goals = ActionClient(harness.node, Segment, f"{namespace}/sam3_agent/segment")
+                goals = harness.action_client(Segment, f"{namespace}/sam3_agent/segment")
                 assert goals.wait_for_server(timeout_sec=WAIT_S)
                 harness.wait_outputs_reach_us(namespace)
                 segmenting = threading.Event()

@@ -682,6 +682,47 @@ def console_cost(data: dict) -> Section:
     return s
 
 
+def query_burst(data: dict) -> Section:
+    s = Section("19. Bursts of topic queries: one result each")
+    s.add(f"Command: `{data['command']}`", "",
+          f"One node process (`query_policy: {data['policy']}`, `queue_size: "
+          f"{data['queue_size']}`: most of a burst is answered \"queue full\" at once), a "
+          "camera at 15 Hz; this process sends each burst back to back from a writer of the "
+          "given history depth (rclpy's default is 10) and counts the results (each id once).",
+          "",
+          "| writer depth | burst | results | answered twice | last result after |",
+          "|---|---|---|---|---|")
+    for row in data["bursts"]:
+        s.add(f"| {row['writer_depth']} | {row['size']} | {row['results']} | {row['twice']} | "
+              f"{row['seconds']:.2f} s |")
+    s.add("", "A writer shallower than the burst can lose samples itself before they reach the "
+          "node (its keep-last history replaces what the middleware has not delivered yet); "
+          "the target is for writers at least as deep as the burst.")
+    deep = [row for row in data["bursts"] if row["writer_depth"] >= row["size"]] or data["bursts"]
+    worst = min(row["results"] / row["size"] for row in deep)
+    ok = all(row["results"] == row["size"] and not row["twice"] for row in deep)
+    s.figure("results per burst of topic queries (writer as deep as the burst)", f"{worst:.0%}",
+             "100 %, each once", ok)
+    return s
+
+
+def log_floods(data: dict) -> Section:
+    s = Section("20. Log lines under a peer's flood")
+    s.add(f"Command: `{data['command']}`", "",
+          f"One node process; each flood {data['seconds']:g} s as fast as one client goes. Lines "
+          "of that kind per second in the node's log, and whether a line said how many were "
+          "suppressed.", "",
+          "| flood | requests/s | log lines/s | count said |", "|---|---|---|---|")
+    for row in data["floods"]:
+        s.add(f"| {row['flood']} | {row['sent_per_s']} | {row['lines_per_s']:.1f} | "
+              f"{'yes' if row['count_said'] else 'no'} |")
+    worst = max(row["lines_per_s"] for row in data["floods"])
+    s.figure("log lines/s under a peer's flood (worst kind)", f"{worst:.1f} /s",
+             "<= 10 /s, with the count", worst <= 10 and all(r["count_said"]
+                                                            for r in data["floods"]))
+    return s
+
+
 BUILDERS = [("agent_overhead", agent_overhead), ("context_size", context_size),
             ("verifier_concurrency", verifier_concurrency), ("node_costs", node_costs),
             ("memory_soak", memory_soak), ("sam3_latency", sam3_cpu), ("eval_jobs", eval_jobs),
@@ -690,7 +731,8 @@ BUILDERS = [("agent_overhead", agent_overhead), ("context_size", context_size),
             ("action_memory", action_memory), ("box_fit", box_fit),
             ("concepts_batch", concepts_batch), ("node_exit", node_exit),
             ("tf_cloud", tf_cloud), ("answer_memory", answer_memory),
-            ("console_cost", console_cost)]
+            ("console_cost", console_cost), ("query_burst", query_burst),
+            ("log_floods", log_floods)]
 
 
 def build(total_seconds: float | None, sam3_note: str) -> tuple[str, list]:

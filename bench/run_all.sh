@@ -9,7 +9,7 @@
 # docs/benchmarks.md, outside the generated markers, is kept).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PY=.venv/bin/python
+PY=${PY:-.venv/bin/python}  # PY=/path/to/python: another venv
 skip_sam3=0
 for arg in "$@"; do
     case $arg in
@@ -43,6 +43,8 @@ run tf_cloud $PY bench/tf_cloud.py
 run node_exit $PY bench/node_exit.py --runs 3
 run console_cost $PY bench/console_cost.py
 run console_flood $PY bench/console_flood.py
+run query_burst $PY bench/query_burst.py
+run log_floods $PY bench/log_floods.py
 sam3_note=""
 if [[ $skip_sam3 -eq 1 ]]; then
     sam3_note=" (SAM 3 skipped: its figures are the ones recorded earlier in build/bench/)"

@@ -53,7 +53,8 @@ def main() -> int:
         harness.listen(f"{NS}/sam3_agent/result")
         harness.wait_state(node.name, "active", timeout=60)
         harness.wait_subscribed(f"{NS}/query")
-        client = SegmentClient(harness.node, f"{NS}/sam3_agent/segment")
+        client = harness.created(
+            lambda: SegmentClient(harness.node, f"{NS}/sam3_agent/segment"))
         with Camera(harness, f"{NS}/image", rgb8_image(render_scene().rgb), rate_hz=15.0):
             time.sleep(0.5)
             client.ask(QUERY, timeout_s=30)  # warm-up

@@ -5,9 +5,11 @@ answer to the outputs port, then the action's result, then follow mode.
 builds and frees them; None while absent) and owns the ORDER of their calls, the node's real
 logic, tested with fakes in ``test/pipeline/test_query_life.py``:
 
-- ``take`` (executor: a topic query): a query id that a running goal holds is refused alone,
-  its failed result published to the topics only (the action's result hook would end that
-  goal); else ``submit``.
+- ``take`` (the intake thread of pipeline/inbox.py: a topic query): a query id that a running
+  goal holds is refused alone, its failed result published to the topics only (the action's
+  result hook would end that goal); else ``submit``. ``refuse``: a topic query that will not
+  run gets its one ``failed`` result the same way (the inbox was full, the node deactivated
+  or is shutting down).
 - ``submit`` (topic query, action goal, follow's re-grounding): without a runner (released
   meanwhile) the query still gets its one ``failed`` result; else following ends
   (``follow.before_query``) and the runner takes it.
@@ -39,6 +41,7 @@ from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.ports import Logger
 from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.log_limit import QUERY_LINES, LogLimiter
 from sam3_agent_ros.pipeline.frame_world import FrameWorld, bind_target, world_of
 from sam3_agent_ros.pipeline.measurement import Answer, DepthSource, measure_answer
 from sam3_agent_ros.pipeline.target_frame import TargetFrame, TargetFrameRequest
@@ -82,6 +85,8 @@ class FollowHooks(Protocol):
 class Runner(Protocol):
     def submit(self, query: Query) -> None: ...
 
+    def reject(self, query: Query, reason: str) -> None: ...
+
 
 class AgentLike(Protocol):
     def run(self, frame: Frame | None, query: Query, cancel: CancelToken | None = None,
@@ -106,11 +111,13 @@ def refines_note(item: object) -> str:
 class QueryLife:
     """The road of every query. ``backends()``: what answers (named in every result);
     ``live()``: False once the middleware is shut down (nothing can be published);
-    ``logger``: ``info`` / ``warning`` lines."""
+    ``logger``: ``info`` / ``warning`` lines, a line per query at most as ``limiter`` allows
+    (a peer's flood of queries is a flood of lines)."""
 
     def __init__(self, backends: Callable[[], dict[str, str]], live: Callable[[], bool],
-                 logger: Logger):
+                 logger: Logger, limiter: LogLimiter | None = None):
         self._backends, self._live, self._logger = backends, live, logger
+        self._limiter = limiter if limiter is not None else LogLimiter()
         self.runner: Runner | None = None
         self.agent: AgentLike | None = None
         self.outputs: OutputsPort | None = None
@@ -164,13 +171,33 @@ class QueryLife:
         action = self.action
         duplicate = action.refuse_duplicate(query) if action is not None else None
         if duplicate is not None:  # published here: the action's result hook would end the goal
-            self._logger.warning(f"query rejected: {for_log(duplicate.error)}")
+            self._limiter.emit("query rejected", self._logger.warning,
+                               lambda: f"query rejected: {for_log(duplicate.error)}",
+                               QUERY_LINES)
             if (outputs := self.outputs) is not None:
                 outputs.answer(Answer(duplicate))
             return
-        self._logger.info(f"query {for_log(query.id)}: {for_log(repr(query.text))}"
-                          + refines_note(query))
+        self._limiter.emit("query", self._logger.info,
+                           lambda: f"query {for_log(query.id)}: {for_log(repr(query.text))}"
+                                   + refines_note(query), QUERY_LINES)
         self.submit(query, follow)
+
+    def refuse(self, query: Query, reason: str) -> None:
+        """A topic query that will not run (the inbox was full, the node deactivated or is
+        shutting down): its one ``failed`` result with ``reason``; to the topics only when a
+        running goal holds its id (as ``take``)."""
+        action = self.action
+        duplicate = action.refuse_duplicate(query) if action is not None else None
+        if duplicate is not None:
+            if (outputs := self.outputs) is not None:
+                outputs.answer(Answer(duplicate))  # its reason: the id is in use
+            return
+        runner = self.runner
+        if runner is None:
+            self.finish(Result(query.id, query.text, QueryStatus.FAILED, error=reason,
+                               refines=query.refines))
+            return
+        runner.reject(query, reason)
 
     def submit(self, query: Query, follow: bool | None) -> None:
         """Hand a query to the worker; following ends and the answer is followed when asked
@@ -279,6 +306,7 @@ class QueryLife:
             if (action := self.action) is not None:
                 action.on_result(result, published)
         if outputs is not None:
-            self._logger.info(result_line(result))
+            self._limiter.emit("query result", self._logger.info,
+                               lambda: result_line(result), QUERY_LINES)
             if (follow := self.follow) is not None:  # None once released meanwhile
                 follow.after_result(result)

@@ -37,6 +37,7 @@ from sam3_agent_ros.core.types import (
     StatusEvent,
 )
 from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.log_limit import QUERY_LINES, LogLimiter
 
 PREEMPT = "preempt"
 QUEUE = "queue"
@@ -138,7 +139,8 @@ class QueryRunner:
                  publish: Callable[[Result], None], status: Callable[[StatusEvent], None],
                  frames: LatestFrame, policy: str = PREEMPT, queue_size: int = 8,
                  max_frame_age_s: float = 2.0, frame_wait_s: float = 3.0,
-                 bind: Callable[[Any], object | None] | None = None):
+                 bind: Callable[[Any], object | None] | None = None,
+                 limiter: LogLimiter | None = None):
         if policy not in (PREEMPT, QUEUE):
             raise ValueError(f"unknown query policy {policy!r}")
         self._answer, self._to_frame, self._bind = answer, to_frame, bind
@@ -151,6 +153,7 @@ class QueryRunner:
         self._running: _Pending | None = None
         self._stopping = False
         self._thread: threading.Thread | None = None
+        self._limiter = limiter if limiter is not None else LogLimiter()
 
     # --- called from the executor --------------------------------------------------------------
     def start(self) -> None:
@@ -179,7 +182,9 @@ class QueryRunner:
         for old in dropped:
             self._finish(old.query, QueryStatus.CANCELLED, f"preempted by query {query.id}")
         if overflow:
-            log.warning("query %s rejected: %s", for_log(query.id), overflow)
+            self._limiter.emit("query refused", log.warning,
+                               lambda: f"query {for_log(query.id)} rejected: {overflow}",
+                               QUERY_LINES)
             self._finish(query, QueryStatus.FAILED, overflow)
 
     def reject(self, query: Query, reason: str,
@@ -298,7 +303,9 @@ class QueryRunner:
         try:
             frame = self._to_frame(snapshot.message)
         except FrameUnusable as exc:
-            log.warning("query %s: unusable frame: %s", for_log(item.query.id), exc.reason)
+            self._limiter.emit("unusable frame", log.warning,
+                               f"query {for_log(item.query.id)}: unusable frame: {exc.reason}",
+                               QUERY_LINES)
             self._finish(item.query, QueryStatus.FAILED, f"unusable frame: {exc.reason}",
                          exc.frame)
             return

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from sam3_agent_ros.config import Config, backends_of, demo_backends_warning, offline_overrides
 from sam3_agent_ros.core.types import Query, stamp_ns
 from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.log_limit import QUERY_LINES, limiter_of
+from sam3_agent_ros.pipeline.inbox import QueryInbox
 from sam3_agent_ros.pipeline.intake import QueryRejected, StopFollow, parse_query_message
 from sam3_agent_ros.pipeline.query_life import QueryLife
 from sam3_agent_ros.pipeline.query_runner import LatestFrame, QueryRunner
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from sam3_agent_ros.ros.depth import DepthTargets
 
 DEACTIVATE_WAIT_S = 5.0  # how long deactivate waits for a cancelled query to publish its result
+INTAKE_WAIT_S = 1.0  # how long deactivate waits for the message the intake thread handles
 CLEANUP_WAIT_S = 30.0  # how long cleanup waits for the worker before freeing the models
 
 # Appended to every "cannot configure" line about a missing endpoint, key or checkpoint.
@@ -169,11 +172,13 @@ class NodeParts:
         self._node = node
         self._health = recorder
         self._logger = node.get_logger()
+        self.limiter = limiter_of(node)  # the node's log lines a peer can cause (log_limit.py)
         self.frames = LatestFrame()
         self.reader = FrameReader()  # under config.node.max_image_pixels once configured
         self.config: Config | None = None
-        self.life = QueryLife(self.backends, node.context.ok, self._logger)
+        self.life = QueryLife(self.backends, node.context.ok, self._logger, self.limiter)
         self.runner: QueryRunner | None = None
+        self.inbox: QueryInbox | None = None  # the query topic's messages (pipeline/inbox.py)
         self.follow: FollowControl | None = None
         self.outputs: AnswerPublisher | None = None
         self.depth: DepthTargets | None = None
@@ -200,8 +205,10 @@ class NodeParts:
             answer=life.answer, to_frame=reader.frame, publish=life.finish, status=life.status,
             frames=self.frames, policy=settings.query_policy, queue_size=settings.queue_size,
             max_frame_age_s=settings.max_frame_age_s, frame_wait_s=settings.frame_wait_s,
-            bind=self._bind_world)
+            bind=self._bind_world, limiter=self.limiter)
         self.runner.start()
+        self.inbox = QueryInbox(self._take_message, self._refuse_message)
+        self.inbox.start()
         self.follow = life.follow = FollowControl(
             node, config, gate.first, reader.frame, depth=life.current_depth,
             reground=life.reground, on_status=self._health.follow_update,
@@ -230,11 +237,14 @@ class NodeParts:
 
     def deactivate(self) -> None:
         """End following, drop the waiting frames, cancel the queries (each publishes its one
-        result: waited for up to ``DEACTIVATE_WAIT_S``)."""
+        result: waited for up to ``DEACTIVATE_WAIT_S``), those still in the inbox first."""
         if self.follow is not None:
             self.follow.stop("node deactivated")
         if self.concepts is not None:
             self.concepts.clear()
+        if self.inbox is not None:  # the query subscription is gone: nothing more comes in
+            self.inbox.drain("node deactivated")
+            self.inbox.wait_empty(INTAKE_WAIT_S)  # the message it handles, before cancel_all
         if self.runner is not None:
             self.runner.cancel_all("node deactivated")
             if not self.runner.wait_idle(DEACTIVATE_WAIT_S):
@@ -253,6 +263,9 @@ class NodeParts:
     def release(self, wait_s: float = CLEANUP_WAIT_S) -> None:
         """Stop the worker, follow and concepts threads and free the models (cleanup, shutdown,
         error, process exit)."""
+        inbox, self.inbox = self.inbox, None
+        if inbox is not None:  # first: what still waits gets its failed result from the runner
+            inbox.stop("node shutting down", min(wait_s, INTAKE_WAIT_S))
         parts = (self.runner, self.follow, self.concepts, self.outputs)
         self.runner = self.follow = self.concepts = self.outputs = None
         release(self.life, *parts, wait_s=wait_s, logger=self._logger)
@@ -282,26 +295,55 @@ class NodeParts:
         return self.reader.problem(msg)
 
     def on_query(self, text: str) -> None:
-        """A query topic message: parsed (pipeline/intake.py), then its life, or its one failed
-        result; ``stop_follow`` ends following. Unconfigured: ignored."""
+        """A query topic message (the executor's callback): into the inbox, read by the intake
+        thread (``_take_message``) or answered at once when the inbox is full. Unconfigured:
+        ignored."""
+        inbox = self.inbox
+        if inbox is not None and self.config is not None:
+            inbox.put(text)
+
+    def _take_message(self, text: str) -> None:
+        """One message of the inbox (intake thread): parsed (pipeline/intake.py), then its life,
+        or its one failed result; ``stop_follow`` ends following."""
         runner, config = self.runner, self.config
-        if runner is None or config is None:
+        if runner is None or config is None:  # released meanwhile (stop refuses the rest)
             return
         try:
             parsed = parse_query_message(text, config.node.max_query_chars)
         except QueryRejected as exc:
             query = exc.failed_query(self.life.new_query_id)
-            self._logger.warning(f"query {for_log(query.id)} rejected: {for_log(exc.reason)}",
-                                 throttle_duration_sec=1.0)
+            self.limiter.emit("query rejected", self._logger.warning,
+                              f"query {for_log(query.id)} rejected: {for_log(exc.reason)}",
+                              QUERY_LINES)
             runner.reject(query, exc.reason)
             return
         if isinstance(parsed, StopFollow):
             follow = self.follow
             if follow is not None and follow.stop("stop_follow on the query topic") is None:
-                self._logger.info("stop_follow: not following")
+                self.limiter.emit("stop_follow", self._logger.info, "stop_follow: not following")
             return
         query = Query(parsed.query_id or self.life.new_query_id(), parsed.text, parsed.refines)
+        if not self.life.accepting:  # deactivated while it waited in the inbox
+            self.life.refuse(query, "node deactivated")
+            return
         self.life.take(query, parsed.follow)
+
+    def _refuse_message(self, text: str, reason: str) -> None:
+        """A message that will not be taken (inbox full, deactivated, shutting down): its one
+        ``failed`` result with ``reason`` (a malformed one: with what is wrong with it); a
+        ``stop_follow`` is still obeyed (cheap)."""
+        config = self.config
+        try:
+            parsed = parse_query_message(text, config.node.max_query_chars if config else 0)
+        except QueryRejected as exc:
+            self.life.refuse(exc.failed_query(self.life.new_query_id), exc.reason)
+            return
+        if isinstance(parsed, StopFollow):
+            if self.follow is not None:
+                self.follow.stop("stop_follow on the query topic")
+            return
+        self.life.refuse(Query(parsed.query_id or self.life.new_query_id(), parsed.text,
+                               parsed.refines), reason)
 
     def on_parameters(self, changes: Sequence[Parameter]) -> None:
         """Accepted runtime changes: concepts.prompts / rate_hz apply at once."""

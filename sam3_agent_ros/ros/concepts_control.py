@@ -26,6 +26,7 @@ from sam3_agent_ros.config import PARAMETERS_BY_NAME, Config
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.follow.redetect import Gates
 from sam3_agent_ros.geometry.measurement import Measurement
+from sam3_agent_ros.log_limit import limiter_of
 from sam3_agent_ros.pipeline.measurement import locate
 from sam3_agent_ros.pipeline.target_frame import TargetFrame, TargetFrameRequest, lookup_target
 from sam3_agent_ros.ros import interfaces as generated
@@ -121,13 +122,17 @@ class ConceptsControl:
         self.runner.clear()
 
     def _log_list(self) -> None:
+        """The new list, at most as often as the node's limiter allows (a peer may set
+        ``concepts.prompts`` in a loop)."""
         prompts = self.concepts.prompts
-        if prompts:
+
+        def line() -> str:
+            if not prompts:
+                return "standing concepts: off (concepts.prompts is empty)"
             listed = ", ".join(for_log(repr(p), 120) for p in prompts)
-            self._node.get_logger().info(
-                f"standing concepts ({len(prompts)}): {listed}; instance ids start at 1")
-        else:
-            self._node.get_logger().info("standing concepts: off (concepts.prompts is empty)")
+            return f"standing concepts ({len(prompts)}): {listed}; instance ids start at 1"
+
+        limiter_of(self._node).emit("standing concepts", self._node.get_logger().info, line)
 
     # --- concepts thread ---------------------------------------------------------------------
     def _publish(self, result: ConceptFrame) -> None:

@@ -29,6 +29,7 @@ from sam3_agent_ros.core.types import Frame, QueryStatus, Result
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.follow.types import STOPPED, starting_source
 from sam3_agent_ros.geometry.measurement import Measurement
+from sam3_agent_ros.log_limit import limiter_of
 from sam3_agent_ros.pipeline.measurement import Visible, measure_visible, measure_visible_in
 from sam3_agent_ros.pipeline.target_frame import TargetFrame, TargetFrameRequest
 from sam3_agent_ros.ros.conversions import frame_stamp_ns
@@ -99,8 +100,10 @@ class FollowControl:
     def stop(self, reason: str) -> str | None:
         """End following (``stopped`` follows from the follow thread); the id, or None."""
         query_id = self._runner.end(reason)
-        if query_id is not None:
-            self._node.get_logger().info(f"follow of {for_log(query_id)} ends: {for_log(reason)}")
+        if query_id is not None:  # a peer can stop (and start) following in a loop: limited
+            limiter_of(self._node).emit(
+                "follow ends", self._node.get_logger().info,
+                lambda: f"follow of {for_log(query_id)} ends: {for_log(reason)}")
         return query_id
 
     def _on_stop_service(self, request: Any, response: Any) -> Any:
@@ -109,6 +112,9 @@ class FollowControl:
             response.success = query_id is not None
             response.message = (f"stopped following {query_id}" if query_id is not None
                                 else "not following")
+            if query_id is None:  # said once in a while, however often a peer calls
+                limiter_of(self._node).emit("~/stop_follow service", self._node.get_logger().info,
+                                            "~/stop_follow service called: not following")
         except Exception as exc:  # a callback that raises would stop the executor
             response.success, response.message = False, f"{type(exc).__name__}: {exc}"
         return response

@@ -57,11 +57,14 @@ from std_msgs.msg import String
 
 from sam3_agent_ros.config import NODE_NAME, ConfigError
 from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.log_limit import Budget, limiter_of
 from sam3_agent_ros.redact import redact_text
 from sam3_agent_ros.ros import health, hints, node_main, param_guard, params
 from sam3_agent_ros.ros.assembly import CLEANUP_WAIT_S, CannotConfigure, NodeParts
 from sam3_agent_ros.ros.diagnostics import DiagnosticsPublisher
 from sam3_agent_ros.ros.qos import IMAGE_QOS, QUERY_QOS
+
+UNUSABLE_FRAME_LINES = Budget(burst=1, per_s=0.2)
 
 
 class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
@@ -87,6 +90,10 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         self._parts = NodeParts(self, self._health)  # the collaborators (ros/assembly.py)
         self._life = self._parts.life  # a query's road (bench/node_costs.py reads its parts)
         self._diagnostics = DiagnosticsPublisher(self, self._parts.health_inputs)
+        # Log lines a peer can cause are rate-limited per kind (log_limit.py); the count of a
+        # kind that went quiet is said within a second.
+        self._log_limit = limiter_of(self)
+        self._log_flush_timer = self.create_timer(1.0, self._flush_log_counts)
         name = self.get_fully_qualified_name()
         if self.get_parameter("autostart").value:
             self._autostart_timer = self.create_timer(0.0, self._start_autostart)
@@ -217,19 +224,24 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             self._parts.on_parameters(changes)
         return result
 
+    def _flush_log_counts(self) -> None:
+        self._log_limit.flush()
+
     # --- inputs, forwarded ----------------------------------------------------------------------
     def _on_image(self, msg: Any) -> None:
         problem = self._parts.on_image(msg)
         self._health.frame(problem)
-        if problem:
-            self.get_logger().warning(f"unusable frame on the image topic: {problem}",
-                                      throttle_duration_sec=5.0)
+        if problem:  # at most one line every 5 s, with the count of the others
+            self._log_limit.emit("unusable frame on the image topic", self.get_logger().warning,
+                                 f"unusable frame on the image topic: {problem}",
+                                 UNUSABLE_FRAME_LINES)
 
     def _on_query(self, msg: String) -> None:
         try:
             self._parts.on_query(msg.data)
         except Exception as exc:  # a callback that raises would stop the executor
-            self.get_logger().error(f"query callback failed: {for_log(repr(exc))}")
+            self._log_limit.emit("query callback failed", self.get_logger().error,
+                                 f"query callback failed: {for_log(repr(exc))}")
 
 
 def main(args: list[str] | None = None) -> int:

@@ -48,7 +48,7 @@ from sam3_agent_ros.ros.messages.images import (
 )
 from sam3_agent_ros.ros.messages.robot_frame import answer_robot_messages, follow_target
 from sam3_agent_ros.ros.publishers import Publishers, context_ok
-from sam3_agent_ros.ros.qos import OUTPUT_QOS
+from sam3_agent_ros.ros.qos import OUTPUT_QOS, TEXT_OUTPUT_QOS
 
 FOLLOW_NAMESPACE = "~/follow"
 ANSWER_TOPICS = ("~/mask", "~/labels", "~/result", "~/status", "~/detections")
@@ -74,8 +74,9 @@ class AnswerPublisher:
                  overlay: OverlayConfig = DEFAULT_OVERLAY):
         self._node = node
         self._overlay = overlay
-        self._publishers = Publishers(
-            node, ANSWER_TOPICS + (OVERLAY_TOPICS if publish_overlay else ()), qos)
+        self._publishers = Publishers(  # one result per query, however big the burst (qos.py)
+            node, ANSWER_TOPICS + (OVERLAY_TOPICS if publish_overlay else ()), qos,
+            {"~/result": TEXT_OUTPUT_QOS, "~/status": TEXT_OUTPUT_QOS})
 
     def publish(self, answer: Answer, depth: Any = None) -> AnswerMessages:
         """Images (only those subscribed), then the result JSON, then the targets (when the

@@ -6,11 +6,13 @@ type raises ``ValueError`` there, which would end the spin)."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from rcl_interfaces.msg import SetParametersResult
 
 from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.log_limit import limiter_of
 from sam3_agent_ros.redact import redact_text
 
 
@@ -19,6 +21,26 @@ def check_failed_reason(names: list[str], exc: BaseException) -> str:
     names the parameters and the error, escaped and bounded (the error may quote the value)."""
     return for_log(f"{', '.join(names)}: refused, the value could not be checked "
                    f"({type(exc).__name__}: {redact_text(str(exc))})", 300)
+
+
+_LOGGED = threading.local()  # the reason of the refusal this thread logged last (logged once)
+
+
+def log_refusal(node: Any, reason: str) -> None:
+    """``parameter change refused: REASON`` (redacted), at most as often as the node's limiter
+    allows: a peer can send refused sets in a loop."""
+    _LOGGED.reason = reason
+    limiter_of(node).emit("parameter change refused", node.get_logger().warning,
+                          lambda: f"parameter change refused: {redact_text(reason)}")
+
+
+def refusal_logged(reason: str) -> bool:
+    """Whether this thread's last ``log_refusal`` was for ``reason``."""
+    return getattr(_LOGGED, "reason", None) == reason
+
+
+def forget_logged() -> None:
+    _LOGGED.reason = None
 
 
 def refusing(node: Any, callback: Any) -> Any:
@@ -35,7 +57,7 @@ def refusing(node: Any, callback: Any) -> Any:
 def refusal(node: Any, names: list[str], exc: BaseException) -> SetParametersResult:
     """``check_failed_reason`` as a refusal, logged as a warning."""
     reason = check_failed_reason(names, exc)
-    node.get_logger().warning(f"parameter change refused: {reason}")
+    log_refusal(node, reason)
     return SetParametersResult(successful=False, reason=reason)
 
 

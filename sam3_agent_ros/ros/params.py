@@ -54,6 +54,7 @@ from sam3_agent_ros.config import (
     Parameter,
     unknown_parameter_message,
 )
+from sam3_agent_ros.log_limit import limiter_of
 from sam3_agent_ros.redact import redact_text
 from sam3_agent_ros.ros import param_guard
 
@@ -288,11 +289,13 @@ def on_set_parameters(node: Any, changes: list[Any], configured: bool) -> SetPar
     current = current_values(node)
     result = validate_changes(current, changes)
     if not result.successful:
-        node.get_logger().warning(f"parameter change rejected: {redact_text(result.reason)}")
+        param_guard.log_refusal(node, result.reason)
         return result
     table = [change for change in changes if change.name in PARAMETERS_BY_NAME]
+    limiter, info = limiter_of(node), node.get_logger().info  # a peer can set in a loop
     for change, line in zip(table, change_lines(current, table)):
-        node.get_logger().info(f"parameter changed: {line}{_takes_effect(change.name, configured)}")
+        limiter.emit("parameter changed", info,
+                     f"parameter changed: {line}{_takes_effect(change.name, configured)}")
     return result
 
 
@@ -351,14 +354,20 @@ class ReadOnlyParameters(_MixedInto):
         return [self.set_parameters_atomically([parameter]) for parameter in parameter_list]
 
     def set_parameters_atomically(self, parameter_list: list[Any]) -> SetParametersResult:
+        """Every refusal is logged once (rate-limited, ``param_guard.log_refusal``): also
+        rclpy's own, which say nothing (a value outside its descriptor's range)."""
+        param_guard.forget_logged()
         try:
-            return self._read_only_refusal(parameter_list) or super().set_parameters_atomically(
+            result = self._read_only_refusal(parameter_list) or super().set_parameters_atomically(
                 parameter_list)
         except ParameterNotDeclaredException:
             raise  # rclpy's parameter services answer it themselves
         except Exception as exc:  # noqa: BLE001 (a callback's or rclpy's: never out of a set)
             return param_guard.refusal(self, [getattr(p, "name", "?") for p in parameter_list],
                                        exc)
+        if not result.successful and not param_guard.refusal_logged(result.reason):
+            param_guard.log_refusal(self, result.reason)
+        return result
 
     def _read_only_refusal(self, parameter_list: list[Any]) -> SetParametersResult | None:
         names = [p.name for p in parameter_list
@@ -366,6 +375,6 @@ class ReadOnlyParameters(_MixedInto):
         if not names:
             return None
         reason = read_only_reason(names)
-        self.get_logger().warning(f"parameter change refused: {reason}")
+        param_guard.log_refusal(self, reason)
         return SetParametersResult(successful=False, reason=reason)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rclpy.qos import QoSProfile
@@ -54,9 +54,11 @@ def _shared(node: Any) -> _Shared:
 
 class Publishers:
     """The publishers of ``names`` (output topics of the table) on ``node``, held while this
-    lives; ``wanted`` / ``publish`` reach any output topic the node has now."""
+    lives; ``wanted`` / ``publish`` reach any output topic the node has now. ``qos`` for each,
+    but those of ``qos_of`` (the QoS of a topic is its first holder's)."""
 
-    def __init__(self, node: Any, names: Iterable[str], qos: QoSProfile = OUTPUT_QOS):
+    def __init__(self, node: Any, names: Iterable[str], qos: QoSProfile = OUTPUT_QOS,
+                 qos_of: Mapping[str, QoSProfile] | None = None):
         self._node = node
         self._shared = _shared(node)
         self._names: list[str] = []
@@ -66,8 +68,8 @@ class Publishers:
                 if name in self._names:
                     continue
                 if name not in shared.publishers:
-                    shared.publishers[name] = node.create_publisher(message_type(name), name,
-                                                                    qos)
+                    shared.publishers[name] = node.create_publisher(
+                        message_type(name), name, (qos_of or {}).get(name, qos))
                 shared.holders[name] = shared.holders.get(name, 0) + 1
                 self._names.append(name)
 

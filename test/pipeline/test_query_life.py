@@ -81,6 +81,10 @@ class InlineRunner:
         self.journal.note("queued", query.id)
         self.life.finish(self.life.answer(self.frame, query, None, self.life.status))
 
+    def reject(self, query, reason):
+        self.journal.note("rejected", query.id, reason)
+        self.life.finish(Result(query.id, query.text, QueryStatus.FAILED, error=reason))
+
 
 class FakeAgent:
     def __init__(self, journal):
@@ -162,6 +166,29 @@ def test_a_query_whose_id_a_goal_holds_is_refused_on_the_topics_alone():
     assert journal.names() == ["images", "result_json"]  # no action result: the goal runs on
     assert journal.calls[1][2]["status"] == "failed"
     assert any("query rejected: in use" in line for line in logger.lines)
+
+
+def test_a_refused_topic_query_gets_its_one_failed_result_through_the_runner():
+    journal = Journal()
+    life, _ = make_life(journal)
+    life.refuse(Query("q-5", "the cup"), "queue full (intake: ...)")
+    assert journal.names()[:4] == ["rejected", "images", "result_json", "action_result"]
+    assert journal.calls[2][2]["error"] == "queue full (intake: ...)"
+
+
+def test_a_refused_query_whose_id_a_goal_holds_leaves_the_goal_running():
+    journal = Journal()
+    life, _ = make_life(journal, held={"q-6"})
+    life.refuse(Query("q-6", "the cup"), "queue full")
+    assert journal.names() == ["images", "result_json"]
+
+
+def test_a_refused_query_without_a_runner_still_gets_its_result():
+    journal = Journal()
+    life, _ = make_life(journal, configured=False)
+    life.refuse(Query("q-7", "the cup"), "node shutting down")
+    assert journal.names() == ["images", "result_json", "action_result"]
+    assert journal.calls[1][2]["error"] == "node shutting down"
 
 
 def test_a_status_event_names_the_backends_and_goes_to_the_topics_then_the_goal():

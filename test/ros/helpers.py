@@ -15,7 +15,9 @@ Two DDS facts the harness is built around (each cost a suite run beside other DD
 - rclpy's executors can raise out of a wait when another thread creates or destroys an entity
   at that moment (``InvalidHandle`` for a destroyed subscription, publisher or action client;
   ``AttributeError: ... '_lock'`` for an action client listed before its constructor finished);
-  ``executor.spin()`` then ends and no callback runs again. ``Spinner`` keeps spinning through it.
+  ``executor.spin()`` then ends and no callback runs again. ``Spinner`` keeps spinning through it,
+  and ``Harness.created`` builds an entity while no wait set is being built (action clients:
+  ``Harness.action_client``; the benches and tests make theirs there).
 """
 
 from __future__ import annotations
@@ -84,7 +86,8 @@ class Spinner:
     tests in a row that way; another every action goal after a client was made). A wait whose
     wait-set building raised is simply waited again here (at most ``MAX_WAIT_SET_RACES`` times in
     a row); any other exception (a callback raised) ends the spinner and is kept in ``error``, so
-    that the waits fail at once saying so (``check``).
+    that the waits fail at once saying so (``check``). ``paused`` builds an entity between two
+    turns, so that the race does not happen at all (``Harness.created``).
     """
 
     MAX_WAIT_SET_RACES = 100  # in a row: then it is no race, and the spinner stops with it
@@ -92,6 +95,10 @@ class Spinner:
     def __init__(self, executor: Any, name: str = "spinner"):
         self.executor = executor
         self.error: BaseException | None = None
+        # paused(): builders waiting for the spinner to stand still, and whether it is in a turn
+        self._turns = threading.Condition()
+        self._builders = 0
+        self._in_turn = False
         self.wait_set_races = 0  # waits redone after an entity was created/destroyed meanwhile
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -101,6 +108,10 @@ class Spinner:
         context = self.executor.context
         in_a_row = 0
         while not self._stop.is_set() and context.ok():
+            with self._turns:
+                while self._builders:  # a builder goes first (paused)
+                    self._turns.wait(0.1)
+                self._in_turn = True
             try:
                 self.executor.spin_once(timeout_sec=0.1)
                 in_a_row = 0
@@ -112,6 +123,27 @@ class Spinner:
                 if not self._stop.is_set() and context.ok():  # the waits say why (check)
                     self.error = exc
                 return
+            finally:
+                with self._turns:
+                    self._in_turn = False
+                    self._turns.notify_all()
+
+    def paused(self, build: Callable[[], Any]) -> Any:
+        """``build()`` while the spinner waits between two turns (no wait set is being built
+        meanwhile): the executor is woken so that its current wait ends at once. From a callback
+        (the spinner's own thread, between the waits anyway): at once."""
+        if threading.current_thread() is self._thread:
+            return build()
+        with self._turns:
+            self._builders += 1
+            try:
+                self.executor.wake()
+                while self._in_turn:
+                    self._turns.wait(0.1)
+                return build()
+            finally:
+                self._builders -= 1
+                self._turns.notify_all()
 
     def check(self) -> None:
         """Raise ``SpinnerDied`` if the spinner stopped on an exception."""
@@ -243,6 +275,16 @@ class Harness:
         self.executor.shutdown(timeout_sec=2.0)
         self.node.destroy_node()
         rclpy.shutdown(context=self.context)
+
+    def created(self, build: Callable[[], Any]) -> Any:
+        """What ``build()`` returns (an entity of ``self.node``), built between two turns of the
+        spinner: an ``ActionClient`` (or a ``SegmentClient``, which holds one) made while a wait
+        set is being built stops the executor (see the module's docstring)."""
+        return self._spinner.paused(build)
+
+    def action_client(self, action_type: Any, name: str, **qos: Any) -> ActionClient:
+        """An ``ActionClient`` of ``self.node``, made safely while the harness spins."""
+        return self.created(lambda: ActionClient(self.node, action_type, name, **qos))
 
     # --- subscriptions ---------------------------------------------------------------------------
     def listen(self, topic: str, msg_type: Any = String, qos: QoSProfile = RELIABLE) -> None:

@@ -107,7 +107,7 @@ _CLIENTS: dict = {}
 def _clients(harness: Harness, ns: str) -> ActionClient:
     key = (id(harness), ns)
     if key not in _CLIENTS:
-        _CLIENTS[key] = ActionClient(harness.node, Segment, action(ns))
+        _CLIENTS[key] = harness.action_client(Segment, action(ns))
     return _CLIENTS[key]
 
 
@@ -117,7 +117,7 @@ def image_array(msg: Image) -> np.ndarray:
 
 def test_goal_gets_feedback_and_a_result_matching_the_frame(ros, scene):
     harness, _ = ros
-    client = SegmentClient(harness.node, action(A1))
+    client = harness.created(lambda: SegmentClient(harness.node, action(A1)))
     harness.wait_outputs_reach_us(A1)
     feedback = []
     with Camera(harness, f"{A1}/image", rgb8_image(scene.rgb),
@@ -267,7 +267,8 @@ def test_deactivate_cancels_the_goal_and_an_inactive_node_rejects_goals(ros, sce
 
 def test_client_raises_when_there_is_no_server(ros):
     harness, _ = ros
-    client = SegmentClient(harness.node, "/nobody/sam3_agent/segment")
+    client = harness.created(
+        lambda: SegmentClient(harness.node, "/nobody/sam3_agent/segment"))
     with pytest.raises(SegmentError, match="no action server"):
         client.ask(QUERY, timeout_s=1.0)
     client.destroy()
@@ -310,7 +311,7 @@ def test_a_goal_can_ask_to_be_followed(ros, scene):
     harness, _ = ros
     status_topic = f"{A1}/sam3_agent/follow/status"
     harness.listen(status_topic, String)
-    client = SegmentClient(harness.node, action(A1))
+    client = harness.created(lambda: SegmentClient(harness.node, action(A1)))
     harness.wait_outputs_reach_us(A1)
     with Camera(harness, f"{A1}/image", rgb8_image(scene.rgb)):
         result = client.ask(QUERY, timeout_s=GOAL_WAIT_S, query_id="goal-followed", follow=True)
@@ -330,7 +331,7 @@ def test_a_goal_refines_an_earlier_answer_on_its_frame_and_reports_it(ros, scene
     """Segment.Goal.refines (issue 20): answered on the refined answer's frame, with the
     refinement named in the feedback and the result; an unknown id aborts the goal."""
     harness, _ = ros
-    client = SegmentClient(harness.node, action(A1))
+    client = harness.created(lambda: SegmentClient(harness.node, action(A1)))
     with Camera(harness, f"{A1}/image", rgb8_image(scene.rgb)) as camera:
         first = client.ask("the largest red object", timeout_s=GOAL_WAIT_S,
                            query_id="goal-red")
@@ -406,7 +407,7 @@ def test_without_the_interfaces_the_node_runs_with_topics_and_says_so_once(ros_e
         with Camera(harness, "/noaction/image", rgb8_image(scene.rgb)):
             harness.send_query("/noaction", {"id": "topic-only", "query": QUERY})
             assert harness.wait_result("/noaction", "topic-only")["status"] == "succeeded"
-        assert not ActionClient(harness.node, Segment, "/noaction/sam3_agent/segment") \
+        assert not harness.action_client(Segment, "/noaction/sam3_agent/segment") \
             .wait_for_server(timeout_sec=1.0)
     finally:
         assert proc.stop() == 0

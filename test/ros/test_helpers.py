@@ -91,6 +91,9 @@ class _ScriptedExecutor:
             raise RuntimeError("a callback failed")
         time.sleep(0.001)
 
+    def wake(self) -> None:
+        pass
+
 
 def test_the_spinner_spins_on_through_wait_set_races():
     executor = _ScriptedExecutor(["wait_set"] * 3)
@@ -136,3 +139,51 @@ def test_the_test_node_process_is_the_demos_harness(tmp_path):
     assert NodeProcess.stop is not node_process.NodeProcess.stop  # the registry, then the base
     for own in ("running", "log", "log_tail", "startup_failure", "check_starting"):
         assert getattr(NodeProcess, own) is getattr(node_process.NodeProcess, own), own
+
+
+# --- entities made between two turns: the race does not happen at all --------------------------
+
+class _TurnRecorder(_ScriptedExecutor):
+    """Records whether a turn (``spin_once``: a wait set being built) is under way."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.in_turn = False
+
+    def spin_once(self, timeout_sec: float) -> None:
+        self.spins += 1
+        self.in_turn = True
+        try:
+            time.sleep(0.005)  # a wait set being built, then the wait
+        finally:
+            self.in_turn = False
+
+
+def test_an_entity_is_built_between_two_turns_of_the_spinner():
+    executor = _TurnRecorder()
+    spinner = Spinner(executor, "builds")
+    try:
+        seen = [spinner.paused(lambda: executor.in_turn) for _ in range(200)]
+        assert not any(seen)
+        assert spinner.paused(lambda: 42) == 42
+        spins = executor.spins
+        wait_until(lambda: executor.spins > spins, "the spinner to spin on")
+    finally:
+        spinner.stop()
+
+
+def test_action_clients_made_while_the_harness_spins_raise_no_race(ros_env):
+    """bench/node_exit.py died with ``AttributeError: ... '_lock'``: an ``ActionClient`` made
+    while the harness's executor built a wait set. Made through the harness, none races."""
+    from sam3_agent_ros.action import Segment
+
+    harness = Harness("sam3_agent_helpers_clients")
+    harness.created(lambda: harness.node.create_timer(0.0005, lambda: None))  # busy spinning
+    try:
+        for k in range(100):
+            harness.action_client(Segment, f"/nobody{k}/sam3_agent/segment")
+        time.sleep(0.3)
+        harness._spinner.check()
+        assert harness._spinner.wait_set_races == 0
+    finally:
+        harness.close()

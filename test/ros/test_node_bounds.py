@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 from action_msgs.msg import GoalStatus
-from rclpy.action import ActionClient
 from sensor_msgs.msg import CompressedImage
 from std_msgs.msg import String
 
@@ -132,7 +131,7 @@ class Goals:
     """A raw ActionClient on the harness (its executor spins it)."""
 
     def __init__(self, harness: Harness):
-        self.client = ActionClient(harness.node, Segment, f"{NS}/sam3_agent/segment")
+        self.client = harness.action_client(Segment, f"{NS}/sam3_agent/segment")
         assert self.client.wait_for_server(timeout_sec=WAIT_S)
         harness.wait_outputs_reach_us(NS)  # the goal response reaches this new client
 
