@@ -123,8 +123,10 @@ class SegmentClient:
         if not goal_handle.accepted:
             raise SegmentError("goal rejected by the node (not active, or its queue is full; "
                                "see the node's log)")
+        from sam3_agent_ros.ros.graph_client import NodeGone
+
         result = goal_handle.get_result_async()
-        gone = _Absence(self._client.server_is_ready, SERVER_GONE_S)
+        gone = NodeGone(lambda: int(self._client.server_is_ready()), SERVER_GONE_S)
         if self._wait(result, deadline, stop, gone):
             response: Any = result.result()
             return GoalOutcome(names.get(response.status, str(response.status)), response.result)
@@ -189,27 +191,6 @@ class SegmentClient:
             else:
                 done.wait(left)
         return future.done()
-
-
-class _Absence:
-    """``present()`` false for ``for_s`` in a row (looked at each call): True from then on."""
-
-    def __init__(self, present: Callable[[], bool], for_s: float):
-        self._present, self._for_s = present, for_s
-        self._missing_since: float | None = None
-        self._gone = False
-
-    def __call__(self) -> bool:
-        if self._gone:
-            return True
-        now = time.monotonic()
-        if self._present():
-            self._missing_since = None
-        elif self._missing_since is None:
-            self._missing_since = now
-        elif now - self._missing_since >= self._for_s:
-            self._gone = True
-        return self._gone
 
 
 # --- `sam3-agent ask --ros` ----------------------------------------------------------------------

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import secrets
 from collections.abc import Callable
 from typing import Protocol
 
@@ -100,7 +101,7 @@ class QueryLife:
     ``logger``: ``info`` / ``warning`` lines."""
 
     def __init__(self, backends: Callable[[], dict[str, str]], live: Callable[[], bool],
-                 logger: Logger):
+                 logger: Logger, run: str | None = None):
         self._backends, self._live, self._logger = backends, live, logger
         self.runner: Runner | None = None
         self.agent: AgentLike | None = None
@@ -115,6 +116,9 @@ class QueryLife:
         self.on_target: Callable[[TargetFrame, str], None] | None = None
         self.accepting = False  # the node is active: its inputs are subscribed
         self.max_query_chars = 0  # node.max_query_chars while configured
+        # The ids the node makes are unique in a bag of many node runs: the counter lives as
+        # long as the node (lifecycle cycles keep it), ``run`` tells one node start from another.
+        self.run = secrets.token_hex(3) if run is None else run
         self._ids = itertools.count(1)
 
     # --- what the collaborators read (bound methods: they see the current parts) ------------
@@ -142,8 +146,9 @@ class QueryLife:
         return self.max_query_chars
 
     def new_query_id(self) -> str:
-        """An id for a query that gave none: ``q-N``."""
-        return f"q-{next(self._ids)}"
+        """An id for a query that gave none: ``q-RUN-N`` (``run``: this node start's six hex
+        digits; N counts from 1 for the node's whole life, across lifecycle cycles)."""
+        return f"q-{self.run}-{next(self._ids)}"
 
     # --- intake --------------------------------------------------------------------------------
     def take(self, query: Query, follow: bool | None) -> None:

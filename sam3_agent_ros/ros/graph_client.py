@@ -266,8 +266,8 @@ NODE_GONE_S = 0.5  # no publisher on the result topic this long while waiting: t
 
 
 class NodeGone:
-    """True once ``count()`` (the publishers of the result topic) has been 0 for ``for_s`` in
-    a row, looked at each call."""
+    """True once ``count()`` (the publishers of the result topic; for the action client, whether
+    its server is there) has been 0 for ``for_s`` in a row, looked at each call."""
 
     def __init__(self, count: Callable[[], int], for_s: float):
         self._count, self._for_s = count, for_s

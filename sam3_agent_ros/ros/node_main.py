@@ -33,6 +33,9 @@ from sam3_agent_ros.ros.spinning import spin_until_shutdown, stop_signals_noted
 EXIT_WAIT_S = 0.5
 RESULTS_WAIT_S = 1.0  # at exit: the most the goals' results and the result topic may take to go
 LINGER_S = 0.1  # spun after the last goal ended: its result response leaves the process
+# The most the result topics wait for acknowledgements at exit: a reader that got its result and
+# left (an ask that exited) is still matched until discovery drops it, and never acknowledges.
+FLUSH_S = 0.3
 
 
 def end_queries_before_exit(node: Any, executor: Any, wait_s: float = RESULTS_WAIT_S) -> None:
@@ -52,7 +55,7 @@ def end_queries_before_exit(node: Any, executor: Any, wait_s: float = RESULTS_WA
             executor.spin_once(timeout_sec=0.02)
         except Exception:  # noqa: BLE001 (a callback failing at exit must not keep the node)
             break
-    node.flush_results(max(0.0, deadline - time.monotonic()))
+    node.flush_results(min(FLUSH_S, max(0.0, deadline - time.monotonic())))
 
 
 def run(node_class: Callable[[], Any], args: list[str] | None = None) -> int:
