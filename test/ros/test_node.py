@@ -10,8 +10,8 @@ random domain id):
 from __future__ import annotations
 
 import importlib.util
-import re
 import os
+import re
 import subprocess
 import time
 
