@@ -10,7 +10,10 @@ graph actions the docs need, for users without the ``ros2`` CLI (a venv with the
 Argument parsing is plain argparse; rclpy is imported only when a command runs, and the DDS
 environment is the one the user exported (``--loopback`` confines it to this host, as the other
 commands do). Exit status: 0 done, 1 the node refused, failed or did not answer, 2 bad usage;
-``ask`` exits like ``sam3-agent run`` (0 succeeded/no_mask, 1 failed/cancelled/no answer).
+``ask`` exits like ``sam3-agent run`` (0 succeeded/no_mask, 1 failed/cancelled/no answer, 130
+Ctrl-C). ``ask --topic`` looks for the node ``NODE_WAIT_S`` (as the action form waits for its
+server) and gives up once the node has left the graph without answering
+(``graph_client.NodeGone``; a node that exits answers first: CONTRACTS §11).
 """
 
 from __future__ import annotations
