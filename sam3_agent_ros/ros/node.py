@@ -17,8 +17,9 @@ Threads:
 - a 1 Hz timer on the executor publishes ``/diagnostics`` (``ros/diagnostics.py``) from what the
   node records as it runs (``ros/health.py``: frames, LLM calls, lifecycle, follow statuses).
 - one worker thread (``pipeline/query_runner.py``) converts the frame, runs the agent and
-  publishes (``ros/outputs.py``: plain publishers, so a query cancelled by ``deactivate`` still
-  publishes its one result).
+  publishes (``ros/outputs.py``: plain publishers, so a query ended by ``deactivate`` still
+  publishes its one result). Shutdown and deactivate end every taken query with its result at
+  once (``NodeParts.end_queries``), without waiting for the worker's call in flight.
 Every query lives in ``pipeline/query_life.py`` (``QueryLife``, ROS-free): topic queries
 (``pipeline/intake.py``), action goals (``ros/segment_action.py``) and re-groundings are
 submitted there; it calls follow mode's hooks, the agent, the 3D step and the outputs in their
