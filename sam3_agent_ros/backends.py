@@ -82,7 +82,7 @@ def make_llm(config: Config) -> LlmClient:
     if config.llm.backend == "offline":
         from sam3_agent_ros.llm.offline import OfflinePlanner
 
-        return OfflinePlanner()
+        return OfflinePlanner(config.llm.offline_think_s)
     from sam3_agent_ros.llm.openai_client import OpenAiClient
 
     return OpenAiClient(config.llm, config.agent.max_image_side)

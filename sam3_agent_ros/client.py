@@ -33,6 +33,10 @@ CANCEL_WAIT_S = 5.0  # after a timeout: how long to wait for the cancelled goal'
 INTERRUPT_WAIT_S = 0.8  # after Ctrl-C: the same, short (the user wants the prompt back)
 WAIT_SLICE_S = 0.1  # how often a wait that ``stop`` may end looks at it
 EXIT_INTERRUPTED = 128 + 2  # Ctrl-C, as a shell reports a process ended by SIGINT
+# While a goal runs, its action server absent from the graph this long means the node has gone
+# (it ends every goal with a result before it exits: CONTRACTS §11; a node that crashed or was
+# killed sends none). Discovery sees a participant leave within milliseconds on this host.
+SERVER_GONE_S = 0.5
 
 
 class SegmentError(RuntimeError):
@@ -92,7 +96,10 @@ class SegmentClient:
         if not self._wait_for_server(server_timeout_s, stop):
             if stop is not None and stop.is_set():
                 raise SegmentInterrupted(None)
-            raise SegmentError(f"no action server {self.action_name} after {server_timeout_s:g} s")
+            from sam3_agent_ros.ros.graph_client import visible_nodes
+
+            raise SegmentError(f"no action server {self.action_name} after "
+                               f"{server_timeout_s:g} s; {visible_nodes(self._node)}")
         goal = self._segment.Goal(query=query, query_id=query_id, follow=bool(follow),
                                   refines=refines)
 
@@ -116,12 +123,18 @@ class SegmentClient:
         if not goal_handle.accepted:
             raise SegmentError("goal rejected by the node (not active, or its queue is full; "
                                "see the node's log)")
+        from sam3_agent_ros.ros.graph_client import NodeGone
+
         result = goal_handle.get_result_async()
-        if self._wait(result, deadline, stop):
+        gone = NodeGone(lambda: int(self._client.server_is_ready()), SERVER_GONE_S)
+        if self._wait(result, deadline, stop, gone):
             response: Any = result.result()
             return GoalOutcome(names.get(response.status, str(response.status)), response.result)
         if stop is not None and stop.is_set():
             raise SegmentInterrupted(self._cancel(goal_handle, result))
+        if gone():
+            raise SegmentError(f"the node went away before the goal's result ("
+                               f"{self.action_name} is gone: the node exited or crashed)")
         goal_handle.cancel_goal_async()
         self._wait(result, time.monotonic() + CANCEL_WAIT_S)
         raise SegmentError(f"no result within {timeout_s:g} s (goal cancelled)")
@@ -154,10 +167,11 @@ class SegmentClient:
                 return False
         return False
 
-    def _wait(self, future: Any, deadline: float, stop: threading.Event | None = None) -> bool:
-        """Wait for an rclpy future until ``deadline`` (monotonic) or until ``stop`` is set
-        (looked at every ``WAIT_SLICE_S``); True when done. Spins the node on a private
-        executor when no other executor does."""
+    def _wait(self, future: Any, deadline: float, stop: threading.Event | None = None,
+              gone: Callable[[], bool] | None = None) -> bool:
+        """Wait for an rclpy future until ``deadline`` (monotonic), until ``stop`` is set or
+        ``gone()`` holds (both looked at every ``WAIT_SLICE_S``); True when done. Spins the node
+        on a private executor when no other executor does."""
         if self._node.executor is None:
             from rclpy.executors import SingleThreadedExecutor
 
@@ -168,9 +182,9 @@ class SegmentClient:
             future.add_done_callback(lambda _: done.set())
         while not future.done() and not (stop is not None and stop.is_set()):
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or (gone is not None and gone()):
                 break
-            if stop is not None:
+            if stop is not None or gone is not None:
                 left = min(left, WAIT_SLICE_S)
             if self._node.executor is self._own_executor:
                 self._own_executor.spin_until_future_complete(future, timeout_sec=left)

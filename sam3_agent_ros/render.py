@@ -25,6 +25,7 @@ LABEL_LIMIT = 255  # label_image is uint8: masks after the 255th all get the val
 _FONT = cv2.FONT_HERSHEY_SIMPLEX
 _REFERENCE_SIDE = 1008.0  # the size images are shown to the model at (agent.max_image_side)
 _ANCHOR_GRID = 48  # distance transforms for label anchors run at most at this resolution
+WASH = 0.7  # of ``alpha``: how far a mask's pixels move towards white (their hue is kept)
 
 
 def palette_color(index: int) -> tuple[int, int, int]:
@@ -103,8 +104,10 @@ def _boxes(masks: Sequence[np.ndarray | None], boxes: Sequence[PixelBox | None] 
 def overlay_masks(image: np.ndarray, masks: Sequence[np.ndarray | None],
                   labels: Sequence[str] | None = None, alpha: float = 0.45,
                   boxes: Sequence[PixelBox | None] | None = None) -> np.ndarray:
-    """A copy of ``image`` with every mask tinted (``PALETTE`` in order), outlined, and labelled
-    with ``labels[k]`` (default ``"1"``, ``"2"``...) in white on a dark box at a point inside it.
+    """A copy of ``image`` with every mask lightened (its hue kept: ``_tint``), outlined in its
+    colour (``PALETTE`` in order) and labelled with ``labels[k]`` (default ``"1"``, ``"2"``...)
+    in white on a dark box with a border of that colour: at a point inside the mask when the
+    label fits there, else beside its box, never over a small object (``_draw_label``).
 
     The font scales with the image so labels stay legible once the image is downscaled to about
     1008 px; label boxes are kept inside the image. ``boxes`` as for ``label_image``.
@@ -123,15 +126,17 @@ def overlay_masks(image: np.ndarray, masks: Sequence[np.ndarray | None],
             continue
         color = palette_color(index)
         region = _crop(_checked(mask, shape), box)
-        _tint(out, region, box, color, alpha)
+        _tint(out, region, box, alpha)
         _outline(out, region, box, color, thickness)
         anchors.append((_label_anchor(region, box), color))
     font_scale, text_thickness = _font_metrics(shape)
     placed: list[tuple[int, int, int, int]] = []
+    visible = [box for box in boxes if box is not None]
     for index, anchor in enumerate(anchors):
         if anchor is not None:
             text = str(index + 1) if labels is None else str(labels[index])
-            _draw_label(out, text, anchor[0], anchor[1], font_scale, text_thickness, placed)
+            _draw_label(out, text, anchor[0], anchor[1], font_scale, text_thickness, placed,
+                        boxes[index], visible)
     return out
 
 
@@ -166,7 +171,7 @@ def single_mask_overlay(image: np.ndarray, mask: np.ndarray,
     box = pixel_box(mask)
     if box is not None:
         region = _crop(mask, box)
-        _tint(out, region, box, color, alpha)
+        _tint(out, region, box, alpha)
         _outline(out, region, box, color, 2 * _line_thickness(image.shape[:2]) + 1)
     return out
 
@@ -230,12 +235,18 @@ def _crop(mask: np.ndarray, box: PixelBox) -> np.ndarray:
 
 
 def _tint(out: np.ndarray, region: np.ndarray, box: tuple[int, int, int, int],
-          color: tuple[int, int, int], alpha: float) -> None:
+          alpha: float) -> None:
+    """Lighten the mask's pixels towards white by ``alpha`` * ``WASH``: every pixel keeps its
+    hue (a blend with white moves saturation and value only), so a blue object stays blue under
+    any mask's colour (a blend with the palette colour turned it purple under a red one, for
+    the model and the operator alike). The palette colour marks the mask by its outline and
+    its label's border."""
     x0, y0, x1, y1 = box
     roi = out[y0:y1, x0:x1]
-    keep = 1.0 - alpha
+    strength = alpha * WASH
+    keep = 1.0 - strength
     scaled = cv2.addWeighted(roi, keep, roi, 0.0, 0.0)
-    tint = (alpha * color[0], alpha * color[1], alpha * color[2], 0.0)
+    tint = (255.0 * strength, 255.0 * strength, 255.0 * strength, 0.0)
     # Writes through the view into ``out``. OpenCV takes a 4-tuple as a Scalar; its stubs type
     # src2 as an array only.
     cv2.add(scaled, tint, dst=roi, mask=region)  # type: ignore[call-overload]
@@ -284,32 +295,82 @@ def _font_metrics(shape: tuple[int, int]) -> tuple[float, int]:
 
 def _draw_label(out: np.ndarray, text: str, anchor: tuple[int, int],
                 color: tuple[int, int, int], font_scale: float, thickness: int,
-                placed: list[tuple[int, int, int, int]]) -> None:
-    """Draw ``text`` on a dark box centred near ``anchor``, inside the image, moved by whole box
-    sizes when it would cover a label already ``placed`` (appends its own box there)."""
+                placed: list[tuple[int, int, int, int]],
+                own: PixelBox | None = None, masks: Sequence[PixelBox] = ()) -> None:
+    """Draw ``text`` on a dark box inside the image (appended to ``placed``), where it hides
+    neither another label nor an object: centred near ``anchor`` inside its own mask's box
+    ``own`` when it fits there with room to spare, else just outside that box (above, below,
+    beside), so a label wider than a small object never covers it; no position covers more than
+    half of any mask's box of ``masks`` (its own included) when one can avoid it."""
     height, width = out.shape[:2]
     (text_w, text_h), baseline = cv2.getTextSize(text, _FONT, font_scale, thickness)
     pad = max(2, round(text_h * 0.35))
     box_w = min(width, text_w + 2 * pad)
     box_h = min(height, text_h + baseline + 2 * pad)
-    candidates = [(0, 0), (0, 1), (0, -1), (1, 0), (-1, 0), (1, 1), (-1, 1), (1, -1), (-1, -1),
-                  (0, 2), (0, -2), (2, 0), (-2, 0)]
-    x0 = y0 = 0
-    for step_x, step_y in candidates:
-        x0 = int(np.clip(anchor[0] - box_w // 2 + step_x * (box_w + 1), 0, width - box_w))
-        y0 = int(np.clip(anchor[1] - box_h // 2 + step_y * (box_h + 1), 0, height - box_h))
-        if not any(x0 < px1 and px0 < x0 + box_w and y0 < py1 and py0 < y0 + box_h
-                   for px0, py0, px1, py1 in placed):
-            break
-    else:  # crowded everywhere: keep the first position
-        x0 = int(np.clip(anchor[0] - box_w // 2, 0, width - box_w))
-        y0 = int(np.clip(anchor[1] - box_h // 2, 0, height - box_h))
+    x0, y0 = _label_position(anchor, (box_w, box_h), (width, height), placed, own, masks)
     placed.append((x0, y0, x0 + box_w, y0 + box_h))
     x1, y1 = x0 + box_w - 1, y0 + box_h - 1
     cv2.rectangle(out, (x0, y0), (x1, y1), (20, 20, 20), cv2.FILLED)
     cv2.rectangle(out, (x0, y0), (x1, y1), color, max(1, thickness // 2))
     cv2.putText(out, text, (x0 + pad, y0 + pad + text_h), _FONT, font_scale, (255, 255, 255),
                 thickness, cv2.LINE_AA)
+
+
+_AROUND_ANCHOR = ((0, 0), (0, 1), (0, -1), (1, 0), (-1, 0), (1, 1), (-1, 1), (1, -1), (-1, -1),
+                  (0, 2), (0, -2), (2, 0), (-2, 0))
+LABEL_FITS = 0.9  # a label goes inside its mask's box when it takes at most this of each side
+MAX_COVER = 0.5  # the most of a mask's box a label may cover when another place avoids it
+
+
+def _label_position(anchor: tuple[int, int], size: tuple[int, int], image: tuple[int, int],
+                    placed: Sequence[tuple[int, int, int, int]], own: PixelBox | None,
+                    masks: Sequence[PixelBox]) -> tuple[int, int]:
+    """The top-left corner of a label box of ``size`` (see ``_draw_label``): the first candidate
+    that overlaps no placed label and covers at most ``MAX_COVER`` of every mask's box, else the
+    candidate that does least harm (fewest labels overlapped, then the least covered)."""
+    (box_w, box_h), (width, height) = size, image
+
+    def clipped(x: float, y: float) -> tuple[int, int]:
+        return int(np.clip(x, 0, width - box_w)), int(np.clip(y, 0, height - box_h))
+
+    fits = own is None or (box_w <= LABEL_FITS * (own[2] - own[0])
+                           and box_h <= LABEL_FITS * (own[3] - own[1]))
+    candidates = []
+    if fits:
+        candidates += [clipped(anchor[0] - box_w // 2 + dx * (box_w + 1),
+                               anchor[1] - box_h // 2 + dy * (box_h + 1))
+                       for dx, dy in _AROUND_ANCHOR]
+    if own is not None:  # just outside the mask's box: above, below, right, left, corners
+        ox0, oy0, ox1, oy1 = own
+        middle_x, middle_y = (ox0 + ox1 - box_w) / 2, (oy0 + oy1 - box_h) / 2
+        gap = 2
+        candidates += [clipped(x, y) for x, y in (
+            (middle_x, oy0 - box_h - gap), (middle_x, oy1 + gap), (ox1 + gap, middle_y),
+            (ox0 - box_w - gap, middle_y), (ox1 + gap, oy0 - box_h - gap),
+            (ox0 - box_w - gap, oy0 - box_h - gap), (ox1 + gap, oy1 + gap),
+            (ox0 - box_w - gap, oy1 + gap))]
+
+    def harm(corner: tuple[int, int]) -> tuple[int, float]:
+        x, y = corner
+        labels = sum(x < px1 and px0 < x + box_w and y < py1 and py0 < y + box_h
+                     for px0, py0, px1, py1 in placed)
+        covered = max((_covered((x, y, x + box_w, y + box_h), box) for box in masks),
+                      default=0.0)
+        return labels, covered
+
+    harms = [harm(corner) for corner in candidates]
+    for corner, (labels, covered) in zip(candidates, harms):
+        if labels == 0 and covered <= MAX_COVER:
+            return corner
+    return candidates[min(range(len(candidates)), key=lambda i: harms[i])]
+
+
+def _covered(label: PixelBox, box: PixelBox) -> float:
+    """The fraction of ``box`` that ``label`` covers."""
+    w = min(label[2], box[2]) - max(label[0], box[0])
+    h = min(label[3], box[3]) - max(label[1], box[1])
+    area = max(1, (box[2] - box[0]) * (box[3] - box[1]))
+    return max(0, w) * max(0, h) / area
 
 
 def _grow_span(start: int, stop: int, margin: float, min_side: int,

@@ -182,7 +182,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         _write_then_print(args.out, result, refined)
         return EXIT_FAILED
     try:
-        result = _run_interruptible(agent, frame, query)
+        result, signalled = _run_interruptible(agent, frame, query)
     finally:
         from sam3_agent_ros.backends import close_quietly
 
@@ -199,6 +199,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                 cloud_max_points=cloud).points
     if not _write_then_print(args.out, result, refined, points):
         return EXIT_FAILED
+    if signalled is not None:  # Ctrl-C 130, SIGTERM 143: as a shell reports them, as ask does
+        return 128 + signalled
     return EXIT_OK if result.status in (QueryStatus.SUCCEEDED, QueryStatus.NO_MASK) \
         else EXIT_FAILED
 
@@ -219,20 +221,24 @@ def _build_agent(config, trace_path: str | None, answers=None):
 
 
 def _run_interruptible(agent, frame, query):
-    """Ctrl-C / SIGTERM cancel the query; it still ends with its one (cancelled) result."""
+    """Ctrl-C / SIGTERM cancel the query; it still ends with its one (cancelled) result.
+    Returns (result, the number of the signal that cancelled it or None)."""
     from sam3_agent_ros.core.cancel import CancelToken
 
     cancel = CancelToken()
+    signalled: list[int] = []
 
     def on_signal(signum, _frame):
+        signalled.append(int(signum))
         cancel.cancel(f"interrupted by signal {signum}")
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGTERM, on_signal)
-    return agent.run(frame, query, cancel=cancel,
-                     on_status=lambda event: log.info("status %s",
-                                                      finite_json.dumps(event.to_json())))
+    result = agent.run(frame, query, cancel=cancel,
+                       on_status=lambda event: log.info("status %s",
+                                                        finite_json.dumps(event.to_json())))
+    return result, (signalled[0] if signalled else None)
 
 
 def _write_then_print(out: str | None, result, refined, points=None) -> bool:
@@ -250,9 +256,14 @@ def _write_then_print(out: str | None, result, refined, points=None) -> bool:
     return written
 
 
+RUN_FILES = ("overlay.png", "mask.png", "points.ply")  # what --out holds besides the answer folder
+
+
 def _write_outputs(out: Path, result, refined, points=None) -> None:
     """overlay.png and mask.png, the answer folder a later ``--refines`` reads, and with depth
-    points.ply (the target's points, ``points``: geometry.target_points.TargetPoints)."""
+    points.ply (the target's points, ``points``: geometry.target_points.TargetPoints). A file of
+    an earlier run that this one does not write (points.ply without --depth, the images of a
+    query that got no frame) is removed: the folder holds this answer only."""
     import cv2
 
     from sam3_agent_ros import render
@@ -260,14 +271,18 @@ def _write_outputs(out: Path, result, refined, points=None) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     write_answer_folder(out, result, refined)
+    written = set()
     frame = result.frame
-    if frame is None:  # no frame was answered on: nothing to draw
-        return
-    masks = [m.mask for m in result.masks]
-    overlay = render.overlay_masks(frame.image, masks) if masks else frame.image
-    write_png(out / "overlay.png", cv2.cvtColor(overlay, cv2.COLOR_RGB2BGR))
-    write_png(out / "mask.png", render.union_mask(masks, frame.image.shape[:2]))
-    if points is not None:
-        from sam3_agent_ros.geometry.target_points import write_ply
+    if frame is not None:  # else no frame was answered on: nothing to draw
+        masks = [m.mask for m in result.masks]
+        overlay = render.overlay_masks(frame.image, masks) if masks else frame.image
+        write_png(out / "overlay.png", cv2.cvtColor(overlay, cv2.COLOR_RGB2BGR))
+        write_png(out / "mask.png", render.union_mask(masks, frame.image.shape[:2]))
+        written |= {"overlay.png", "mask.png"}
+        if points is not None:
+            from sam3_agent_ros.geometry.target_points import write_ply
 
-        write_ply(out / "points.ply", points.points, points.colours)
+            write_ply(out / "points.ply", points.points, points.colours)
+            written.add("points.ply")
+    for name in set(RUN_FILES) - written:
+        (out / name).unlink(missing_ok=True)

@@ -166,3 +166,24 @@ def test_blocks_keep_their_own_text(tmp_path):
     assert found[1].needs == ["GPU", "network"]
     assert found[3].marker_error == ("'runnable' takes nothing or ': slow' after it: "
                                      "'<!-- runnable please -->'")
+
+
+def test_the_docs_agree_on_the_frame_of_the_3d_outputs():
+    """issue 33: depth.md's tf2 section, interface.md §5 and the README said the 3D outputs are
+    in the camera frame, also with ``target_frame`` set. The behaviour (``~/target`` in
+    ``target_frame``, its stamp the colour frame's; ``~/detections`` in the camera frame) is held
+    by test/ros/test_robot_frame_node.py; here every place that says which frame they are in
+    names both cases."""
+    def read(name: str) -> str:
+        return (REPO_ROOT / name).read_text(encoding="utf-8")
+
+    interface = read("docs/interface.md")
+    for topic in ("~/target", "~/targets"):
+        row = next(line for line in interface.splitlines() if line.startswith(f"| `{topic}` |"))
+        assert "camera" in row and "target_frame" in row, row
+    tf2 = read("docs/depth.md").split("## Into the robot's frame: tf2", 1)[1].split("\n## ")[0]
+    assert "With `target_frame` set" in tf2 and "Without `target_frame`" in tf2
+    readme = " ".join(read("README.md").split())
+    assert "each with the header of the frame the answer was computed on" not in readme
+    assert "`header.frame_id` the camera's, or `target_frame` for the 3D outputs" in readme
+    assert (REPO_ROOT / "test" / "ros" / "test_robot_frame_node.py").exists()

@@ -50,3 +50,51 @@ def test_a_binned_camera_info_maps_to_the_image(tmp_path):
             for args in (["--camera-info", str(binned)], ["--intrinsics", "600,600,320,240"])]
     assert runs[0]["position"] is not None
     assert runs[0]["position"] == runs[1]["position"]
+
+
+def test_ctrl_c_on_run_exits_130_with_the_cancelled_result(tmp_path):
+    """As ``ask`` does (issue 33: run exited 1): the query is cancelled, its one result printed,
+    the status a shell gives a process ended by SIGINT. The offline planner thinks 30 s a call
+    (llm.offline_think_s), so the query is still running when Ctrl-C comes."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from test.test_cli import ROOT
+
+    run = subprocess.Popen(
+        [sys.executable, "-m", "sam3_agent_ros.cli", "run", "--image", str(EXAMPLE), "--query",
+         "the largest red object", *OFFLINE, "-p", "llm.offline_think_s:=30"],
+        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        for line in run.stderr:  # until the query runs (its first status line)
+            if '"phase": "thinking"' in line:
+                break
+        run.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        stdout, stderr = run.communicate(timeout=20)
+        assert time.monotonic() - started < 10  # not the planner's 30 s
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    assert run.returncode == 130, (run.returncode, stderr)
+    result = json.loads(stdout)
+    assert result["status"] == "cancelled" and "interrupted" in result["error"], result
+
+
+def test_run_out_without_depth_removes_an_earlier_points_ply(tmp_path):
+    """issue 33: --out DIR held the points.ply of an earlier run with --depth."""
+    png, _ = _example_depth_files(tmp_path)
+    out = tmp_path / "answer"
+    query = ["run", "--image", str(EXAMPLE), "--query", "the largest red object", *OFFLINE,
+             "--out", str(out)]
+    with_depth = sam3_agent(*query, "--depth", str(png), "--intrinsics", "600,600,320,240")
+    assert with_depth.returncode == 0 and (out / "points.ply").exists(), with_depth.stderr
+    without = sam3_agent(*query)
+    assert without.returncode == 0, without.stderr
+    assert not (out / "points.ply").exists()
+    assert {p.name for p in out.iterdir()} >= {"overlay.png", "mask.png", "answer.json"}

@@ -27,8 +27,13 @@ def register(subparsers) -> None:
     demo.add_argument("--rate", type=float, default=1.0, help="bag playback speed factor")
     demo.add_argument("--startup-timeout", type=float, default=60.0, metavar="SECONDS",
                       help="how long to wait for the node to become active")
-    demo.add_argument("--result-timeout", type=float, default=30.0, metavar="SECONDS",
-                      help="how long to wait for the last results after the bag ended")
+    demo.add_argument("--result-timeout", type=float, default=None, metavar="SECONDS",
+                      help="how long to wait for the last results after the bag ended "
+                           "(default 30, plus what --think-s adds to the queued queries)")
+    demo.add_argument("--think-s", type=_seconds, default=0.0, metavar="SECONDS",
+                      help="make the offline planner take this long for each model call, as a "
+                           "real model does (1-10 s): a rehearsal of real timing, not a model "
+                           "(llm.offline_think_s; default 0)")
     demo.set_defaults(handler=cmd_demo)
 
     follow = subparsers.add_parser(
@@ -48,6 +53,19 @@ def register(subparsers) -> None:
     follow.set_defaults(handler=cmd_demo_follow)
 
 
+def _seconds(text: str) -> float:
+    """A finite number of seconds >= 0 (argparse's type: its usage error otherwise)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or not 0.0 <= value <= 600.0:
+        raise argparse.ArgumentTypeError(f"{text} is outside 0 to 600 s")
+    return value
+
+
 def _options(args: argparse.Namespace, **timeouts: float):
     from sam3_agent_demo.harness import DemoOptions
 
@@ -62,7 +80,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     try:
         return run_demo(_options(args, startup_timeout_s=args.startup_timeout,
-                                 result_timeout_s=args.result_timeout))
+                                 result_timeout_s=args.result_timeout, think_s=args.think_s))
     except KeyboardInterrupt:  # outside the node's session (its start, the summary)
         return _interrupted("demo")
 

@@ -38,7 +38,9 @@ class DemoOptions:
     overrides: list[str] = field(default_factory=list)  # -p NAME:=VALUE, applied last
     rate: float = 1.0
     startup_timeout_s: float = 60.0  # how long to wait for the node to become active
-    result_timeout_s: float = 30.0  # after the bag: how long to wait for the last answers
+    # after the bag: how long to wait for the last answers (None: the demo's own default)
+    result_timeout_s: float | None = 30.0
+    think_s: float = 0.0  # llm.offline_think_s: the offline planner's seconds per model call
 
 
 class OutputBusy(RuntimeError):

@@ -15,6 +15,7 @@ The parts: ``tabletop_session.py`` (the rclpy listener, recorder and replay),
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
 import time
@@ -36,6 +37,27 @@ DEMO_PARAMETERS = {
                  "rate_hz": concepts_scoring.CONCEPTS_RATE_HZ},
 }
 OUTPUT_BAG = "output_bag"
+RESULT_TIMEOUT_S = 30.0  # after the bag, at --think-s 0: how long the last answers may take
+# --think-s: the model calls of one query one after the other (segment, examine + the
+# verifiers, which run side by side, select; a second phrase when the first finds nothing), with
+# room to spare: the queries of the bag queue behind each other (query_policy: queue).
+CALLS_PER_QUERY = 6
+
+
+def result_timeout_s(given: float | None, think_s: float, queries: int) -> float:
+    """``--result-timeout`` when given, else ``RESULT_TIMEOUT_S`` plus the think time of every
+    query of the bag (they are answered one after the other)."""
+    if given is not None:
+        return given
+    return RESULT_TIMEOUT_S + think_s * CALLS_PER_QUERY * queries
+
+
+def node_parameters(think_s: float) -> dict:
+    """The demo's parameters for the node; ``think_s`` > 0: the offline planner's rehearsal of a
+    real model's time per call (``llm.offline_think_s``)."""
+    if think_s <= 0:
+        return DEMO_PARAMETERS
+    return {**DEMO_PARAMETERS, "llm": {**DEMO_PARAMETERS["llm"], "offline_think_s": think_s}}
 
 
 def run_demo(options: DemoOptions, out=None) -> int:
@@ -63,6 +85,8 @@ def _run(options: DemoOptions, out) -> DemoReport:
         return report
     report.outcomes = [QueryOutcome(q["query"], q["query_id"], q["expected"], q.get("refines"))
                        for q in truth.queries]
+    options = dataclasses.replace(options, result_timeout_s=result_timeout_s(
+        options.result_timeout_s, options.think_s, len(truth.queries)))
     try:
         with harness.output_lock(options.out_dir):
             _run_locked(options, out, truth, report, sample_dir)
@@ -93,7 +117,12 @@ def _run_locked(options: DemoOptions, out, truth: sample.GroundTruth, report: De
         finally:
             tabletop.close()
 
-    harness.run_node(TAG, options, DEMO_PARAMETERS, sample_dir, report, out, session)
+    if options.think_s > 0:
+        print(f"[{TAG}] --think-s {options.think_s:g}: each model call of the offline planner "
+              "takes that long (a rehearsal of a real model's timing, not a model); waiting up "
+              f"to {options.result_timeout_s:g} s after the bag for the answers", file=out)
+    harness.run_node(TAG, options, node_parameters(options.think_s), sample_dir, report, out,
+                     session)
     if bag_out.exists():
         from sam3_agent_ros.bags.record import read_bag_counts
 

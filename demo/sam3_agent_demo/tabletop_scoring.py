@@ -113,10 +113,15 @@ def score_outcome(outcome: QueryOutcome, result: dict, truth: sample.GroundTruth
 
 
 def _score_box(outcome: QueryOutcome, truth: sample.GroundTruth) -> None:
-    """The first mask's box against the expected object's true box on the answer's frame."""
+    """The first mask's box against the expected object's true box on the answer's frame. An
+    answer WITHOUT a box where the object has one (no depth for that frame, say: a slow answer)
+    counts as a box off target, so the summary's count says so instead of leaving it out."""
     true_box = truth.true_box(outcome.frame_index, outcome.expected)
     box = outcome.box
-    if box is None or true_box is None:
+    if true_box is None:
+        return
+    if box is None:
+        outcome.box_on_target = False
         return
     errors = box_errors(true_box, [box["center"][a] for a in "xyz"],
                         [box["size"][a] for a in "xyz"],
@@ -128,9 +133,12 @@ def _score_box(outcome: QueryOutcome, truth: sample.GroundTruth) -> None:
 
 
 def box_description(outcome: QueryOutcome) -> str | None:
-    """``box: centre 0.06 cm, sizes +3.9/+3.9 %, angle 0.1 deg (on target)`` or None."""
+    """``box: centre 0.06 cm, sizes +3.9/+3.9 %, angle 0.1 deg (on target)``, ``no box: WHY``
+    for an answer without the box its object has, or None (nothing to score)."""
     if outcome.box_on_target is None:
         return None
+    if outcome.box_center_error_cm is None:
+        return f"no box: {outcome.box_error or 'none in the result'}"
     errors = BoxErrors(outcome.box_center_error_cm,
                        tuple(outcome.box_size_error_pct) if outcome.box_size_error_pct else None,
                        outcome.box_angle_error_deg)
@@ -174,8 +182,6 @@ def format_outcome(outcome: QueryOutcome, label: str) -> str:
     box = box_description(outcome)
     if box is not None:
         details.append(box)
-    elif outcome.box_error:
-        details.append(f"no box: {outcome.box_error}")
     if outcome.problem:
         details.append(outcome.problem)
     return ", ".join(parts) + f"  | {verdict}: " + ", ".join(details)

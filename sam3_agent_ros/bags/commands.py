@@ -90,7 +90,7 @@ def cmd_replay(args) -> int:
                                start_offset_s=args.start_offset, topics=args.topics,
                                remaps=remaps, qos_depth=args.qos_depth,
                                reliable=not args.best_effort, delay_s=args.delay, stop=ros.stop,
-                               progress=progress)
+                               progress=progress, strict_topics=True)
     except BagError as exc:
         _error(str(exc))
         return exc.exit_code

@@ -102,6 +102,17 @@ class BagSource:
         self.start_ns = self._reader.start_time + int(round(start_offset_s * 1e9))
         self.end_ns = self._reader.end_time
 
+    def check_named(self, remaps: Mapping[str, str]) -> None:
+        """``BagError`` (exit code 2) when a selected or remapped topic is not in the bag: a typo
+        would otherwise play nothing, or the wrong thing, and exit 0."""
+        present = sorted({c.topic for c in self._reader.connections})
+        absent = self.missing_topics + sorted(set(remaps) - set(present)
+                                              - set(self.missing_topics))
+        if absent:
+            names = ", ".join(absent)
+            raise BagError(f"not in the bag {self.path}: {names} (its topics: "
+                           f"{', '.join(present) or 'none'})", exit_code=2)
+
     @property
     def topic_types(self) -> dict[str, str]:
         return {c.topic: c.msgtype for c in self.connections}
@@ -165,7 +176,8 @@ def replay_bag(path: str | Path, node, *, rate: float = 1.0, loop: bool = False,
                wait_for_topics: Iterable[str] = (), wait_timeout_s: float = 10.0,
                stop: threading.Event | None = None,
                on_publish: Callable[[BagMessage, str, float], None] | None = None,
-               progress: Callable[[float, float, int], None] | None = None) -> ReplayStats:
+               progress: Callable[[float, float, int], None] | None = None,
+               strict_topics: bool = False) -> ReplayStats:
     """Publish the bag's messages on ``node`` with their original timing.
 
     ``topics``: bag topics to play (None: all). ``remaps``: bag topic -> output topic.
@@ -173,6 +185,9 @@ def replay_bag(path: str | Path, node, *, rate: float = 1.0, loop: bool = False,
     ``wait_timeout_s``; a RuntimeError names those still unmatched). ``stop``: set it to end
     playback early. ``on_publish(message, output_topic, wall_time)`` runs after each publish;
     ``progress(elapsed_bag_s, duration_s, published)`` about ten times a second.
+    ``strict_topics`` (the CLI): a topic of ``topics`` or of ``remaps`` that is not in the bag is
+    an error (``BagError``, exit code 2, naming the bag's topics) before anything is published;
+    otherwise it is reported in ``skipped_topics`` and the others play.
     Raises BagError for a missing/corrupt bag, ValueError for bad arguments.
     """
     if not rate > 0:
@@ -184,6 +199,8 @@ def replay_bag(path: str | Path, node, *, rate: float = 1.0, loop: bool = False,
     stats = ReplayStats()
     started = time.monotonic()
     with BagSource(path, topics, start_offset_s) as source:
+        if strict_topics:
+            source.check_named(remaps)
         for topic in source.missing_topics:
             stats.skipped_topics[topic] = "not in the bag"
         publishers = {}

@@ -34,6 +34,7 @@ class LlmConfig:
     temperature: float = _default("llm.temperature")
     max_tokens: int = _default("llm.max_tokens")
     protocol: str = _default("llm.protocol")
+    offline_think_s: float = _default("llm.offline_think_s")
 
 
 @dataclass(frozen=True)

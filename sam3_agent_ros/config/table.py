@@ -53,6 +53,12 @@ PARAMETERS: tuple[Parameter, ...] = (
               "'tools': native function calling (OpenAI 'tools'; vLLM needs "
               "--enable-auto-tool-choice --tool-call-parser hermes for Qwen).",
               choices=("text", "tools")),
+    Parameter("llm.offline_think_s", 0.0,
+              "llm.backend 'offline' only: seconds each call of the offline planner takes before "
+              "it answers, as a real model's 1-10 s per call (a REHEARSAL of real timing for "
+              "demos and tests, not a model; sam3-agent demo --think-s). A cancel ends the wait "
+              "at once; the query's time limit applies as to a real request. 0: at once.",
+              min=0.0, max=600.0),
     # --- Segmenter -------------------------------------------------------------------------------
     Parameter("segmenter.backend", "sam3",
               "'sam3': Meta's SAM 3. 'color': the built-in offline demo segmenter (HSV colours, "

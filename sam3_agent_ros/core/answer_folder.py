@@ -50,7 +50,9 @@ def write_answer_folder(out: Path, result: Result, refined: KeptAnswer | None = 
     for stale in masks_dir.iterdir():
         if _MASK_FILE.match(stale.name):
             stale.unlink()
-    if result.frame is not None:
+    if result.frame is None:  # an earlier answer's frame would not be this one's
+        (out / FRAME_FILE).unlink(missing_ok=True)
+    else:
         _write_png(out / FRAME_FILE, cv2.cvtColor(result.frame.image, cv2.COLOR_RGB2BGR))
         for index, mask in enumerate(result.masks, start=1):
             _write_png(masks_dir / f"{index}.png", mask.mask.astype(np.uint8) * 255)

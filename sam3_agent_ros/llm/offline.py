@@ -20,6 +20,11 @@ loop, pruning and tools as with a real LLM:
 As a verifier it accepts every mask. With ``llm.protocol: tools`` it answers with native
 ``tool_calls`` like a function-calling server. It is a stand-in for trying the package without a
 GPU or an endpoint, not a perception model.
+
+``think_s`` (``llm.offline_think_s``, ``sam3-agent demo --think-s``): each call waits that long
+before it answers, a rehearsal of a real model's seconds per call (the answers stay the
+planner's). The wait ends at once on cancel (``LlmError`` "cancelled") and at the query's
+deadline (``LlmError`` timeout), as a real request's would.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from sam3_agent_ros.core.cancel import CancelToken
+from sam3_agent_ros.core.errors import LlmError
 from sam3_agent_ros.core.mask_table import TableRow, parse_table
 from sam3_agent_ros.core.protocol import normalize_prompt
 from sam3_agent_ros.core.types import LlmReply, Message, NativeToolCall
@@ -170,11 +176,14 @@ def select_correction(query: str, rows: list[TableRow], earlier: list[Earlier]) 
 class OfflinePlanner:
     """Implements ``LlmClient`` without a model (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, think_s: float = 0.0) -> None:
         self._calls = itertools.count(1)
+        self.think_s = max(0.0, float(think_s))
 
     def complete(self, messages: list[Message], cancel: CancelToken,
                  tools: list[dict] | None = None) -> LlmReply:
+        if self.think_s > 0:
+            self._think(cancel)
         if "<verdict>" in messages[0].text_content:
             return LlmReply("Offline verifier: accepting the candidate. <verdict>Accept</verdict>")
         reasoning, name, parameters = self._plan(messages)
@@ -183,6 +192,17 @@ class OfflinePlanner:
             return LlmReply(reasoning, tool_calls=(call,), finish_reason="tool_calls")
         payload = json.dumps({"name": name, "parameters": parameters})
         return LlmReply(f"{reasoning} <tool>{payload}</tool>")
+
+    def _think(self, cancel: CancelToken) -> None:
+        """Take ``think_s`` like a model call: cut short by a cancel or the query's deadline."""
+        remaining = cancel.remaining()
+        wait_s = self.think_s if remaining is None else max(0.0, min(self.think_s, remaining))
+        if cancel.wait(wait_s):
+            raise LlmError("cancelled", kind=LlmError.CANCELLED, endpoint="offline")
+        if wait_s < self.think_s:
+            raise LlmError(f"the query's time ran out during the offline planner's "
+                           f"{self.think_s:g} s think", kind=LlmError.TIMEOUT,
+                           endpoint="offline", waited_s=wait_s)
 
     def _plan(self, messages: list[Message]) -> tuple[str, str, dict]:
         first = messages[1].text_content

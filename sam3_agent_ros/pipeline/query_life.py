@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import secrets
 import threading
 import weakref
 from collections.abc import Callable
@@ -115,7 +116,8 @@ class QueryLife:
     (a peer's flood of queries is a flood of lines)."""
 
     def __init__(self, backends: Callable[[], dict[str, str]], live: Callable[[], bool],
-                 logger: Logger, limiter: LogLimiter | None = None):
+                 logger: Logger, limiter: LogLimiter | None = None,
+                 run: str | None = None):
         self._backends, self._live, self._logger = backends, live, logger
         self._limiter = limiter if limiter is not None else LogLimiter()
         self.runner: Runner | None = None
@@ -134,6 +136,9 @@ class QueryLife:
         self._awaiting_lock = threading.Lock()
         self.accepting = False  # the node is active: its inputs are subscribed
         self.max_query_chars = 0  # node.max_query_chars while configured
+        # The ids the node makes are unique in a bag of many node runs: the counter lives as
+        # long as the node (lifecycle cycles keep it), ``run`` tells one node start from another.
+        self.run = secrets.token_hex(3) if run is None else run
         self._ids = itertools.count(1)
 
     # --- what the collaborators read (bound methods: they see the current parts) ------------
@@ -161,8 +166,9 @@ class QueryLife:
         return self.max_query_chars
 
     def new_query_id(self) -> str:
-        """An id for a query that gave none: ``q-N``."""
-        return f"q-{next(self._ids)}"
+        """An id for a query that gave none: ``q-RUN-N`` (``run``: this node start's six hex
+        digits; N counts from 1 for the node's whole life, across lifecycle cycles)."""
+        return f"q-{self.run}-{next(self._ids)}"
 
     # --- intake --------------------------------------------------------------------------------
     def take(self, query: Query, follow: bool | None) -> None:

@@ -7,7 +7,10 @@ the query callback calls ``QueryRunner.submit`` (cheap: snapshot the latest fram
 enqueue, maybe cancel the running query); one worker thread converts the snapshot, runs the agent
 and publishes. Every submitted query is finalized exactly once: by the worker (ran, or failed
 waiting for a frame) or by whoever removed it from the queue (preempted while waiting,
-queue full, runner stopped).
+queue full, runner stopped). ``end_all`` (the node shutting down) ends the RUNNING query too,
+at once, without waiting for the agent (a model call may last seconds): whoever ends a query
+first marks it ``ended`` under the lock, and the worker drops what the agent returns later,
+its status events included.
 
 A refinement (``Query.refines``, interface §8c) needs no camera frame: the agent answers it on
 the frame of the answer it refines, so it neither snapshots nor waits for one (``answer`` gets
@@ -106,6 +109,7 @@ class _Pending:
     snapshot: Snapshot | None  # fresh frame at arrival, or None: wait for one (not refinements)
     cancel: CancelToken
     world: object | None = None  # what ``bind`` found for the snapshot's stamp when taken
+    ended: bool = False  # its one result is out (or going out): later ones are dropped (lock)
 
 
 # answer(frame, query, cancel, on_status); frame is None for a refinement
@@ -148,6 +152,7 @@ class QueryRunner:
         self.frames = frames
         self.policy, self.queue_size = policy, queue_size
         self.max_frame_age_s, self.frame_wait_s = max_frame_age_s, frame_wait_s
+        self.image_topic = "the image topic"  # the node names the resolved topic when active
         self._lock = threading.Condition()
         self._pending: collections.deque[_Pending] = collections.deque()
         self._running: _Pending | None = None
@@ -203,6 +208,29 @@ class QueryRunner:
             self._lock.notify_all()
         for old in dropped:
             self._finish(old.query, QueryStatus.CANCELLED, reason)
+
+    def end_all(self, reason: str, refuse_more: bool = False) -> list[str]:
+        """End every query now, the running one and the waiting ones, each with a ``failed``
+        result (``reason``; the action aborts its goal), without waiting for the agent: the
+        running query is cancelled and what its agent returns later is dropped. With
+        ``refuse_more``, later submits are refused (the node is exiting). Returns the ids
+        ended."""
+        with self._lock:
+            if refuse_more:
+                self._stopping = True
+            ended = list(self._pending)
+            self._pending.clear()
+            running = self._running
+            if running is not None and not running.ended:
+                running.ended = True
+                running.cancel.cancel(reason)
+                ended.insert(0, running)
+            for item in ended:
+                item.ended = True
+            self._lock.notify_all()
+        for item in ended:
+            self._finish(item.query, QueryStatus.FAILED, reason)
+        return [item.query.id for item in ended]
 
     def wait_idle(self, timeout_s: float) -> bool:
         """Wait until nothing runs or waits; False on timeout."""
@@ -277,28 +305,32 @@ class QueryRunner:
                 self._run(item)
             except Exception:  # the worker must survive anything
                 log.exception("query %s: unexpected error in the worker", for_log(item.query.id))
-                self._finish(item.query, QueryStatus.FAILED, "internal error in the node")
+                self._conclude(item, QueryStatus.FAILED, "internal error in the node")
             finally:
                 with self._lock:
                     self._running = None
                     self._lock.notify_all()
 
     def _run(self, item: _Pending) -> None:
+        def status(event: StatusEvent) -> None:  # none once the query was ended elsewhere
+            if not item.ended:
+                self._emit(event)
+
         if item.query.refines is not None:  # on the refined answer's frame: the agent has it
             if item.cancel.cancelled:
-                self._finish(item.query, QueryStatus.CANCELLED, item.cancel.reason)
+                self._conclude(item, QueryStatus.CANCELLED, item.cancel.reason)
                 return
-            self._publish_safely(self._answer(None, item.query, item.cancel, self._emit))
+            self._conclude_with(item, self._answer(None, item.query, item.cancel, status))
             return
         snapshot, world = item.snapshot, item.world
         if snapshot is None:
             snapshot = self.frames.wait_fresh(self.max_frame_age_s, self.frame_wait_s, item.cancel)
             world = self._bound(snapshot)
         if item.cancel.cancelled:
-            self._finish(item.query, QueryStatus.CANCELLED, item.cancel.reason)
+            self._conclude(item, QueryStatus.CANCELLED, item.cancel.reason)
             return
         if snapshot is None:
-            self._finish(item.query, QueryStatus.FAILED, self._no_frame_reason())
+            self._conclude(item, QueryStatus.FAILED, self._no_frame_reason())
             return
         try:
             frame = self._to_frame(snapshot.message)
@@ -306,13 +338,31 @@ class QueryRunner:
             self._limiter.emit("unusable frame", log.warning,
                                f"query {for_log(item.query.id)}: unusable frame: {exc.reason}",
                                QUERY_LINES)
-            self._finish(item.query, QueryStatus.FAILED, f"unusable frame: {exc.reason}",
-                         exc.frame)
+            self._conclude(item, QueryStatus.FAILED, f"unusable frame: {exc.reason}", exc.frame)
             return
         if world is not None:
             frame = dataclasses.replace(frame, world=world)
-        result = self._answer(frame, item.query, item.cancel, self._emit)
-        self._publish_safely(result)
+        self._conclude_with(item, self._answer(frame, item.query, item.cancel, status))
+
+    def _claim(self, item: _Pending) -> bool:
+        """True for the first caller only: that one publishes the query's result."""
+        with self._lock:
+            if item.ended:
+                return False
+            item.ended = True
+            return True
+
+    def _conclude(self, item: _Pending, status: QueryStatus, reason: str,
+                  frame: Frame | None = None) -> None:
+        if self._claim(item):
+            self._finish(item.query, status, reason, frame)
+
+    def _conclude_with(self, item: _Pending, result: Result) -> None:
+        if self._claim(item):
+            self._publish_safely(result)
+        else:  # ended meanwhile (the node shutting down): its result is out already
+            log.info("query %s: the agent's late result (%s) dropped; the query had ended",
+                     for_log(item.query.id), result.status.value)
 
     def _bound(self, snapshot: Snapshot | None) -> object | None:
         """``bind`` of the snapshot's message (None without one); never raises."""
@@ -328,7 +378,7 @@ class QueryRunner:
         latest = self.frames.latest()
         waited = f"waited {self.frame_wait_s:g} s"
         if latest is None:
-            return f"no frame received on the image topic ({waited})"
+            return f"no frame received on {self.image_topic} ({waited})"
         return (f"no frame newer than max_frame_age_s={self.max_frame_age_s:g} s "
                 f"(last one {self.frames.age(latest):.1f} s ago; {waited})")
 

@@ -44,8 +44,12 @@ if TYPE_CHECKING:
     from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
     from sam3_agent_ros.ros.depth import DepthTargets
 
-DEACTIVATE_WAIT_S = 5.0  # how long deactivate waits for a cancelled query to publish its result
+DEACTIVATE_WAIT_S = 5.0  # how long deactivate waits for the worker to leave an ended query
 INTAKE_WAIT_S = 1.0  # how long deactivate waits for the message the intake thread handles
+# The error of every query the node ends when it shuts down (CONTRACTS §11): a topic query's
+# result is ``failed``, a goal ``aborted``; deactivate says which way it went down.
+SHUTTING_DOWN = "node shutting down"
+DEACTIVATED = f"{SHUTTING_DOWN} (deactivated)"
 CLEANUP_WAIT_S = 30.0  # how long cleanup waits for the worker before freeing the models
 
 # Appended to every "cannot configure" line about a missing endpoint, key or checkpoint.
@@ -218,10 +222,13 @@ class NodeParts:
                                         depth=life.current_depth,
                                         target_frame=life.current_target_frame)
 
-    def activate(self, config: Config) -> None:
-        """Accept queries; the depth inputs when enabled; the action server (kept once made)."""
+    def activate(self, config: Config, image_topic: str = "") -> None:
+        """Accept queries; the depth inputs when enabled; the action server (kept once made).
+        ``image_topic``: the resolved colour topic (named when no frame comes)."""
         life = self.life
         life.accepting = True
+        if self.runner is not None and image_topic:
+            self.runner.image_topic = image_topic
         if config.depth.enabled:
             from sam3_agent_ros.ros.depth import start_depth
 
@@ -236,8 +243,9 @@ class NodeParts:
                 max_results_with_images=config.action.max_results_with_images)
 
     def deactivate(self) -> None:
-        """End following, drop the waiting frames, cancel the queries (each publishes its one
-        result: waited for up to ``DEACTIVATE_WAIT_S``), those still in the inbox first."""
+        """End following, drop the waiting frames, refuse what still waits in the inbox, end
+        every query at once with its ``failed`` result (goals aborted: CONTRACTS §11), then wait
+        up to ``DEACTIVATE_WAIT_S`` for the worker to leave the one it was running."""
         if self.follow is not None:
             self.follow.stop("node deactivated")
         if self.concepts is not None:
@@ -246,11 +254,34 @@ class NodeParts:
             self.inbox.drain("node deactivated")
             self.inbox.wait_empty(INTAKE_WAIT_S)  # the message it handles, before cancel_all
         if self.runner is not None:
-            self.runner.cancel_all("node deactivated")
+            self.end_queries(DEACTIVATED)
             if not self.runner.wait_idle(DEACTIVATE_WAIT_S):
-                self._logger.warning(
-                    "the cancelled query is still finishing; its result will follow")
+                self._logger.warning("the worker is still inside the ended query's last call "
+                                     "(its late answer will be dropped)")
         self.frames.clear()
+
+    def end_queries(self, reason: str = SHUTTING_DOWN, refuse_more: bool = False) -> list[str]:
+        """Every query the node has taken, running or waiting, ends now with a ``failed`` result
+        (``reason``), each goal ``aborted`` (shutdown and deactivate); the ids ended."""
+        runner = self.runner
+        if runner is None:
+            return []
+        if refuse_more and self.inbox is not None:  # received, not yet taken: refused first
+            self.inbox.drain(reason)
+            self.inbox.wait_empty(INTAKE_WAIT_S)
+        ended = runner.end_all(reason, refuse_more)
+        if ended:
+            self._logger.warning(f"{reason}: ended {len(ended)} query(ies): "
+                                 + ", ".join(for_log(query_id) for query_id in ended))
+        return ended
+
+    def flush_results(self, timeout_s: float) -> bool:
+        """The last results acknowledged by their subscribers (``AnswerPublisher.flush``)."""
+        return self.outputs.flush(timeout_s) if self.outputs is not None else True
+
+    def goals_in_flight(self) -> int:
+        """Goals whose ``execute`` has not returned yet (their result not sent)."""
+        return int(getattr(self.life.action, "in_flight", 0))
 
     def stop_inputs(self) -> None:
         """Refuse queries; the depth inputs go."""

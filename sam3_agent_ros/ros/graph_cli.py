@@ -10,7 +10,10 @@ graph actions the docs need, for users without the ``ros2`` CLI (a venv with the
 Argument parsing is plain argparse; rclpy is imported only when a command runs, and the DDS
 environment is the one the user exported (``--loopback`` confines it to this host, as the other
 commands do). Exit status: 0 done, 1 the node refused, failed or did not answer, 2 bad usage;
-``ask`` exits like ``sam3-agent run`` (0 succeeded/no_mask, 1 failed/cancelled/no answer).
+``ask`` exits like ``sam3-agent run`` (0 succeeded/no_mask, 1 failed/cancelled/no answer, 130
+Ctrl-C). ``ask --topic`` looks for the node ``NODE_WAIT_S`` (as the action form waits for its
+server) and gives up once the node has left the graph without answering
+(``graph_client.NodeGone``; a node that exits answers first: CONTRACTS §11).
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from collections.abc import Callable
 from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 128 + 2  # Ctrl-C on ask, as the action form and run say it
 DEFAULT_NODE = "/sam3_agent"
+NODE_WAIT_S = 10.0  # ask --topic: how long to look for the node (the action form's server wait)
 LIFECYCLE_VERBS = ("get", "configure", "activate", "deactivate", "cleanup", "shutdown")
 
 
@@ -215,7 +220,9 @@ def cmd_ask_topic(args: argparse.Namespace) -> int:
         asker = TopicQuery(node, query_topic, result_topic, topics["status"],
                            print_status if args.feedback else None)
         try:
-            asker.wait_for_node(deadline)
+            node_wait_s = min(NODE_WAIT_S, args.timeout)
+            asker.wait_for_node(min(deadline, time.monotonic() + node_wait_s),
+                                waited_s=node_wait_s)
             asker.publish(payload)
             result = asker.wait_result(query_id, deadline)
             if result is not None and args.feedback:  # statuses may trail the result
@@ -225,7 +232,7 @@ def cmd_ask_topic(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         except KeyboardInterrupt:
             _say("ask: interrupted")
-            return EXIT_FAILED
+            return EXIT_INTERRUPTED
         finally:
             asker.close()
     if result is None:

@@ -64,6 +64,26 @@ def domain_hint() -> str:
     return f"ROS_DOMAIN_ID={domain}, ROS_AUTOMATIC_DISCOVERY_RANGE={scope}"
 
 
+MAX_LISTED_NODES = 12  # the most node names a "not found" message lists
+
+
+def visible_nodes(node: Any) -> str:
+    """What this process sees on the graph, for "not found" messages: the fully qualified names
+    of the other nodes (``sam3_agent`` ones first), or that it sees none and where it looks."""
+    try:
+        found = node.get_node_names_and_namespaces()
+    except Exception:  # noqa: BLE001 (a shut-down context: the message goes without the list)
+        return domain_hint()
+    own = node.get_fully_qualified_name()
+    names = sorted({qualified_node_name(f"{ns.rstrip('/')}/{name}") for name, ns in found}
+                   - {own}, key=lambda n: (not n.endswith("/sam3_agent"), n))
+    if not names:
+        return f"no node is visible ({domain_hint()})"
+    shown = ", ".join(names[:MAX_LISTED_NODES])
+    more = f" and {len(names) - MAX_LISTED_NODES} more" if len(names) > MAX_LISTED_NODES else ""
+    return f"nodes visible: {shown}{more}"
+
+
 class _Waiter:
     """Spins ``node`` on a private executor until a predicate holds or a deadline passes."""
 
@@ -119,7 +139,8 @@ class GraphClient:
         deadline = time.monotonic() + self.timeout_s
         if not self._waiter.until(ready, deadline):
             raise GraphError(f"no node {self.node_name} answering ({what} not found after "
-                             f"{self.timeout_s:g} s; {domain_hint()}); is it running?")
+                             f"{self.timeout_s:g} s; {domain_hint()}); is it running? "
+                             f"{visible_nodes(self.node)}")
         futures: list[Any] = []
         while True:
             futures.append(send())
@@ -241,6 +262,27 @@ class GraphClient:
 # --- a query on the topic ----------------------------------------------------------------------
 
 
+NODE_GONE_S = 0.5  # no publisher on the result topic this long while waiting: the node has gone
+
+
+class NodeGone:
+    """True once ``count()`` (the publishers of the result topic; for the action client, whether
+    its server is there) has been 0 for ``for_s`` in a row, looked at each call."""
+
+    def __init__(self, count: Callable[[], int], for_s: float):
+        self._count, self._for_s = count, for_s
+        self._missing_since: float | None = None
+
+    def __call__(self) -> bool:
+        now = time.monotonic()
+        if self._count() > 0:
+            self._missing_since = None
+            return False
+        if self._missing_since is None:
+            self._missing_since = now
+        return now - self._missing_since >= self._for_s
+
+
 def new_query_id() -> str:
     return f"ask-{uuid.uuid4().hex[:12]}"
 
@@ -276,10 +318,12 @@ class TopicQuery:
         self.node.destroy_publisher(self._publisher)
         self._waiter.close()
 
-    def wait_for_node(self, deadline: float, want_result: bool = True) -> None:
+    def wait_for_node(self, deadline: float, want_result: bool = True,
+                      waited_s: float | None = None) -> None:
         """Until the node's query subscription matches our publisher (and, with
         ``want_result``, its result and status publishers match our subscriptions: a status
-        subscription matched late would miss the query's first phases)."""
+        subscription matched late would miss the query's first phases); ``waited_s``: how long
+        that is, said in the error."""
         def matched(subscription: Any) -> bool:
             count = getattr(subscription, "get_publisher_count", None)
             if count is not None:
@@ -297,8 +341,10 @@ class TopicQuery:
             missing = (f"nobody subscribes to {self.query_topic}"
                        if self._publisher.get_subscription_count() == 0
                        else f"nobody publishes {unmatched}")
-            raise GraphError(f"no node to ask: {missing} ({domain_hint()}); is the node running "
-                             "and active? (sam3-agent lifecycle get)")
+            waited = f" after {waited_s:g} s" if waited_s is not None else ""
+            raise GraphError(f"no node to ask{waited}: {missing} ({domain_hint()}); is the node "
+                             f"running and active? (sam3-agent lifecycle get); "
+                             f"{visible_nodes(self.node)}")
 
     def publish(self, payload: dict, wait_acked_s: float = 0.0) -> bool:
         """Publish ``payload`` as JSON; with ``wait_acked_s``, wait until every matched
@@ -326,7 +372,16 @@ class TopicQuery:
         def found() -> dict | None:
             return next((r for r in self._results if ours(r)), None)
 
-        return self._waiter.until(found, deadline)
+        # The node ends every taken query with a result before it exits (CONTRACTS §11); one
+        # that went without (crashed, killed) leaves no publisher on the result topic.
+        publishers = getattr(self._subscriptions[0], "get_publisher_count", None)
+        gone = NodeGone(publishers or (lambda: self.node.count_publishers(self.result_topic)),
+                        NODE_GONE_S)
+        result = self._waiter.until(lambda: found() or gone(), deadline)
+        if result is True:
+            raise GraphError(f"the node went away before answering (nobody publishes "
+                             f"{self.result_topic} any more: it exited or crashed)")
+        return result or None
 
     def spin_until(self, predicate: Callable[[], Any], deadline: float) -> Any:
         """Handle messages until ``predicate()`` holds or ``deadline`` (monotonic) passes."""

@@ -17,8 +17,9 @@ Threads:
 - a 1 Hz timer on the executor publishes ``/diagnostics`` (``ros/diagnostics.py``) from what the
   node records as it runs (``ros/health.py``: frames, LLM calls, lifecycle, follow statuses).
 - one worker thread (``pipeline/query_runner.py``) converts the frame, runs the agent and
-  publishes (``ros/outputs.py``: plain publishers, so a query cancelled by ``deactivate`` still
-  publishes its one result).
+  publishes (``ros/outputs.py``: plain publishers, so a query ended by ``deactivate`` still
+  publishes its one result). Shutdown and deactivate end every taken query with its result at
+  once (``NodeParts.end_queries``), without waiting for the worker's call in flight.
 Every query lives in ``pipeline/query_life.py`` (``QueryLife``, ROS-free): topic queries
 (``pipeline/intake.py``), action goals (``ros/segment_action.py``) and re-groundings are
 submitted there; it calls follow mode's hooks, the agent, the 3D step and the outputs in their
@@ -60,7 +61,7 @@ from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.log_limit import Budget, limiter_of
 from sam3_agent_ros.redact import redact_text
 from sam3_agent_ros.ros import health, hints, node_main, param_guard, params
-from sam3_agent_ros.ros.assembly import CLEANUP_WAIT_S, CannotConfigure, NodeParts
+from sam3_agent_ros.ros.assembly import CLEANUP_WAIT_S, SHUTTING_DOWN, CannotConfigure, NodeParts
 from sam3_agent_ros.ros.diagnostics import DiagnosticsPublisher
 from sam3_agent_ros.ros.qos import IMAGE_QOS, QUERY_QOS
 
@@ -173,7 +174,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         query_sub = self.create_subscription(String, "query", self._on_query, QUERY_QOS)
         self._inputs = [image_sub, query_sub]
         self._health.listening(image_sub.topic_name)
-        self._parts.activate(config)  # depth inputs, the action server
+        self._parts.activate(config, image_sub.topic_name)  # depth inputs, the action server
         self.get_logger().info(
             f"active: listening on {image_sub.topic_name} ({node.image_qos}) and "
             f"{query_sub.topic_name}")
@@ -195,6 +196,19 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
         self.release()
         return TransitionCallbackReturn.SUCCESS
+
+    def end_queries(self, reason: str = SHUTTING_DOWN) -> list[str]:
+        """Before the process exits (node_main): refuse new queries and goals, and end every
+        taken one with its result now (CONTRACTS §11); the executor must spin afterwards for
+        the goals' results to go out (``goals_in_flight``)."""
+        self._stop_inputs()
+        return self._parts.end_queries(reason, refuse_more=True)
+
+    def goals_in_flight(self) -> int:
+        return self._parts.goals_in_flight()
+
+    def flush_results(self, timeout_s: float) -> bool:
+        return self._parts.flush_results(timeout_s)
 
     def release(self, wait_s: float = CLEANUP_WAIT_S) -> None:
         """Free everything (shutdown, error, and before the process exits, whatever the state;

@@ -121,6 +121,21 @@ class AnswerPublisher:
         if "~/status" in self._publishers:  # not destroyed
             self._publishers.publish("~/status", String(data=finite_json.dumps(event.to_json())))
 
+    def flush(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` until every reliable subscriber acknowledged what went out on
+        ``~/result`` and ``~/status`` (before the process exits: the last results must leave)."""
+        from rclpy.duration import Duration
+
+        wait = Duration(nanoseconds=int(max(0.0, timeout_s) * 1e9))
+        acked = True
+        for name in ("~/result", "~/status"):
+            if name in self._publishers:
+                try:
+                    acked = self._publishers[name].wait_for_all_acked(wait) and acked
+                except Exception:  # noqa: BLE001 (a best-effort subscriber, a shut-down context)
+                    acked = False
+        return acked
+
     def destroy(self) -> None:
         self._publishers.destroy()
 

@@ -140,6 +140,7 @@ class SegmentActionServer:
         self._result_timeout_s = int(result_timeout_s)
         self._with_images = KeptImages(max_results_with_images, self._result_timeout_s)
         self._trim_timer: Timer | None = None  # one-shot: once the last ended goal's result expired
+        self.in_flight = 0  # goals whose execute has not returned (shutdown waits for them)
         self._server = ActionServer(
             node, self._action, ACTION_NAME, execute_callback=self._execute,
             goal_callback=self._on_goal, cancel_callback=self._on_cancel,
@@ -173,6 +174,13 @@ class SegmentActionServer:
         return CancelResponse.ACCEPT
 
     async def _execute(self, goal_handle: Any) -> Any:
+        self.in_flight += 1  # executor thread only
+        try:
+            return await self._execute_goal(goal_handle)
+        finally:
+            self.in_flight -= 1
+
+    async def _execute_goal(self, goal_handle: Any) -> Any:
         from rclpy.task import Future
 
         done: Future[tuple[QueryStatus, Any]] = Future(executor=self._node.executor)

@@ -4,6 +4,8 @@
     with short_lived_node("sam3_agent_cli", loopback=args.loopback) as ros:
         ... ros.node ...
 
+- rclpy does not parse ``sys.argv`` (the verb's argparse has it): no rcl warning about a verb's
+  own ``OLD:=NEW`` arguments.
 - ``loopback``: DDS stays on this host (``dds.apply_loopback_env``) before rclpy starts.
 - rclpy's own signal handlers are never installed (they would shut the context down under a
   wait): Ctrl-C stays a ``KeyboardInterrupt`` unless ``stop_signals`` names SIGINT; each signal of
@@ -84,7 +86,9 @@ def short_lived_node(name: str, loopback: bool = False,
     from rclpy.signals import SignalHandlerOptions
 
     context = rclpy.Context()
-    rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
+    # args=[]: the verb's own command line is not rcl's to read (``replay --remap OLD:=NEW``
+    # made rcl warn "This syntax is deprecated" about an argument that was never a ROS one).
+    rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
     previous: dict[signal.Signals, Any] = {}
     node = None

@@ -19,6 +19,11 @@ life by one that only notes the signal; rclpy still shuts the context down, and 
 ends on either. Without a ``KeyboardInterrupt`` the race with rclpy's signal thread shows
 elsewhere: the context may go down between the loop's check and the wait set, and the wait then
 raises ``RCLError``; the loop takes that as the shutdown it is (seen in test_node.py).
+
+The node's main now leaves rclpy's handlers out altogether (``stop_signals_noted``: SIGINT and
+SIGTERM only set an event, ``SignalHandlerOptions.NO``): the context then stays up after the
+signal, so that every taken query and goal still gets its result before the node goes
+(CONTRACTS §11, ros/node_main.py); the spin ends on ``stop``, within ``CHECK_S``.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-CHECK_S = 0.5  # the longest the executor waits before it looks at the context again
+CHECK_S = 0.2  # the longest the executor waits before it looks at the context and stop again
 
 
 def spin_until_shutdown(executor: Any, check_s: float = CHECK_S,
@@ -53,11 +58,23 @@ def spin_until_shutdown(executor: Any, check_s: float = CHECK_S,
 @contextmanager
 def sigint_noted() -> Iterator[threading.Event]:
     """Within the block, SIGINT sets the yielded event instead of raising ``KeyboardInterrupt``
-    (main thread only, like every signal handler). Enter it before ``rclpy.init``: rclpy's own
-    handler, installed there, shuts its contexts down and then calls this one."""
+    (main thread only, like every signal handler). Entered before ``rclpy.init`` with rclpy's
+    handlers, theirs shuts the contexts down and then calls this one."""
+    with stop_signals_noted((signal.SIGINT,)) as noted:
+        yield noted
+
+
+@contextmanager
+def stop_signals_noted(signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM)
+                       ) -> Iterator[threading.Event]:
+    """Within the block, each of ``signals`` sets the yielded event, nothing else (no
+    ``KeyboardInterrupt``, no exit): the node's main, with rclpy's handlers left out
+    (``SignalHandlerOptions.NO``), ends its spin on it and still has a running context in which
+    to end its queries (ros/node_main.py). The previous handlers are back when the block ends."""
     noted = threading.Event()
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: noted.set())
+    previous = {sig: signal.signal(sig, lambda signum, frame: noted.set()) for sig in signals}
     try:
         yield noted
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

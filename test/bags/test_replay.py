@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -194,6 +195,37 @@ def test_cli_replay_exit_codes(ros_node, small_bag, tmp_path, capsys):
     args = parser.parse_args(["replay", str(small_bag[0]), "--rate", "20", "--topics", "/chatter"])
     assert args.handler(args) == 0
     assert "done: 5 messages" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("named", [["--topics", "/nothing_here"],
+                                   ["--topics", "/chatter", "/nothing_here"],
+                                   ["--remap", "/nothing_here:=/image"]])
+def test_cli_replay_of_a_topic_not_in_the_bag_exits_2_and_names_the_bags_topics(
+        ros_node, small_bag, capsys, named):
+    """issue 33: ``--topics /nothing_here`` played nothing and exited 0."""
+    args = _parser().parse_args(["replay", str(small_bag[0]), "--rate", "20", *named])
+    assert args.handler(args) == 2
+    (error,) = capsys.readouterr().err.strip().splitlines()
+    assert error.startswith(f"sam3-agent: error: not in the bag {small_bag[0]}: /nothing_here "
+                            "(its topics: ")
+    assert "/chatter" in error and "done:" not in error
+
+
+def test_cli_replay_remap_gives_no_rcl_deprecation_warning(small_bag, tmp_path):
+    """issue 33: rcl read the verb's own ``--remap OLD:=NEW`` as a ROS argument and warned
+    "This syntax is deprecated"; the CLI's argv is not rcl's."""
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "sam3_agent_ros.cli", "replay", str(small_bag[0]), "--rate", "50",
+         "--loopback", "--remap", "/chatter:=/renamed"], capture_output=True, text=True,
+        timeout=60, env=dict(os.environ, PYTHONPATH=str(repo)))
+    assert done.returncode == 0, done.stderr
+    assert "deprecated" not in done.stderr, done.stderr
+    assert "/renamed: 5" in done.stderr
 
 
 def _parser():

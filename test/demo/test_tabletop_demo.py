@@ -61,3 +61,25 @@ def test_a_second_demo_on_the_same_output_directory_is_refused(tmp_path, run):
         assert run(DemoOptions(out_dir=tmp_path), out=printed) == 1
     assert "another demo is writing to" in printed.getvalue()
     assert not (tmp_path / "report.json").exists()
+
+
+def test_think_s_reaches_the_node_and_the_wait_for_the_answers():
+    """--think-s: the node's offline planner takes that long per call (llm.offline_think_s) and
+    the demo waits for the queued answers that long longer; 0 leaves the demo as it was."""
+    assert tabletop_demo.node_parameters(0.0) is tabletop_demo.DEMO_PARAMETERS
+    rehearsal = tabletop_demo.node_parameters(3.0)
+    assert rehearsal["llm"] == {"backend": "offline", "offline_think_s": 3.0}
+    assert "offline_think_s" not in tabletop_demo.DEMO_PARAMETERS["llm"]
+    assert tabletop_demo.result_timeout_s(None, 0.0, 5) == tabletop_demo.RESULT_TIMEOUT_S
+    assert tabletop_demo.result_timeout_s(None, 3.0, 5) == tabletop_demo.RESULT_TIMEOUT_S + 90
+    assert tabletop_demo.result_timeout_s(12.0, 3.0, 5) == 12.0  # --result-timeout wins
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "601", "soon"])
+def test_think_s_refuses_what_is_no_number_of_seconds(value, capsys):
+    from sam3_agent_ros.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["demo", "--think-s", value])
+    assert exited.value.code == 2
+    assert "--think-s" in capsys.readouterr().err

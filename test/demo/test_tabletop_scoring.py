@@ -116,8 +116,12 @@ def test_an_answer_without_a_box_says_why(truth):
     result = _result(truth, 20)
     result["masks"][0].update(box=None, box_error="no camera_info received on /camera_info")
     tabletop_scoring.score_outcome(outcome, result, truth, truth.mask(20, "red_box"))
-    assert outcome.box_on_target is None
+    assert outcome.box_on_target is False  # a missing box is a miss, not left out (issue 33)
     assert "no box: no camera_info received" in tabletop_scoring.format_outcome(outcome, "r")
+    summary = tabletop_scoring.format_summary(DemoReport([outcome]))
+    assert "3D boxes on target: 0/1 (centre 1 cm, sizes 10 %, long-axis angle 10 deg)" in summary
+    assert "  'the largest red object': no box: no camera_info received on /camera_info" \
+        in summary
 
 
 def test_a_refinement_is_correct_only_on_the_frame_of_the_answer_it_refines(truth):

@@ -122,3 +122,40 @@ def test_a_correction_without_an_object_segments_what_the_first_query_named(quer
     earlier = parse_earlier(_earlier_text(("the leftmost blue object", [ROW_BOXES[2]]),
                                           ("no, the other one", [ROW_BOXES[3]])))
     assert refinement_phrases(query, earlier) == phrases
+
+
+def test_think_s_rehearses_a_models_time_per_call_and_stops_on_cancel():
+    """llm.offline_think_s (sam3-agent demo --think-s): each call takes that long, as a real
+    model's; a cancel ends the wait at once, the query's deadline as a request's timeout."""
+    import threading
+    import time
+
+    from sam3_agent_ros.core.cancel import CancelToken
+    from sam3_agent_ros.core.errors import LlmError
+    from sam3_agent_ros.core.types import Message
+
+    messages = [Message.text("system", "x"), Message.text("user", 'Query: "the red cup"')]
+    planner = OfflinePlanner(think_s=0.3)
+    started = time.monotonic()
+    reply = planner.complete(messages, CancelToken())
+    assert time.monotonic() - started >= 0.3
+    assert reply.text == OfflinePlanner().complete(messages, CancelToken()).text  # same answer
+
+    slow, cancel = OfflinePlanner(think_s=30.0), CancelToken()
+    threading.Timer(0.1, cancel.cancel, args=("preempted",)).start()
+    started = time.monotonic()
+    with pytest.raises(LlmError) as cancelled:
+        slow.complete(messages, cancel)
+    assert cancelled.value.kind == LlmError.CANCELLED and time.monotonic() - started < 5
+
+    with pytest.raises(LlmError, match="time ran out during the offline planner's 30 s") as late:
+        slow.complete(messages, CancelToken(deadline=time.monotonic() + 0.1))
+    assert late.value.kind == LlmError.TIMEOUT
+
+
+def test_think_s_comes_from_the_config():
+    from sam3_agent_ros.backends import make_llm
+    from sam3_agent_ros.inputs import load_config
+
+    config = load_config(None, ["llm.backend:=offline", "llm.offline_think_s:=2.5"])
+    assert make_llm(config).think_s == 2.5

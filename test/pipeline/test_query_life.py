@@ -3,6 +3,8 @@ query, also when the node is unconfigured or the query is refused."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from sam3_agent_ros.core.types import Frame, Mask, Query, QueryStatus, Result
@@ -222,10 +224,21 @@ def test_a_publisher_that_raises_still_ends_the_goal():
     assert journal.names() == ["action_result"]
 
 
+def test_the_ids_the_node_makes_are_unique_across_node_starts():
+    """A bag recorded over several runs of the node never holds one id twice (issue 33): each
+    start has its run prefix, and the count goes on for the node's life."""
+    first, _ = make_life(Journal())
+    second, _ = make_life(Journal())
+    ids = [first.new_query_id(), first.new_query_id(), second.new_query_id()]
+    assert ids[:2] == [f"q-{first.run}-1", f"q-{first.run}-2"]
+    assert re.fullmatch(r"q-[0-9a-f]{6}-1", ids[2]) and first.run != second.run
+    assert len(set(ids)) == 3
+
+
 def test_a_lost_followed_query_is_grounded_again_under_a_new_id_and_followed():
     journal = Journal()
     life, _ = make_life(journal)
-    assert life.new_query_id() == "q-1"
+    assert life.new_query_id() == f"q-{life.run}-1"
     life.reground("q-1", "the cup")
     assert journal.calls[0] == ("follow_stop", "q-1-reground-2", True)
     assert journal.names()[-1] == "follow_start"

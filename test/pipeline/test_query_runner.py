@@ -214,6 +214,10 @@ def test_no_frame_fails_after_the_wait(stop_runners):
     (result,) = outputs.wait_results(1)
     assert result.status == QueryStatus.FAILED
     assert result.error == "no frame received on the image topic (waited 0.05 s)"
+    runner.image_topic = "/robot/camera/image"  # the node names its resolved topic
+    runner.submit(Query("b", "x"))
+    assert outputs.wait_results(2)[1].error == ("no frame received on /robot/camera/image "
+                                                "(waited 0.05 s)")
     assert outputs.phases("a") == ["queued", "done"]
 
 

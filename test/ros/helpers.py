@@ -235,6 +235,12 @@ class NodeProcess(node_process.NodeProcess):
                        f"stopped it; last lines of {self.log_file}:\n"
                        f"{self.log_tail(LOG_TAIL_LINES)}")
 
+    def send_signal(self, sig: int) -> None:
+        """A signal the test means the node to exit by (SIGINT, SIGTERM, SIGKILL): from now on
+        its exit is no death that fails the harness's waits."""
+        _RUNNING.discard(self)
+        self.process.send_signal(sig)
+
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> int:
         """Ctrl-C, like a user; returns the exit status. A node still running ``timeout`` s
         later gets SIGABRT (its threads' stacks go to the log: status -6), then SIGKILL."""

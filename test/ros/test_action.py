@@ -249,7 +249,9 @@ def test_queue_overflow_is_rejected_at_goal_time(ros, scene):
         assert waiting.outcome()[0] == GoalStatus.STATUS_SUCCEEDED
 
 
-def test_deactivate_cancels_the_goal_and_an_inactive_node_rejects_goals(ros, scene):
+def test_deactivate_aborts_the_goal_and_an_inactive_node_rejects_goals(ros, scene):
+    """CONTRACTS §11: deactivate, as shutdown, ends every goal ``aborted`` "node shutting down"
+    (the server ended it: a client's cancel is what CANCELED means)."""
     harness, procs = ros
     name = procs[A2].name
     with Camera(harness, f"{A2}/image", rgb8_image(scene.rgb)):
@@ -257,8 +259,8 @@ def test_deactivate_cancels_the_goal_and_an_inactive_node_rejects_goals(ros, sce
         goal.wait_phase("segmenting")
         assert harness.change_state(name, TRANSITION.TRANSITION_DEACTIVATE)
         status, result = goal.outcome()
-        assert status == GoalStatus.STATUS_CANCELED
-        assert (result.status, result.error) == ("cancelled", "node deactivated")
+        assert status == GoalStatus.STATUS_ABORTED
+        assert (result.status, result.error) == ("failed", "node shutting down (deactivated)")
         assert Goal(harness, A2, QUERY, query_id="inactive-1").handle.accepted is False
         assert harness.change_state(name, TRANSITION.TRANSITION_ACTIVATE)
         assert Goal(harness, A2, QUERY, query_id="again-1").outcome()[0] == \

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -184,7 +185,30 @@ def test_commands_say_when_no_node_answers(ros):
     assert f"ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']}" in lifecycle.stderr
     asked = sam3_agent("ask", "--ros", "--topic", QUERY, "--node", absent, "--timeout", "1")
     assert asked.returncode == 1
-    assert "no node to ask: nobody subscribes to /nobody/query" in asked.stderr
+    assert "no node to ask after 1 s: nobody subscribes to /nobody/query" in asked.stderr
+    # A wrong --node lists the nodes it can see, the right one among them (once discovery has
+    # had the time a real wait gives it: the action form waits for its server that long).
+    action = sam3_agent("ask", "--ros", QUERY, "--node", absent, "--timeout", "5")
+    assert action.returncode == 1
+    assert "no action server /nobody/sam3_agent/segment after 5 s; nodes visible: " \
+        in action.stderr
+    assert NODE in _visible(action.stderr), action.stderr
+
+
+def _visible(stderr: str) -> list[str]:
+    return stderr.partition("nodes visible: ")[2].split("\n")[0].split(", ")
+
+
+def test_ask_on_the_topic_says_after_10_s_that_the_node_is_missing(ros):
+    """Like the action form (no action server after 10 s), not at --timeout (60 s here)."""
+    started = time.monotonic()
+    asked = sam3_agent("ask", "--ros", "--topic", QUERY, "--node", "/nobody/sam3_agent",
+                       "--timeout", "60")
+    waited = time.monotonic() - started
+    assert asked.returncode == 1
+    assert "no node to ask after 10 s: nobody subscribes to /nobody/query" in asked.stderr
+    assert NODE in _visible(asked.stderr), asked.stderr
+    assert waited < 30, waited
 
 
 @pytest.mark.parametrize("args, message", [

@@ -112,11 +112,23 @@ class _NoWait:
         return predicate()
 
 
+class _GraphNode:
+    """What a node sees on the graph (its own name among them, as rclpy lists it)."""
+
+    def get_fully_qualified_name(self) -> str:
+        return "/sam3_agent_cli"
+
+    def get_node_names_and_namespaces(self) -> list[tuple[str, str]]:
+        return [("sam3_agent_cli", "/"), ("camera", "/robot"), ("sam3_agent", "/robot"),
+                ("sam3_agent", "/robot")]
+
+
 def _graph_client_without_ros(timeout_s: float = 30.0):
     from sam3_agent_ros.ros.graph_client import GraphClient
 
     client = GraphClient.__new__(GraphClient)
     client.node_name, client.timeout_s, client._waiter = "/sam3_agent", timeout_s, _NoWait()
+    client.node = _GraphNode()
     return client
 
 
@@ -138,5 +150,39 @@ def test_nobody_answering_says_which_node_and_what_was_missing():
     from sam3_agent_ros.ros.graph_client import GraphError
 
     client = _graph_client_without_ros(timeout_s=0.01)
-    with pytest.raises(GraphError, match="no node /sam3_agent answering .*parameter services"):
+    with pytest.raises(GraphError, match="no node /sam3_agent answering .*parameter services") \
+            as raised:
         client._answer(_Future, lambda: False, "its parameter services", "/sam3_agent/x")
+    # the nodes it can see, sam3_agent ones first, itself left out (a wrong --node)
+    assert str(raised.value).endswith("nodes visible: /robot/sam3_agent, /robot/camera")
+
+
+def test_visible_nodes_are_bounded_and_say_when_there_are_none():
+    from sam3_agent_ros.ros.graph_client import MAX_LISTED_NODES, visible_nodes
+
+    class Crowded(_GraphNode):
+        def get_node_names_and_namespaces(self):
+            return [(f"n{i:02d}", "/") for i in range(MAX_LISTED_NODES + 3)]
+
+    class Alone(_GraphNode):
+        def get_node_names_and_namespaces(self):
+            return [("sam3_agent_cli", "/")]
+
+    assert visible_nodes(Crowded()).endswith(", /n11 and 3 more")
+    assert visible_nodes(Alone()).startswith("no node is visible (ROS_DOMAIN_ID=")
+
+
+def test_the_node_is_gone_once_nobody_publishes_for_a_while(monkeypatch):
+    """ask --topic gives up when the node vanished without a result (killed: CONTRACTS §11)."""
+    from sam3_agent_ros.ros import graph_client
+
+    now = [100.0]
+    monkeypatch.setattr(graph_client.time, "monotonic", lambda: now[0])
+    counts = iter([1, 0, 0, 1, 0, 0, 0])
+    gone = graph_client.NodeGone(lambda: next(counts), 0.5)
+    seen = []
+    for _ in range(7):
+        seen.append(gone())
+        now[0] += 0.3
+    # a flicker back to 1 restarts the clock; 0 for 0.5 s in a row: gone
+    assert seen == [False, False, False, False, False, False, True]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import time
 
@@ -245,22 +246,37 @@ def test_two_namespaces_answer_independently(ros, scene):
     assert one["masks"][0]["centroid"] != two["masks"][0]["centroid"]
 
 
-def test_deactivate_cancels_the_running_query_and_activate_resumes(ros, scene):
+def test_deactivate_ends_the_running_query_and_activate_resumes(ros, scene):
+    """Deactivate ends the running query ``failed`` "node shutting down (deactivated)"
+    (CONTRACTS §11); the ids the node makes go on across the cycle (issue 33: they restarted)."""
     harness, _ = ros
     name = f"{R2}/sam3_agent"
     query_pub = harness.publisher(f"{R2}/query")
+
+    def made_ids() -> list[str]:
+        return [r["query_id"] for r in harness.json_messages(f"{R2}/sam3_agent/result")
+                if re.fullmatch(r"q-[0-9a-f]{6}-[0-9]+", r["query_id"])]
+
     with Camera(harness, f"{R2}/image", rgb8_image(scene.rgb)):
+        before = len(made_ids())
+        harness.send_query(R2, {"query": ""})  # no id: the node makes one (and fails it)
+        harness.wait_for(lambda: len(made_ids()) > before, 20, "a node-made id")
         harness.send_query(R2, {"id": "deact", "query": QUERY})
         harness.wait_status(R2, "deact", "segmenting")
         assert harness.change_state(name, TRANSITION.TRANSITION_DEACTIVATE)
         result = harness.wait_result(R2, "deact")
-        assert result["status"] == "cancelled" and "deactivated" in result["error"]
+        assert (result["status"], result["error"]) == ("failed",
+                                                       "node shutting down (deactivated)")
         assert harness.lifecycle_state(name) == "inactive"
         harness.wait_for(lambda: query_pub.get_subscription_count() == 0, 10, "unsubscribe")
         assert harness.change_state(name, TRANSITION.TRANSITION_ACTIVATE)
         harness.wait_subscribed(f"{R2}/query")
         harness.send_query(R2, {"id": "reactivated", "query": QUERY})
         assert harness.wait_result(R2, "reactivated")["status"] == "succeeded"
+        harness.send_query(R2, {"query": ""})
+        harness.wait_for(lambda: len(made_ids()) > before + 1, 20, "a second node-made id")
+    ids = made_ids()
+    assert len(set(ids)) == len(ids), ids  # never one id twice, before and after the cycle
 
 
 def test_queue_policy_runs_in_order_and_rejects_overflow(ros, scene):
