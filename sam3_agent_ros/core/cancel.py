@@ -11,14 +11,16 @@ class CancelToken:
     and waited on by blocking calls (LLM requests) so they can return early.
 
     ``deadline`` is a ``time.monotonic()`` value after which blocking calls should give up. A child
-    token (``child(deadline)``) is cancelled whenever its parent is."""
+    token (``child(deadline)``) is cancelled whenever its parent is; ``parent`` is the token it
+    came from (None for a root)."""
 
-    def __init__(self, deadline: float | None = None):
+    def __init__(self, deadline: float | None = None, parent: CancelToken | None = None):
         self._event = threading.Event()
         self._lock = threading.Lock()
         self._children: list[CancelToken] = []
         self.reason = ""
         self.deadline = deadline
+        self.parent = parent
 
     def cancel(self, reason: str = "cancelled") -> None:
         with self._lock:
@@ -31,7 +33,7 @@ class CancelToken:
             child.cancel(reason)
 
     def child(self, deadline: float | None = None) -> CancelToken:
-        token = CancelToken(deadline)
+        token = CancelToken(deadline, parent=self)
         with self._lock:
             self._children.append(token)
             cancelled = self._event.is_set()

@@ -134,8 +134,14 @@ class OpenAiClient:
     # --- public -----------------------------------------------------------------------------------
 
     def encoder_for(self, cancel: CancelToken) -> ImageEncoder:
-        """The image encoder (and its cache) of the query that owns ``cancel``."""
+        """The image encoder (and its cache) of the query that owns ``cancel``: a child token
+        (the verifier's, per examine) finds its query's encoder through its parents."""
         with self._encoders_lock:
+            token: CancelToken | None = cancel
+            while token is not None:
+                if token in self._encoders:
+                    return self._encoders[token]
+                token = token.parent
             encoder = self._encoders.get(cancel)
             if encoder is None:
                 encoder = ImageEncoder(self._max_image_side, self._image_format)

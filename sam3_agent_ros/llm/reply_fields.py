@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import Any
 
 from sam3_agent_ros.core.errors import LlmError
 from sam3_agent_ros.core.types import NativeToolCall
@@ -74,7 +75,7 @@ def count(usage: object, name: str) -> int:
         return 0
 
 
-def retry_after(exc: object) -> float | None:
+def retry_after(exc: Any) -> float | None:
     try:
         value = exc.response.headers.get("retry-after")
         return float(value) if value is not None else None
