@@ -42,6 +42,7 @@ run box_fit $PY bench/box_fit.py
 run tf_cloud $PY bench/tf_cloud.py
 run node_exit $PY bench/node_exit.py --runs 3
 run console_cost $PY bench/console_cost.py
+run fleet $PY bench/fleet.py
 sam3_note=""
 if [[ $skip_sam3 -eq 1 ]]; then
     sam3_note=" (SAM 3 skipped: its figures are the ones recorded earlier in build/bench/)"

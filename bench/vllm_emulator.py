@@ -172,6 +172,7 @@ class Engine:
         self._lru: collections.OrderedDict[int, None] = collections.OrderedDict()  # free cached
         self._capacity = params.kv_cache_tokens // params.block_size
         self.finished: list[EmulatedRequest] = []
+        self._answered: list[EmulatedRequest] = []  # done in engine time, told at that wall time
         self._stop = False
         self._thread = threading.Thread(target=self._loop, name="vllm-emulator", daemon=True)
         self._thread.start()
@@ -186,7 +187,7 @@ class Engine:
         self._thread.join(2.0)
         for item in self._waiting:
             item[-1].done.set()
-        for request in self._running:
+        for request in [*self._running, *self._answered]:
             request.done.set()
 
     def submit(self, body: dict, kind: str, output_tokens: int) -> EmulatedRequest:
@@ -212,7 +213,18 @@ class Engine:
         return len(self._refs) + len(self._lru)
 
     def _admit(self) -> None:
-        while self._waiting and len(self._running) < self.p.max_num_seqs:
+        later = []  # arrived during the step that just ran: they join at the next one
+        while self._waiting and self._waiting[0][-1].arrival_v > self.clock:
+            later.append(heapq.heappop(self._waiting))
+        try:
+            self._admit_arrived()
+        finally:
+            for item in later:
+                heapq.heappush(self._waiting, item)
+
+    def _admit_arrived(self) -> None:
+        while (self._waiting and len(self._running) < self.p.max_num_seqs
+               and self._waiting[0][-1].arrival_v <= self.clock):
             request = self._waiting[0][-1]
             cached = 0
             for block in request.blocks:
@@ -279,20 +291,25 @@ class Engine:
             self._running.remove(request)
             self._release(request)
             self.finished.append(request)
-            request.done.set()
+            self._answered.append(request)
         return duration
 
     def _loop(self) -> None:
         with self._lock:
             while not self._stop:
                 now = self.now()
-                if not self._running and not self._waiting:
+                if not self._running and not self._waiting and not self._answered:
                     self.clock = max(self.clock, now)
                     self._lock.wait(0.005)
                     continue
-                if self.clock > now:  # ahead of the wall: let arrivals catch up
+                if self.clock > now:  # the step runs until the wall reaches its end
                     self._lock.wait((self.clock - now) / self.p.speed)
                     continue
+                for request in self._answered:  # their step has ended: answer them now
+                    request.done.set()
+                self._answered = []
+                if not self._running:  # an idle engine starts its next step at the present
+                    self.clock = max(self.clock, now)
                 self._admit()
                 if not self._running:
                     self.clock = max(self.clock, now)

@@ -249,6 +249,14 @@ class OpenAiClient:
             self.slots.give_back(call)
             raise
         hard_deadline = time.monotonic() + timeout + _GRACE_S
+        forget = cancel.on_cancel(call.abort)  # a cancel cuts the connection on its own thread
+        try:
+            return self._wait_for(future, call, cancel, timeout, hard_deadline)
+        finally:
+            forget()
+
+    def _wait_for(self, future: concurrent.futures.Future, call: InFlightCall,
+                  cancel: CancelToken, timeout: float, hard_deadline: float) -> LlmReply:
         while True:
             done, _ = concurrent.futures.wait([future], timeout=_POLL_S)
             if done:
