@@ -41,8 +41,8 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
-import numpy as np
 import disconnect_timing
+import numpy as np
 from common import command_line, write_result
 from vllm_emulator import EngineParams, VllmEmulator
 
