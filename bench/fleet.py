@@ -116,9 +116,7 @@ class Robot(threading.Thread):
         config = Config.from_params(params)
         self.llm = TimedLlm(OpenAiClient(config.llm, SENT_SIDE))
         self.agent = Agent(config, llm=self.llm, segmenter=BoxSegmenter(BOXES))
-        self.frame = Frame(np.random.default_rng(number).integers(0, 255, (HEIGHT, WIDTH, 3),
-                                                                  dtype=np.uint8),
-                           number, 0, "camera")
+        self.pixels = np.random.default_rng(number)
         self.rng = random.Random(number)
         self.last_start_v = last_start_v  # no query starts after this
         self.current_start_v: float | None = None  # the running query's start
@@ -135,7 +133,10 @@ class Robot(threading.Thread):
             self.current_start_v = start_v
             self.llm.waited = 0.0
             token = self.cancel.child()
-            result = self.agent.run(self.frame, Query(f"q{len(self.queries)}", "the object"),
+            # a new camera frame for every query (the frame is never the last query's)
+            frame = Frame(self.pixels.integers(0, 255, (HEIGHT, WIDTH, 3), dtype=np.uint8),
+                          len(self.queries), 0, "camera")
+            result = self.agent.run(frame, Query(f"q{len(self.queries)}", "the object"),
                                     cancel=token)
             self.cancel.release(token)
             client_s = max(0.0, time.monotonic() - started - self.llm.waited)
@@ -240,8 +241,10 @@ def query_latency(query: tuple[float, float, float, str], requests: list) -> flo
 
 
 def byte_prefix_share(bodies: list[tuple[str, str, dict]]) -> dict:
-    """How much of each main call's messages (as JSON text) starts like the robot's call before
-    it in the same query, and how much of two robots' first calls start alike."""
+    """Byte prefixes of the main calls' messages (as JSON text): how much of a call the next
+    call of the same query repeats at its start (``within_query_repeated``), how much of that
+    next call is this repeat (``within_query_rounds``: the rest is the new turn), and how much
+    of two robots' first calls start alike (``across_robots_*``)."""
     import json
 
     def text(body):
@@ -258,14 +261,17 @@ def byte_prefix_share(bodies: list[tuple[str, str, dict]]) -> dict:
     for robot, kind, body in bodies:
         if kind == "main":
             by_robot.setdefault(robot, []).append(text(body))
-    within = []
+    repeated, old = [], []
     for calls in by_robot.values():
         for before, after in zip(calls, calls[1:], strict=False):
             if after.count('"role": "assistant"') > before.count('"role": "assistant"'):
-                within.append(common(before, after) / len(after))  # same query, next round
+                shared = common(before, after)  # same query, next round
+                repeated.append(shared / len(before))
+                old.append(shared / len(after))
     firsts = [calls[0] for calls in by_robot.values()]
     across = [common(a, b) / len(b) for a, b in zip(firsts, firsts[1:], strict=False)]
-    return {"within_query_rounds": round(statistics.mean(within), 3) if within else None,
+    return {"within_query_repeated": round(statistics.mean(repeated), 3) if repeated else None,
+            "within_query_rounds": round(statistics.mean(old), 3) if old else None,
             "across_robots_first_call": round(statistics.mean(across), 3) if across else None,
             "across_robots_common_chars": (common(firsts[0], firsts[1])
                                            if len(firsts) > 1 else None)}

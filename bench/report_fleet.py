@@ -54,9 +54,10 @@ def fleet_section(data: dict) -> tuple[list[str], list[tuple[str, str, str, bool
               f"run{f' (missed at {missed})' if missed else ''}."]
     if prefix:
         lines.append(
-            f"Byte prefix share of the requests (messages as JSON text): a main call starts "
-            f"like the query's call before it over {prefix['within_query_rounds']:.0%} of its "
-            f"bytes on average; two robots' first calls share their first "
+            f"Byte prefix share of the requests (messages as JSON text): the next main call of "
+            f"a query starts with {prefix.get('within_query_repeated', 0) or 0:.0%} of the call "
+            f"before it, byte for byte (that repeat is {prefix['within_query_rounds']:.0%} of "
+            f"the next call, the rest is the new turn); two robots' first calls share their first "
             f"{prefix['across_robots_common_chars']} characters (system prompt and framing: "
             "their frames differ).")
     disconnects = data.get("disconnect_ms") or {}
