@@ -723,6 +723,19 @@ def log_floods(data: dict) -> Section:
     return s
 
 
+def fleet(data: dict) -> Section:
+    s = Section("21. A fleet on one model server (EMULATED vLLM, interface §14)")
+    if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path (the tests)
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from report_fleet import fleet_section
+
+    lines, figures = fleet_section(data)
+    s.add(*lines)
+    for name, value, target, ok in figures:
+        s.figure(name, value, target, ok)
+    return s
+
+
 BUILDERS = [("agent_overhead", agent_overhead), ("context_size", context_size),
             ("verifier_concurrency", verifier_concurrency), ("node_costs", node_costs),
             ("memory_soak", memory_soak), ("sam3_latency", sam3_cpu), ("eval_jobs", eval_jobs),
@@ -732,7 +745,7 @@ BUILDERS = [("agent_overhead", agent_overhead), ("context_size", context_size),
             ("concepts_batch", concepts_batch), ("node_exit", node_exit),
             ("tf_cloud", tf_cloud), ("answer_memory", answer_memory),
             ("console_cost", console_cost), ("query_burst", query_burst),
-            ("log_floods", log_floods)]
+            ("log_floods", log_floods), ("fleet", fleet)]
 
 
 def build(total_seconds: float | None, sam3_note: str) -> tuple[str, list]:

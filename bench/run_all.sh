@@ -45,6 +45,7 @@ run console_cost $PY bench/console_cost.py
 run console_flood $PY bench/console_flood.py
 run query_burst $PY bench/query_burst.py
 run log_floods $PY bench/log_floods.py
+run fleet $PY bench/fleet.py
 sam3_note=""
 if [[ $skip_sam3 -eq 1 ]]; then
     sam3_note=" (SAM 3 skipped: its figures are the ones recorded earlier in build/bench/)"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sam3_agent_ros import param_values
+from sam3_agent_ros.config import llm_requests
 from sam3_agent_ros.config.table import PARAMETERS, PARAMETERS_BY_NAME, unknown_parameter_message
 from sam3_agent_ros.param_values import ConfigError
 
@@ -35,6 +36,11 @@ class LlmConfig:
     max_tokens: int = _default("llm.max_tokens")
     protocol: str = _default("llm.protocol")
     offline_think_s: float = _default("llm.offline_think_s")
+    priority: int = _default("llm.priority")
+    extra_body: str = _default("llm.extra_body")
+    extra_headers: str = _default("llm.extra_headers")
+    max_in_flight: int = _default("llm.max_in_flight")
+    retry_jitter: float = _default("llm.retry_jitter")
 
 
 @dataclass(frozen=True)
@@ -204,6 +210,8 @@ class Config:
         if values["llm.protocol"] == "tools" and values["agent.max_context_messages"] < 5:
             raise ConfigError("agent.max_context_messages must be at least 5 with llm.protocol "
                               "'tools' (a tool result takes 3 messages: call, tool, image)")
+        llm_requests.extra_body(values["llm.extra_body"])  # ConfigError with the reason
+        llm_requests.extra_headers(values["llm.extra_headers"])
         problem = concepts_problem(values["concepts.prompts"], values["concepts.max_prompts"],
                                    values["concepts.max_prompt_chars"])
         if problem:

@@ -59,6 +59,34 @@ PARAMETERS: tuple[Parameter, ...] = (
               "demos and tests, not a model; sam3-agent demo --think-s). A cancel ends the wait "
               "at once; the query's time limit applies as to a real request. 0: at once.",
               min=0.0, max=600.0),
+    # --- LLM: a fleet on one model server (interface §14; all off by default) -------------------
+    Parameter("llm.priority", 0,
+              "Scheduling priority sent as the request body's 'priority' (vLLM with "
+              "--scheduling-policy priority serves lower values first; a server without it "
+              "refuses any non-zero value). 0: no 'priority' field is sent.",
+              min=-1000000, max=1000000, read_only=True),
+    Parameter("llm.extra_body", "",
+              "JSON object merged into every request body, at most 4096 bytes, e.g. "
+              "'{\"cache_salt\": \"tenant-a\"}' (vLLM's prefix-cache isolation: one salt per "
+              "tenant, not per robot) or a router's hints. Keys the client sets itself (model, "
+              "messages, max_tokens, max_completion_tokens, temperature, tools, tool_choice, "
+              "priority, stream, stream_options) are refused. Empty: nothing added.",
+              read_only=True),
+    Parameter("llm.extra_headers", "",
+              "JSON object of string values sent as HTTP headers with every request, at most "
+              "4096 bytes, e.g. '{\"X-Tenant\": \"lab-a\"}' (a router's fairness id or "
+              "affinity key). Authorization (the key comes from llm.api_key_env), Content-* and "
+              "hop-by-hop headers are refused. Empty: none.",
+              read_only=True),
+    Parameter("llm.max_in_flight", 8,
+              "Most model calls of this node in flight at once, main loop and verifier "
+              "together; a call waits for a slot (within its query's time).",
+              min=1, max=1024, read_only=True),
+    Parameter("llm.retry_jitter", 0.5,
+              "Spread of the retries: a Retry-After of t seconds waits t x (1 + U[0, jitter]); "
+              "without one, exponential backoff with full jitter (U[0, delay]). 0: Retry-After "
+              "exactly and the backoff without jitter.",
+              min=0.0, max=10.0, read_only=True),
     # --- Segmenter -------------------------------------------------------------------------------
     Parameter("segmenter.backend", "sam3",
               "'sam3': Meta's SAM 3. 'color': the built-in offline demo segmenter (HSV colours, "

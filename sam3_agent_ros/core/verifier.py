@@ -3,7 +3,9 @@
 Each conversation is [verifier system prompt, one user message with three images: the raw frame,
 the frame with only this mask drawn, a zoomed crop]. Nothing of it enters the main context: the
 caller only gets one verdict per mask. A reply without a verdict is retried a bounded number of
-times, then the mask is rejected. Endpoint failures (``LlmError``) propagate: they end the query.
+times, then the mask is rejected. Endpoint failures (``LlmError``) propagate: they end the query,
+and the examine's other calls still in flight are cancelled at once (their own child token), so
+their connections close and the server stops generating for them (interface §14).
 
 Every call, retries included, is taken from the query's ``CallBudget`` (agent.max_verifier_calls):
 an examine that needs more calls than are left does not start, and a budget spent by retries
@@ -15,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
 from sam3_agent_ros import render
 from sam3_agent_ros.core.cancel import CancelToken
@@ -113,10 +115,20 @@ class Verifier:
             return False
 
         workers = max(1, min(self._concurrency, len(state.masks)))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verifier") as pool:
-            futures = [pool.submit(verify, i) for i in range(len(state.masks))]
-            try:
-                return [f.result() for f in futures]
-            finally:
-                for future in futures:  # first failure: don't start the remaining calls
-                    future.cancel()
+        query_cancel, cancel = cancel, cancel.child(cancel.deadline)
+        try:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verifier") as pool:
+                futures = [pool.submit(verify, i) for i in range(len(state.masks))]
+                try:
+                    wait(futures, return_when=FIRST_EXCEPTION)
+                    failed = [f for f in futures
+                              if f.done() and not f.cancelled() and f.exception() is not None]
+                    if failed:  # the first failure: cut the calls in flight, start no more
+                        cancel.cancel("examine_each_mask stopped by a failed call")
+                        raise failed[0].exception()  # type: ignore[misc]
+                    return [f.result() for f in futures]
+                finally:
+                    for future in futures:
+                        future.cancel()
+        finally:
+            query_cancel.release(cancel)

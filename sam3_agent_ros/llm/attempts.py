@@ -9,6 +9,8 @@ hung endpoint (it accepts the connection and never answers) is named with the bo
 
 from __future__ import annotations
 
+import random
+
 from sam3_agent_ros.core.errors import LlmError
 
 OFFLINE_HINT = "-p llm.backend:=offline -p segmenter.backend:=color"
@@ -78,3 +80,17 @@ def gave_up(last: Retriable, attempts: int, endpoint: str, why: str = "") -> Llm
                      f"the connection but sent no reply: check the server (its log: stuck, "
                      f"overloaded, still loading the model?) or raise {raise_it}")
     return error(f"{last} ({tried}{', ' + why if why else ''})")
+
+
+def retry_delay(attempt: int, retry_after: float | None, base_s: float, max_s: float,
+                jitter: float, rng: random.Random) -> float:
+    """Seconds before retry ``attempt + 1`` (interface §14, ``llm.retry_jitter``).
+
+    A server's ``Retry-After`` of t seconds (0 <= t <= ``max_s``) waits t x (1 + U[0, jitter]):
+    never earlier than asked, and a fleet that got the same 429 spreads over t x jitter instead
+    of coming back at one instant. Without one (or one out of range), exponential backoff with
+    full jitter: U[0, min(max_s, base_s x 2^attempt)]. ``jitter`` 0: both exactly, no draw."""
+    if retry_after is not None and 0 <= retry_after <= max_s:
+        return retry_after * (1.0 + rng.uniform(0.0, jitter)) if jitter > 0 else retry_after
+    delay = min(max_s, base_s * 2 ** attempt)
+    return rng.uniform(0.0, delay) if jitter > 0 else delay

@@ -1,18 +1,28 @@
 """The real LLM client: Chat Completions on the ``openai`` SDK, for any OpenAI-compatible endpoint.
 
 Policy, in one place:
-- Retried with exponential backoff and jitter (``llm.max_retries`` times, our own loop so a cancel
-  or the query deadline stops it between attempts): 408, 409, 429, 5xx, connection errors and
-  timeouts. A ``Retry-After`` header of at most ``backoff_max_s`` is honoured.
+- Retried (``llm.max_retries`` times, our own loop so a cancel or the query deadline stops it
+  between attempts): 408, 409, 429, 5xx, connection errors and timeouts. A ``Retry-After`` of t
+  seconds (at most ``backoff_max_s``) waits t x (1 + U[0, ``llm.retry_jitter``]), so a fleet told
+  to come back at once does not come back in lockstep; without one, exponential backoff with full
+  jitter (``attempts.retry_delay``).
 - Failed at once with a hint: any other 4xx (bad request, auth, unknown model); malformed 200
   responses (non-JSON body, no choices or no message, content neither a string nor a list of
   parts). An empty, cut-off or refused reply is NOT a failure here: it is returned as it came
   (content, reasoning, tool calls, finish reason, refusal) and the core decides (it is the
   model's mistake, answered with a corrective turn).
 - Every failure leaves ``complete`` as ``LlmError``; nothing else escapes.
-- Cancel: the blocking SDK call runs on a daemon thread; ``complete`` waits for it, the cancel
-  token or the deadline, whichever comes first, and raises ``LlmError("cancelled")`` at once on
-  cancel. The abandoned HTTP call ends in the background, bounded by its own timeout.
+- Cancel means disconnect (interface §14): the blocking SDK call runs on a daemon thread;
+  ``complete`` waits for it, the cancel token or the deadline, whichever comes first. On a cancel
+  (preemption, a cancelled goal), the query's deadline, the attempt's hard bound or ``close``
+  (shutdown) the call's HTTP connection is shut down at once (``llm/in_flight.py``), so a server
+  that aborts on disconnect (vLLM) frees its batch slot, and ``LlmError`` is raised.
+- At most ``llm.max_in_flight`` calls of this client (one per node: main loop and verifier
+  together) are in flight at once; a call waits for a slot within its query's time.
+- Fleet fields (interface §14): ``llm.priority`` (sent as the body's ``priority`` when not 0),
+  ``llm.extra_body`` merged into every body, ``llm.extra_headers`` sent with every request; both
+  checked at construction (``config/llm_requests.py``). ``request_extras`` is what the ``--trace``
+  log shows of them, secrets redacted.
 - Parameters a model rejects with a 400 (reasoning models: ``max_tokens`` -> ``max_completion_
   tokens``; a non-default ``temperature`` -> not sent) are adapted once, logged, and kept.
 - The API key (from the environment variable named by ``llm.api_key_env``) is never logged and
@@ -36,24 +46,27 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import Iterable
 from typing import Any, cast
 
 import openai
 from openai.types.chat import ChatCompletionMessageParam
 
+from sam3_agent_ros.config import llm_requests
 from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import LlmError
-from sam3_agent_ros.core.types import LlmReply, Message, NativeToolCall
+from sam3_agent_ros.core.types import LlmReply, Message
+from sam3_agent_ros.llm import reply_fields
 from sam3_agent_ros.llm.attempts import (
     Retriable,
     Unsupported,
     gave_up,
     no_answer,
+    retry_delay,
     unsupported_parameter,
 )
 from sam3_agent_ros.llm.encoding import ImageEncoder, to_openai_messages
-from sam3_agent_ros.redact import redact_text, redact_url, url_secrets
+from sam3_agent_ros.llm.in_flight import CallSlots, InFlightCall, track_connections
+from sam3_agent_ros.redact import REDACTED, is_secret_name, redact_text, redact_url, url_secrets
 
 log = logging.getLogger(__name__)
 
@@ -69,10 +82,13 @@ class OpenAiClient:
 
     ``llm_config`` is a ``config.LlmConfig``; ``max_image_side`` is ``agent.max_image_side``.
     ``backoff_base_s``/``backoff_max_s`` shape the retry delays (base * 2**attempt, jittered).
-    ``image_format`` is ``"jpeg"`` (default; quality 90) or ``"png"``."""
+    ``image_format`` is ``"jpeg"`` (default; quality 90) or ``"png"``; ``rng`` draws the retry
+    jitter (tests seed it). A bad ``llm.extra_body`` / ``llm.extra_headers`` raises
+    ``ConfigError``."""
 
     def __init__(self, llm_config, max_image_side: int = 1008, *, backoff_base_s: float = 0.5,
-                 backoff_max_s: float = 8.0, image_format: str = "jpeg"):
+                 backoff_max_s: float = 8.0, image_format: str = "jpeg",
+                 rng: random.Random | None = None):
         self._config = llm_config
         self._endpoint = redact_url(llm_config.base_url)  # how the endpoint is shown, always
         self._max_image_side = int(max_image_side)
@@ -87,9 +103,21 @@ class OpenAiClient:
         if not api_key:
             log.info("no API key in $%s; sending a placeholder key (fine for vLLM and other "
                      "local servers)", llm_config.api_key_env)
+        self._extra_body = llm_requests.extra_body(llm_config.extra_body)
+        self._extra_headers = llm_requests.extra_headers(llm_config.extra_headers)
+        self._rng = rng or random.Random()
+        self.slots = CallSlots(llm_config.max_in_flight)
+        # The SDK's own default HTTP client (its timeouts, limits, proxies from the environment),
+        # its connections tracked so that a stopped call can be cut (llm/in_flight.py).
+        http_client = openai.DefaultHttpxClient()
+        if not track_connections(http_client):
+            log.warning("this openai SDK's HTTP stack is not one llm/in_flight.py knows: a "
+                        "cancelled LLM call will not close its connection (it runs on until "
+                        "llm.timeout_s on the server)")
         self._sdk = openai.OpenAI(base_url=llm_config.base_url,
                                   api_key=api_key or PLACEHOLDER_API_KEY,
-                                  timeout=llm_config.timeout_s, max_retries=0)
+                                  timeout=llm_config.timeout_s, max_retries=0,
+                                  http_client=http_client)
         self._encoders: weakref.WeakKeyDictionary[CancelToken, ImageEncoder] = (
             weakref.WeakKeyDictionary())
         self._encoders_lock = threading.Lock()
@@ -106,8 +134,14 @@ class OpenAiClient:
     # --- public -----------------------------------------------------------------------------------
 
     def encoder_for(self, cancel: CancelToken) -> ImageEncoder:
-        """The image encoder (and its cache) of the query that owns ``cancel``."""
+        """The image encoder (and its cache) of the query that owns ``cancel``: a child token
+        (the verifier's, per examine) finds its query's encoder through its parents."""
         with self._encoders_lock:
+            token: CancelToken | None = cancel
+            while token is not None:
+                if token in self._encoders:
+                    return self._encoders[token]
+                token = token.parent
             encoder = self._encoders.get(cancel)
             if encoder is None:
                 encoder = ImageEncoder(self._max_image_side, self._image_format)
@@ -127,9 +161,15 @@ class OpenAiClient:
         for attempt in range(attempts):
             if cancel.cancelled:
                 raise self._cancelled()
-            timeout = self._attempt_timeout(cancel)
+            self._attempt_timeout(cancel)  # the deadline may already have passed
+            call = self.slots.take(cancel)
+            if call is None:
+                raise self._cancelled() if cancel.cancelled else LlmError(
+                    f"query deadline reached waiting for one of llm.max_in_flight="
+                    f"{self.slots.limit} LLM call slots", kind=LlmError.DEADLINE,
+                    endpoint=self._endpoint)
             try:
-                return self._attempt(payload, tools, timeout, cancel)
+                return self._attempt(payload, tools, self._attempt_timeout(cancel), cancel, call)
             except Unsupported as exc:  # each parameter adapts once, so this recursion ends
                 if not self._adapt(exc.parameter):
                     raise LlmError(str(exc), kind=LlmError.HTTP_STATUS, endpoint=self._endpoint,
@@ -139,7 +179,8 @@ class OpenAiClient:
                 last = exc
             if attempt + 1 == attempts:
                 break
-            delay = self._backoff(attempt, last.retry_after)
+            delay = retry_delay(attempt, last.retry_after, self._backoff_base_s,
+                                self._backoff_max_s, self._config.retry_jitter, self._rng)
             remaining = cancel.remaining()
             if remaining is not None and delay >= remaining:
                 raise gave_up(last, attempt + 1, self._endpoint,
@@ -155,9 +196,20 @@ class OpenAiClient:
     def _cancelled(self) -> LlmError:
         return LlmError("cancelled", kind=LlmError.CANCELLED, endpoint=self._endpoint)
 
+    def request_extras(self) -> dict[str, Any]:
+        """What every request carries besides the messages, for the ``--trace`` log: the
+        priority (None: not sent), the extra body fields and headers, each value of a secret-like
+        name (``redact.is_secret_name``, and ``cache_salt``: a tenant's salt is what keeps other
+        tenants from probing its cache) shown as ``***``."""
+        return {"priority": self._config.priority or None,
+                "extra_body": _redacted(self._extra_body) or None,
+                "extra_headers": _redacted(self._extra_headers) or None}
+
     def close(self) -> None:
-        """Close the HTTP connection pool; later ``complete`` calls fail with ``LlmError``."""
+        """Cut every call in flight (their connections shut down at once), then close the HTTP
+        connection pool; later ``complete`` calls fail with ``LlmError``."""
         self._closed = True
+        self.slots.abort_all()
         try:
             self._sdk.close()
         except Exception:  # closing must never raise
@@ -176,27 +228,48 @@ class OpenAiClient:
         return timeout
 
     def _attempt(self, payload: list[dict], tools: list[dict] | None, timeout: float,
-                 cancel: CancelToken) -> LlmReply:
+                 cancel: CancelToken, call: InFlightCall) -> LlmReply:
+        """One HTTP call on its own thread, holding ``call``'s slot until that thread ends."""
         future: concurrent.futures.Future = concurrent.futures.Future()
 
-        def call() -> None:
-            if not future.set_running_or_notify_cancel():
-                return
+        def request() -> None:
             try:
-                future.set_result(self._request(payload, tools, timeout))
-            except BaseException as exc:  # noqa: BLE001 (handed to the waiting thread)
-                future.set_exception(exc)
+                with call.running():
+                    if future.set_running_or_notify_cancel():
+                        try:
+                            future.set_result(self._request(payload, tools, timeout))
+                        except BaseException as exc:  # noqa: BLE001 (to the waiting thread)
+                            future.set_exception(exc)
+            finally:
+                self.slots.give_back(call)
 
-        threading.Thread(target=call, name="llm-request", daemon=True).start()
+        try:
+            threading.Thread(target=request, name="llm-request", daemon=True).start()
+        except BaseException:
+            self.slots.give_back(call)
+            raise
         hard_deadline = time.monotonic() + timeout + _GRACE_S
+        forget = cancel.on_cancel(call.abort)  # a cancel cuts the connection on its own thread
+        try:
+            return self._wait_for(future, call, cancel, timeout, hard_deadline)
+        finally:
+            forget()
+
+    def _wait_for(self, future: concurrent.futures.Future, call: InFlightCall,
+                  cancel: CancelToken, timeout: float, hard_deadline: float) -> LlmReply:
         while True:
             done, _ = concurrent.futures.wait([future], timeout=_POLL_S)
             if done:
                 break
-            if cancel.cancelled:
+            if cancel.cancelled or self._closed:
+                call.abort()  # cancel means disconnect: the server frees the slot
                 raise self._cancelled()
-            if time.monotonic() >= hard_deadline:
+            remaining = cancel.remaining()
+            if time.monotonic() >= hard_deadline or (remaining is not None and remaining <= 0):
+                call.abort()
                 raise no_answer(self._endpoint, timeout, self._config.timeout_s)
+        if call.aborted:  # cut by close() between two polls: its error is ours, not the server's
+            raise self._cancelled()
         try:
             completion = future.result()
         except (Retriable, Unsupported, LlmError):
@@ -214,6 +287,13 @@ class OpenAiClient:
         if tools:
             options["tools"] = tools
             options["tool_choice"] = "auto"
+        extra_body = dict(self._extra_body)
+        if self._config.priority:
+            extra_body["priority"] = self._config.priority
+        if extra_body:
+            options["extra_body"] = extra_body
+        if self._extra_headers:
+            options["extra_headers"] = self._extra_headers
         # to_openai_messages builds the Chat Completions message dicts (llm/encoding.py).
         messages = cast("list[ChatCompletionMessageParam]", payload)
         return self._sdk.chat.completions.create(
@@ -232,7 +312,7 @@ class OpenAiClient:
             status = exc.status_code
             text = self._server_text(exc)
             if status >= 500 or status in RETRIABLE_STATUS:
-                return Retriable(f"HTTP {status}: {text}", _retry_after(exc),
+                return Retriable(f"HTTP {status}: {text}", reply_fields.retry_after(exc),
                                  kind=LlmError.HTTP_STATUS, status_code=status)
             unsupported = unsupported_parameter(status, text)
             if unsupported:
@@ -309,92 +389,20 @@ class OpenAiClient:
                                kind=LlmError.BAD_REPLY)
             usage = getattr(completion, "usage", None)
             return LlmReply(
-                text=_content_text(getattr(message, "content", None)),
-                prompt_tokens=_count(usage, "prompt_tokens"),
-                completion_tokens=_count(usage, "completion_tokens"),
-                reasoning=_reasoning_text(message),
-                tool_calls=_tool_calls(getattr(message, "tool_calls", None)),
-                finish_reason=_optional_str(getattr(choice, "finish_reason", None)),
-                refusal=_optional_str(getattr(message, "refusal", None)))
+                text=reply_fields.content_text(getattr(message, "content", None)),
+                prompt_tokens=reply_fields.count(usage, "prompt_tokens"),
+                completion_tokens=reply_fields.count(usage, "completion_tokens"),
+                reasoning=reply_fields.reasoning_text(message),
+                tool_calls=reply_fields.tool_calls(getattr(message, "tool_calls", None)),
+                finish_reason=reply_fields.optional_str(getattr(choice, "finish_reason", None)),
+                refusal=reply_fields.optional_str(getattr(message, "refusal", None)))
         except LlmError:
             raise
         except Exception as exc:  # noqa: BLE001 (any odd shape is a malformed response)
             raise LlmError(f"malformed LLM response: {type(exc).__name__}: "
                            f"{self._scrub(str(exc))}", kind=LlmError.BAD_REPLY) from None
 
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None and 0 <= retry_after <= self._backoff_max_s:
-            return retry_after
-        delay = min(self._backoff_max_s, self._backoff_base_s * 2 ** attempt)
-        return delay * random.uniform(0.5, 1.0)
 
-
-def _content_text(content: object) -> str:
-    """Message content as text: a string, null, or a list of parts (text parts joined)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for part in content:
-            kind = _field(part, "type")
-            text = _field(part, "text")
-            if kind in (None, "text", "output_text") and isinstance(text, str):
-                texts.append(text)
-        return "".join(texts)
-    raise LlmError(f"malformed LLM response: content is a {type(content).__name__}, not a "
-                   "string or a list of parts", kind=LlmError.BAD_REPLY)
-
-
-def _reasoning_text(message: object) -> str:
-    """The server's separate reasoning field: vLLM ``reasoning_content`` (newer: ``reasoning``)."""
-    for name in ("reasoning_content", "reasoning"):
-        value = getattr(message, name, None)
-        if value is None:
-            value = (getattr(message, "model_extra", None) or {}).get(name)
-        if isinstance(value, str) and value.strip():
-            return value
-    return ""
-
-
-def _tool_calls(calls: object) -> tuple[NativeToolCall, ...]:
-    if not calls:
-        return ()
-    if not isinstance(calls, Iterable):
-        raise TypeError(f"tool_calls is a {type(calls).__name__}, not a list")
-    found: list[NativeToolCall] = []
-    for index, call in enumerate(calls):
-        function = _field(call, "function")
-        name = _field(function, "name") if function is not None else None
-        arguments = _field(function, "arguments") if function is not None else None
-        if not isinstance(arguments, str):  # some servers send an object instead of a string
-            arguments = json.dumps(arguments) if arguments is not None else ""
-        call_id = _field(call, "id")
-        found.append(NativeToolCall(id=str(call_id) if call_id else f"call_{index}",
-                                    name=str(name or ""), arguments=arguments))
-    return tuple(found)
-
-
-def _field(item: object, name: str) -> object:
-    return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
-
-
-def _optional_str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _count(usage: object, name: str) -> int:
-    value = getattr(usage, name, None) if usage is not None else None
-    try:
-        return max(0, int(value)) if value is not None else 0
-    except (TypeError, ValueError):
-        return 0
-
-
-def _retry_after(exc: openai.APIStatusError) -> float | None:
-    try:
-        value = exc.response.headers.get("retry-after")
-        return float(value) if value is not None else None
-    except (AttributeError, TypeError, ValueError):
-        return None
+def _redacted(fields: dict[str, Any]) -> dict[str, Any]:
+    return {name: REDACTED if is_secret_name(name) or name.lower() == "cache_salt" else value
+            for name, value in fields.items()}

@@ -4,10 +4,15 @@
 ``response`` or ``error`` line with the same ``call`` number (verifier calls run concurrently, so
 lines of different calls interleave). Images are replaced by placeholders
 ``{"image": "<key> WxH"}``; the API key never reaches this layer, and every URL in a line is
-written redacted (``redact.py``: no user info, no key-like query parameters). Lines look like::
+written redacted (``redact.py``: no user info, no key-like query parameters). A request line
+also says what was sent besides the messages when the client knows (``OpenAiClient.
+request_extras``, interface §14): ``"sent": {"priority": 10, "extra_body": {"cache_salt":
+"***"}, "extra_headers": {"X-Tenant": "lab-a"}}``, secret-like values as ``***``. Lines look
+like::
 
     {"t": 1733000000.12, "call": 3, "kind": "request", "conversation": "main",
-     "n_messages": 4, "n_images": 2, "messages": [{"role": "system", "content": ["..."]}, ...]}
+     "n_messages": 4, "n_images": 2, "messages": [{"role": "system", "content": ["..."]}, ...],
+     "sent": {"priority": null, "extra_body": null, "extra_headers": null}}
     {"t": 1733000001.40, "call": 3, "kind": "response", "duration_s": 1.28, "text": "...",
      "reasoning": null, "tool_calls": null, "finish_reason": "stop", "refusal": null,
      "prompt_tokens": 812, "completion_tokens": 95}
@@ -78,7 +83,7 @@ class TracingClient:
                      "n_messages": len(messages),
                      "n_images": sum(len(m.images) for m in messages),
                      "tools": [t["function"]["name"] for t in tools] if tools else None,
-                     "messages": trace_messages(messages)})
+                     "messages": trace_messages(messages), **self._sent()})
         started = time.monotonic()
         try:
             if tools:
@@ -98,6 +103,10 @@ class TracingClient:
                      "prompt_tokens": reply.prompt_tokens,
                      "completion_tokens": reply.completion_tokens})
         return reply
+
+    def _sent(self) -> dict[str, Any]:
+        extras = getattr(self.inner, "request_extras", None)
+        return {"sent": extras()} if callable(extras) else {}
 
     def close(self) -> None:
         with self._lock:

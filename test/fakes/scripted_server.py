@@ -46,6 +46,8 @@ from typing import Any
 
 import numpy as np
 
+from test.fakes.client_gone import GONE, STOPPED, wait_unless_gone
+
 EXHAUSTED_MESSAGE = "scripted server: no more replies"
 
 
@@ -57,7 +59,8 @@ class Reply:
     - ``status`` >= 400: an OpenAI-style error body ``{"error": {"message": error, ...}}``;
     - ``body``: sent verbatim as a 200 ``application/json`` body (malformed-response tests;
       a dict/list is JSON-encoded, str/bytes go as they are), overriding ``text``;
-    - ``delay_s``: wait before answering (timeouts, cancel, concurrency);
+    - ``delay_s``: wait before answering (timeouts, cancel, concurrency); a client that
+      disconnects meanwhile is recorded (``ScriptedServer.disconnects``) and not answered;
     - ``drop_connection``: close the socket without answering (a connection error);
     - ``usage``: include the usage block with the token counts;
     - ``message``: extra fields of the reply message, merged over ``{"role", "content"}``: any
@@ -233,6 +236,10 @@ class ScriptedServer:
         self.requests: list[RecordedRequest] = []
         self.unexpected_calls = 0
         self.problems: list[str] = []
+        # request index -> time.monotonic() when its client went while it was being answered
+        self.disconnects: dict[int, float] = {}
+        self.in_flight = 0  # requests being answered now
+        self.peak_in_flight = 0  # most at once so far
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._httpd: http.server.ThreadingHTTPServer | None = None
@@ -353,7 +360,8 @@ class ScriptedServer:
         self._problem(f"request {request.index} ({request.kind}): no more replies")
         return None
 
-    def _respond(self, request: RecordedRequest) -> tuple[int, dict[str, str], bytes] | None:
+    def _respond(self, request: RecordedRequest, connection: socket.socket | None = None
+                 ) -> tuple[int, dict[str, str], bytes] | None:
         """(status, headers, body) for a request, or None to drop the connection."""
         if request.kind == "other":
             if request.path.rstrip("/").endswith("/models"):
@@ -367,8 +375,15 @@ class ScriptedServer:
         reply = self._next_step(request)
         if reply is None:
             return 500, {}, _error_body(500, EXHAUSTED_MESSAGE)
-        if reply.delay_s > 0 and self._stop.wait(reply.delay_s):
-            return None
+        if reply.delay_s > 0:
+            waited = (wait_unless_gone(connection, reply.delay_s, self._stop)
+                      if connection is not None else
+                      STOPPED if self._stop.wait(reply.delay_s) else "done")
+            if waited == GONE:
+                with self._lock:
+                    self.disconnects[request.index] = time.monotonic()
+            if waited in (GONE, STOPPED):
+                return None
         if reply.drop_connection:
             return None
         if reply.body is not None:
@@ -425,7 +440,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _serve(self, raw: bytes) -> None:
         headers = {k.lower(): v for k, v in self.headers.items()}
         request = self.owner._record(self.path, headers, raw)
-        answer = self.owner._respond(request)
+        with self.owner._lock:
+            self.owner.in_flight += 1
+            self.owner.peak_in_flight = max(self.owner.peak_in_flight, self.owner.in_flight)
+        try:
+            answer = self.owner._respond(request, self.connection)
+        finally:
+            with self.owner._lock:
+                self.owner.in_flight -= 1
         if answer is None:
             self.close_connection = True
             try:

@@ -257,7 +257,8 @@ def test_cancel_aborts_an_in_flight_call():
 
 def test_cancel_stops_the_backoff_and_later_calls():
     with ScriptedServer([http_error(500)]) as server:
-        config = LlmConfig(base_url=server.base_url, api_key_env=KEY_ENV, max_retries=5)
+        config = LlmConfig(base_url=server.base_url, api_key_env=KEY_ENV, max_retries=5,
+                           retry_jitter=0.0)  # the 10 s backoff exactly (full jitter may be ~0)
         client = OpenAiClient(config, 256, backoff_base_s=10.0, backoff_max_s=10.0)
         cancel = CancelToken()
         threading.Timer(0.2, cancel.cancel).start()
