@@ -47,6 +47,12 @@ def test_the_second_call_of_a_prefix_is_served_from_the_cache(prefix_cache):
     assert (second.cached_tokens > 200) is prefix_cache
 
 
+def until(condition, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
 @pytest.mark.parametrize("priority", [True, False])
 def test_the_waiting_queue_serves_lower_priority_values_first(priority):
     engine = Engine(EngineParams(speed=20.0, max_num_seqs=1, priority=priority))
@@ -60,12 +66,12 @@ def test_the_waiting_queue_serves_lower_priority_values_first(priority):
         # ~14 s of engine time, 0.7 s of wall time: the next two wait for its slot
         running = threading.Thread(target=ask, args=("running", 5, 2000))
         running.start()
-        time.sleep(0.05)
+        until(lambda: engine._running)  # admitted (a loaded host may take more than 50 ms)
         late = [threading.Thread(target=ask, args=(name, value, 5))
                 for name, value in (("background", 10), ("operator", 0))]
-        for thread in late:
+        for waiting, thread in enumerate(late, start=1):
             thread.start()
-            time.sleep(0.02)
+            until(lambda n=waiting: len(engine._waiting) >= n)  # arrived in this order
         for thread in [running, *late]:
             thread.join(10.0)
     finally:

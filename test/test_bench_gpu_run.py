@@ -9,6 +9,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import sys
+
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -21,7 +23,10 @@ def test_the_script_is_valid_bash():
 
 @pytest.mark.torch
 def test_the_dry_run_plans_the_torch_cuda_and_tensorrt_runs(tmp_path):
-    env = {**os.environ, "GPU_RUN_DRY": "1", "OUT": str(tmp_path),
+    pytest.importorskip("torch")  # the script's python3 must have torch (the GPU machine's has)
+    # The script runs `python3`: this test's interpreter (make test does not activate the venv).
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = {**os.environ, "PATH": path, "GPU_RUN_DRY": "1", "OUT": str(tmp_path),
            "GPU_RUN_ENGINE_DIR": str(tmp_path / "engine")}
     done = subprocess.run(["bash", str(SCRIPT)], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=240)

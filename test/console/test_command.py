@@ -63,6 +63,8 @@ def test_served_on_every_address_the_url_names_one_that_can_be_opened(ros_env):
 
     from test.ros.helpers import REPO_ROOT
 
+    pytest.importorskip("aiohttp")  # the console serves with it; .venv-jazzy has none
+
     console = subprocess.Popen(
         [sys.executable, "-m", "sam3_agent_ros.cli", "console", "--host", "0.0.0.0", "--port",
          "0", "--node", "/command_test/sam3_agent", "--loopback"], stdout=subprocess.PIPE,

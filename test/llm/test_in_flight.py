@@ -170,8 +170,11 @@ def test_backoff_without_retry_after_has_full_jitter():
 
 def test_a_burst_answered_429_comes_back_spread_not_in_lockstep():
     """Ten robots get the same 429 Retry-After: 0.3 at once; their retries spread over the
-    jitter (0.3 x 0.5 = 150 ms) instead of landing in the same few milliseconds."""
-    def arrivals(jitter):
+    jitter (0.3 x 0.5 = 150 ms) instead of landing in the same few milliseconds, and none
+    comes back earlier than the server asked. Each robot's own wait is timed (its call's
+    duration), so a slow start on a loaded machine neither hides nor fakes the spread; the
+    robots' random draws are seeded, so the spread they must show is known."""
+    def call_durations(jitter):
         served = []
         lock = threading.Lock()
 
@@ -181,16 +184,29 @@ def test_a_burst_answered_429_comes_back_spread_not_in_lockstep():
                 first_burst = len(served) <= 10
             return http_error(429, "busy", retry_after=0.3) if first_burst else "ok"
 
+        durations = [0.0] * 10
         with ScriptedServer(responder=responder) as server:
-            robots = [make_client(server.base_url, max_retries=2, retry_jitter=jitter)
-                      for _ in range(10)]
-            threads = [run_in_thread(robot, CancelToken()) for robot in robots]
-            for thread, errors in threads:
-                thread.join(5.0)
-                assert not errors
-            assert len(server.requests) == 20
-        retries = sorted(served[10:])
-        return retries[-1] - retries[0]
+            def robot(index):
+                client = OpenAiClient(
+                    LlmConfig(base_url=server.base_url, api_key_env=KEY_ENV, timeout_s=60.0,
+                              max_retries=2, retry_jitter=jitter, model="test-model"),
+                    backoff_base_s=0.01, rng=random.Random(index))
+                start = time.monotonic()
+                client.complete(question(), CancelToken())
+                durations[index] = time.monotonic() - start
 
-    assert arrivals(0.5) > 0.06  # spread over the jitter window (150 ms wide)
-    assert arrivals(0.0) < arrivals(0.5)
+            threads = [threading.Thread(target=robot, args=(index,), daemon=True)
+                       for index in range(10)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(10.0)
+            assert len(server.requests) == 20
+        return durations
+
+    drawn = [0.3 * random.Random(index).uniform(0.0, 0.5) for index in range(10)]
+    assert max(drawn) - min(drawn) > 0.1  # the seeds spread the draws over most of 150 ms
+    spread = call_durations(0.5)
+    assert min(spread) >= 0.3  # never earlier than Retry-After
+    assert max(spread) - min(spread) > 0.05
+    assert min(call_durations(0.0)) >= 0.3  # jitter 0: exactly Retry-After, never shortened

@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import threading
 
 import numpy as np
 import pytest
@@ -37,7 +36,7 @@ from sam3_agent_ros.ros.messages.markers import (
     target_messages,
 )
 from sam3_agent_ros.ros.publishers import Publishers
-from test.ros.helpers import RELIABLE
+from test.ros.helpers import RELIABLE, Spinner
 from test.waiting import wait_until
 
 STAMP = (1234, 5678)
@@ -328,12 +327,13 @@ def graph():
     context = rclpy.Context()
     rclpy.init(context=context)
     executor = SingleThreadedExecutor(context=context)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
+    # Spinner: a node or subscription created by a test while a wait set is being built does
+    # not end the spinning for the rest of the module (plain executor.spin() did, on Jazzy).
+    spinner = Spinner(executor, name="outputs-test")
     yield context, executor
+    spinner.stop()
     executor.shutdown(timeout_sec=2.0)
     rclpy.shutdown(context=context)
-    spinner.join(timeout=5)
 
 
 class Listener:
