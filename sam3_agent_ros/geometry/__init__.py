@@ -13,6 +13,8 @@ fy, z)``.
 - ``locate``: a mask's depth, sampled robustly -> its 3D point (``locate_mask``).
 - ``plane``: the dominant plane of a mask's depth points.
 - ``box``: the oriented 3D box on that plane (``fit_box``).
+- ``support``: the plane an object stands on (from the depth ring around its mask) and its box
+  extended down to it (``reach_support``: ``size.z`` the object's height).
 - ``rotations``: rotation matrix <-> quaternion.
 - ``measure``: the result JSON's 3D fields of a mask (``measure_mask``: point and box).
 """
