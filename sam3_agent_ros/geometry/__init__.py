@@ -15,6 +15,8 @@ fy, z)``.
 - ``box``: the oriented 3D box on that plane (``fit_box``).
 - ``support``: the plane an object stands on (from the depth ring around its mask) and its box
   extended down to it (``reach_support``: ``size.z`` the object's height).
+- ``scene_cloud``: the labelled depth points in a cube around the target (``scene_points``) and
+  its PLY file.
 - ``rotations``: rotation matrix <-> quaternion.
 - ``measure``: the result JSON's 3D fields of a mask (``measure_mask``: point and box).
 """
