@@ -17,6 +17,8 @@ fy, z)``.
   extended down to it (``reach_support``: ``size.z`` the object's height).
 - ``scene_cloud``: the labelled depth points in a cube around the target (``scene_points``) and
   its PLY file.
+- ``grasps``: parallel-jaw grasps of a box that reaches its support, clear of the support, the
+  obstacle boxes and the scene's other points (``plan_grasps``).
 - ``rotations``: rotation matrix <-> quaternion.
 - ``measure``: the result JSON's 3D fields of a mask (``measure_mask``: point and box).
 """

@@ -19,8 +19,8 @@ camera's, in the camera frame); ``moved`` expresses it in another frame (the box
 ``reaching_box``: the upright box over the measured box standing on the plane: its z axis along
 the normal (with ``Box3D``'s sign: away from the camera), ``size.z`` the object's height (the
 ``TOP_PERCENTILE``-th percentile of its mask's points' heights above the plane,
-``object_top``), x and y the footprint of the measured box's corners on the plane (x the
-longer). ``reach_support`` does both.
+``object_top``), x and y the footprint on the plane of the measured box's corners and of the
+mask's points (x the longer). ``reach_support`` does both.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ MIN_INLIERS = 30
 MIN_INLIER_SHARE = 0.2
 TOP_SAMPLES = 2048  # the object's top: from at most this many of its mask's depth points
 TOP_PERCENTILE = 98.0  # the top is this percentile of their heights (stray points do not count)
+FOOTPRINT_TRIM = 1.0
 MIN_HEIGHT_M = 0.003  # an object's top lies at least this far above its support
 MAX_TILT_DEG = 30.0  # the support's normal within this of ``up`` (when given)
 DECIMALS = 6
@@ -162,10 +163,13 @@ def fit_support(masks: Sequence[np.ndarray], index: int, depth_m: np.ndarray,
     return Support((nx, ny, nz), distance, float(band), inliers)
 
 
-def reaching_box(box: Box3D, support: Support, top: float | None = None) -> Box3D | str:
+def reaching_box(box: Box3D, support: Support, top: float | None = None,
+                 points: np.ndarray | None = None) -> Box3D | str:
     """The upright box over ``box`` standing on ``support`` (module doc), or the reason.
     ``top``: the object's height above the support measured from its points
-    (``object_top``; None: the box's highest corner)."""
+    (``object_top``; None: the box's highest corner); ``points``: the object's points, whose
+    footprint (less ``FOOTPRINT_TRIM`` percent at each end) widens the box's where it reaches
+    further (a face seen at a slant is shorter than the object's top)."""
     normal = np.asarray(support.normal, np.float64)
     rotation = box.rotation
     half = np.asarray(box.size, np.float64) / 2.0
@@ -181,10 +185,17 @@ def reaching_box(box: Box3D, support: Support, top: float | None = None) -> Box3
     axis_u = first - (first @ normal) * normal
     axis_u /= np.linalg.norm(axis_u)
     axis_v = np.cross(normal, axis_u)
-    along_u, along_v = corners @ axis_u, corners @ axis_v
-    extent_u, extent_v = float(np.ptp(along_u)), float(np.ptp(along_v))
-    mid_u = 0.5 * float(along_u.min() + along_u.max())
-    mid_v = 0.5 * float(along_v.min() + along_v.max())
+    spans = []
+    for axis in (axis_u, axis_v):
+        along = corners @ axis
+        low, high = float(along.min()), float(along.max())
+        if points is not None and len(points):
+            above = points[support.heights(points) > support.band]
+            if len(above):
+                trimmed = np.percentile(above @ axis, (FOOTPRINT_TRIM, 100.0 - FOOTPRINT_TRIM))
+                low, high = min(low, float(trimmed[0])), max(high, float(trimmed[1]))
+        spans.append((high - low, 0.5 * (low + high)))
+    (extent_u, mid_u), (extent_v, mid_v) = spans
     foot = -support.distance * normal  # the frame origin's foot on the plane
     centre = foot + mid_u * axis_u + mid_v * axis_v + 0.5 * top * normal
     long_axis, extents = (axis_u, (extent_u, extent_v)) if extent_u >= extent_v else (
@@ -195,29 +206,31 @@ def reaching_box(box: Box3D, support: Support, top: float | None = None) -> Box3
                  orientation=matrix_to_quaternion(axes))
 
 
-def object_top(mask: np.ndarray, depth_m: np.ndarray,
-               k: Intrinsics | Sequence[float] | np.ndarray, support: Support, *,
-               min_m: float = 0.1, max_m: float = 10.0) -> float | None:
-    """The height of the object's top above ``support``: the ``TOP_PERCENTILE``-th percentile
-    of the heights of (at most ``TOP_SAMPLES`` of) the mask's valid depth points; None when it
-    has none."""
+def object_points(mask: np.ndarray, depth_m: np.ndarray,
+                  k: Intrinsics | Sequence[float] | np.ndarray, *, min_m: float = 0.1,
+                  max_m: float = 10.0) -> np.ndarray:
+    """(N, 3): at most about ``TOP_SAMPLES`` of the mask's valid depth points (a pixel grid)."""
     intr = as_intrinsics(k)
     height, width = mask.shape
     depth_m = resize_depth_to(depth_m, height, width)
     found = pixel_box(mask)
     if found is None:
-        return None
+        return np.zeros((0, 3))
     x0, y0, x1, y1 = found
-    area = (x1 - x0) * (y1 - y0)
-    step = max(1, math.ceil(math.sqrt(area / TOP_SAMPLES)))
+    step = max(1, math.ceil(math.sqrt((x1 - x0) * (y1 - y0) / TOP_SAMPLES)))
     depth = depth_m[y0:y1:step, x0:x1:step]
     inside = mask[y0:y1:step, x0:x1:step] & (depth >= min_m) & (depth <= max_m) & (depth > 0)
     rows, cols = np.nonzero(inside)
-    if len(rows) == 0:
-        return None
     z = depth[rows, cols].astype(np.float64)
     u, v = ideal_pixels(intr, rows * step + y0, cols * step + x0)
-    points = np.stack([(u - intr.cx) / intr.fx * z, (v - intr.cy) / intr.fy * z, z], axis=1)
+    return np.stack([(u - intr.cx) / intr.fx * z, (v - intr.cy) / intr.fy * z, z], axis=1)
+
+
+def object_top(points: np.ndarray, support: Support) -> float | None:
+    """The height of the object's top above ``support``: the ``TOP_PERCENTILE``-th percentile
+    of its points' heights (``object_points``); None without points."""
+    if len(points) == 0:
+        return None
     return float(np.percentile(support.heights(points), TOP_PERCENTILE))
 
 
@@ -230,8 +243,8 @@ def reach_support(masks: Sequence[np.ndarray], index: int, depth_m: np.ndarray,
     support = fit_support(masks, index, depth_m, k, box, min_m=min_m, max_m=max_m, up=up)
     if isinstance(support, str):
         return Reaching(None, box, support)
-    reached = reaching_box(box, support, object_top(masks[index], depth_m, k, support,
-                                                    min_m=min_m, max_m=max_m))
+    points = object_points(masks[index], depth_m, k, min_m=min_m, max_m=max_m)
+    reached = reaching_box(box, support, object_top(points, support), points)
     if isinstance(reached, str):
         return Reaching(support, box, reached)
     return Reaching(support, reached, None)

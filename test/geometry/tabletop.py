@@ -121,11 +121,13 @@ def _slab(eye: np.ndarray, directions: np.ndarray, block: Block) -> np.ndarray:
 
 
 def close_pair() -> Tabletop:
-    """The grasp scene: a tall box (the target), a segmented neighbour 2 cm beside it, a
-    second neighbour nobody segmented 2.5 cm behind it, and a flat box further away."""
+    """The grasp scene: a tall box (the target), a segmented neighbour 1.5 cm beside it (+x), a
+    second neighbour nobody segmented 1.5 cm on its other side (-x), and a flat box further
+    away. Only a top-down grasp closing across y, or (without the unsegmented one) a side grasp
+    from -x, fits between them with the default gripper and 1 cm clearance."""
     return Tabletop({
-        "target": Block(0.0, 0.0, (0.06, 0.05, 0.12)),
-        "neighbour": Block(0.09, 0.0, (0.10, 0.08, 0.06)),  # its side 2 cm from the target's
-        "unsegmented": Block(0.0, 0.0775, (0.08, 0.06, 0.09)),  # 2.5 cm behind the target
-        "flat": Block(-0.16, -0.05, (0.09, 0.07, 0.03), yaw_deg=25.0),
+        "target": Block(0.0, 0.0, (0.06, 0.05, 0.10)),
+        "neighbour": Block(0.095, 0.0, (0.10, 0.08, 0.08)),  # its side at x = 0.045
+        "unsegmented": Block(-0.08, 0.0, (0.07, 0.06, 0.09)),  # its side at x = -0.045
+        "flat": Block(-0.05, -0.17, (0.09, 0.07, 0.03), yaw_deg=25.0),
     })

@@ -46,7 +46,7 @@ def every_point(depth):
 def test_the_crop_is_a_cube_around_the_target_at_least_the_minimum(tabletop):
     _, _, _, box, _ = tabletop
     crop = crop_of(box, 2.0, 0.3)
-    assert crop.half == pytest.approx(0.15)  # 2 x 0.12 m < 0.3 m
+    assert crop.half == pytest.approx(0.15)  # 2 x 0.10 m < 0.3 m
     crop = crop_of(box, 4.0, 0.3)
     assert crop.half == pytest.approx(2.0 * max(box.size))
     np.testing.assert_allclose(crop.centre, box.center)
@@ -127,7 +127,7 @@ def test_moved_into_another_frame(tabletop):
     np.testing.assert_array_equal(world.labels, camera.labels)
     # On the table or above it (the world's z is up), the target's points up to its height.
     assert world.points[:, 2].min() > -0.005
-    assert world.points[world.labels == TARGET_ID][:, 2].max() == pytest.approx(0.12, abs=0.005)
+    assert world.points[world.labels == TARGET_ID][:, 2].max() == pytest.approx(0.10, abs=0.005)
 
 
 def test_a_crop_behind_the_camera_is_empty(tabletop):

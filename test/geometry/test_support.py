@@ -1,7 +1,8 @@
 """Boxes that reach their support (geometry.support) on a tabletop of known geometry
-(tabletop.py): an oblique camera, objects of known heights, a segmented neighbour 2 cm from the
-target and one nobody segmented 2.5 cm behind it, depth as a camera sends it (millimetres, 2 mm
-noise). Targets (issue 36): heights within 1 cm, the table's plane within 2 degrees and 1 cm."""
+(tabletop.py): an oblique camera, objects of known heights, a segmented neighbour 1.5 cm from
+the target and one nobody segmented 1.5 cm on its other side, depth as a camera sends it
+(millimetres, 2 mm noise). Targets (issue 36): heights within 1 cm, the table's plane within 2
+degrees and 1 cm."""
 
 from __future__ import annotations
 
