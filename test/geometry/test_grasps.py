@@ -1,7 +1,8 @@
-"""Parallel-jaw grasps (geometry.grasps) on the tabletop of known geometry (tabletop.py): a tall
-target with a segmented neighbour 1.5 cm on one side and one nobody segmented 1.5 cm on the
-other, an oblique camera, depth with 2 mm noise in millimetres. The fingers and palm of every
-grasp are checked against the true blocks and the table (not the estimates the planner used)."""
+"""Parallel-jaw grasps (geometry.grasps) on the tabletop of known geometry
+(sam3_agent_demo.block_scene): a tall target with a segmented neighbour 1.5 cm on one side and
+one nobody segmented 1.5 cm on the other, an oblique camera, depth with 2 mm noise in
+millimetres. The fingers and palm of every grasp are checked against the true blocks and the
+table (not the estimates the planner used)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import itertools
 import numpy as np
 import pytest
 
+from sam3_agent_demo.block_scene import INTRINSICS, Block, Tabletop, close_pair
 from sam3_agent_ros.geometry.box import Box3D, fit_box
 from sam3_agent_ros.geometry.grasps import Gripper, gripper_boxes, plan_grasps
 from sam3_agent_ros.geometry.scene_cloud import crop_of, scene_points
 from sam3_agent_ros.geometry.support import Support, reach_support
-from test.geometry.tabletop import INTRINSICS, Block, Tabletop, close_pair
 
 TARGET_ID = 5
 SEGMENTED = ("target", "neighbour", "flat")

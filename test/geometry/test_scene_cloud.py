@@ -1,12 +1,13 @@
 """The labelled scene cloud (geometry.scene_cloud) on the tabletop of known geometry
-(tabletop.py): the crop's cube, every valid depth point inside it and no other, the labels of the
-selected masks, the subsampling, the frame and the PLY file."""
+(sam3_agent_demo.block_scene): the crop's cube, every valid depth point inside it and no other,
+the labels of the selected masks, the subsampling, the frame and the PLY file."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from sam3_agent_demo.block_scene import HEIGHT, INTRINSICS, WIDTH, close_pair
 from sam3_agent_ros.geometry.box import fit_box
 from sam3_agent_ros.geometry.scene_cloud import (
     SCENE_FIELDS,
@@ -17,7 +18,6 @@ from sam3_agent_ros.geometry.scene_cloud import (
     write_scene_ply,
 )
 from sam3_agent_ros.geometry.support import reach_support
-from test.geometry.tabletop import HEIGHT, INTRINSICS, WIDTH, close_pair
 
 TARGET_ID, NEIGHBOUR_ID = 3, 7
 

@@ -1,8 +1,8 @@
 """Boxes that reach their support (geometry.support) on a tabletop of known geometry
-(tabletop.py): an oblique camera, objects of known heights, a segmented neighbour 1.5 cm from
-the target and one nobody segmented 1.5 cm on its other side, depth as a camera sends it
-(millimetres, 2 mm noise). Targets (issue 36): heights within 1 cm, the table's plane within 2
-degrees and 1 cm."""
+(sam3_agent_demo.block_scene): an oblique camera, objects of known heights, a segmented
+neighbour 1.5 cm from the target and one nobody segmented 1.5 cm on its other side, depth as a
+camera sends it (millimetres, 2 mm noise). Targets (issue 36): heights within 1 cm, the table's
+plane within 2 degrees and 1 cm."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pytest
 
+from sam3_agent_demo.block_scene import INTRINSICS, close_pair
 from sam3_agent_ros.geometry.box import fit_box
 from sam3_agent_ros.geometry.support import Support, fit_support, reach_support, reaching_box
-from test.geometry.tabletop import INTRINSICS, close_pair
 
 SEGMENTED = ("target", "neighbour", "flat")
 

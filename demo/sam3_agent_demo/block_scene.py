@@ -1,7 +1,8 @@
-"""A tabletop of known geometry for the grasp-scene tests: upright boxes (yawed, of known heights)
-on a table, seen by a camera that looks down at it obliquely, depth ray-cast exactly (top faces
-and side walls). World frame: the table is z = 0, z up; camera frame: the optical frame (x
-right, y down, z forward), as the 3D step measures."""
+"""A tabletop of known geometry for the grasp scene (issue 36: the tests of geometry.support,
+scene_cloud and grasps, and bench/grasp_scene.py): upright boxes (yawed, of known heights) on a
+table, seen by a camera that looks down at it obliquely, depth ray-cast exactly (top faces and
+side walls). World frame: the table is z = 0, z up; camera frame: the optical frame (x right,
+y down, z forward), as the 3D step measures. ROS-free (numpy)."""
 
 from __future__ import annotations
 
