@@ -40,7 +40,7 @@ SCENE_POINT_STEP = 20
 FLOAT32, UINT32 = 7, 6  # sensor_msgs/PointField datatypes
 SCENE_FIELDS = (("x", 0, FLOAT32), ("y", 4, FLOAT32), ("z", 8, FLOAT32), ("rgb", 12, FLOAT32),
                 ("label", 16, UINT32))
-WINDOW_SAMPLES_PER_POINT = 4  # the window's grid holds at most about this times max_points
+WINDOW_SAMPLES_PER_POINT = 2  # the window's grid holds at most about this times max_points
 DEFAULT_MAX_POINTS = 20000
 GREY = 128
 
@@ -55,8 +55,12 @@ class SceneCrop:
 
     def contains(self, points: np.ndarray) -> np.ndarray:
         """Which of the (N, 3) points lie in the cube."""
-        local = (np.asarray(points, np.float64).reshape(-1, 3) - self.centre) @ self.axes
-        return np.all(np.abs(local) <= self.half, axis=1)
+        points = np.asarray(points).reshape(-1, 3)
+        local = points @ self.axes.astype(points.dtype)
+        local -= (self.centre @ self.axes).astype(points.dtype)
+        np.abs(local, out=local)
+        return (local[:, 0] <= self.half) & (local[:, 1] <= self.half) & (
+            local[:, 2] <= self.half)
 
     def corners(self) -> np.ndarray:
         signs = np.array([[a, b, c] for a in (-1, 1) for b in (-1, 1) for c in (-1, 1)],
@@ -139,28 +143,46 @@ def scene_points(depth_m: np.ndarray, k: Intrinsics | Sequence[float] | np.ndarr
         return ScenePoints(bytearray(), 1)
     step = grid_step((x1 - x0) * (y1 - y0), WINDOW_SAMPLES_PER_POINT * max_points)
     depth = depth_m[y0:y1:step, x0:x1:step]
-    valid = (depth >= min_m) & (depth <= max_m) & (depth > 0)
+    valid = (depth >= min_m) & (depth <= max_m)  # NaN fails both; min_m > 0 below
+    if min_m <= 0:
+        valid &= depth > 0
     rows, cols = np.nonzero(valid)
-    z = depth[rows, cols].astype(np.float64)
-    u, v = ideal_pixels(intr, rows * step + y0, cols * step + x0)
-    points = np.stack([(u - intr.cx) / intr.fx * z, (v - intr.cy) / intr.fy * z, z], axis=1)
+    rows *= step
+    rows += y0
+    cols *= step
+    cols += x0  # image pixels now
+    flat = rows.astype(np.intp) * width + cols  # each point's pixel in the flat images
+    z = depth_m.reshape(-1)[flat]
+    points = np.empty((len(z), 3), np.float32)  # float32: the cloud's own precision
+    if intr.lens is None:
+        np.multiply((cols - intr.cx).astype(np.float32) * np.float32(1.0 / intr.fx), z,
+                    out=points[:, 0])
+        np.multiply((rows - intr.cy).astype(np.float32) * np.float32(1.0 / intr.fy), z,
+                    out=points[:, 1])
+    else:
+        u, v = ideal_pixels(intr, rows, cols)
+        points[:, 0] = (u - intr.cx) / intr.fx * z
+        points[:, 1] = (v - intr.cy) / intr.fy * z
+    points[:, 2] = z
     inside = crop.contains(points)
-    rows, cols, points = rows[inside], cols[inside], points[inside]
+    flat, points = flat[inside], points[inside]
     keep = evenly(len(points), max_points)
     if keep is not None:
-        rows, cols, points = rows[keep], cols[keep], points[keep]
+        flat, points = flat[keep], points[keep]
     labels = np.zeros(len(points), np.uint32)
     for mask_id, mask in reversed(labelled):  # the first mask wins where two overlap
         if mask.shape != (height, width):
             raise ValueError(f"mask {mask.shape} and the image {(height, width)} differ in size")
-        labels[mask[y0:y1:step, x0:x1:step][rows, cols]] = mask_id
+        labels[np.ascontiguousarray(mask).reshape(-1)[flat]] = mask_id
     if rgb is None:
         colours = np.full((len(points), 3), GREY, np.uint8)
     else:
-        colours = rgb[y0:y1:step, x0:x1:step, :3][rows, cols]
+        pixels = np.ascontiguousarray(rgb[:, :, :3]).reshape(-1).view(np.dtype((np.void, 3)))
+        colours = pixels[flat].view(np.uint8).reshape(-1, 3)
     if transform is not None:
         matrix = transform.matrix()
-        points = points @ matrix[:3, :3].T + matrix[:3, 3]
+        points = (points.astype(np.float64) @ matrix[:3, :3].T + matrix[:3, 3]).astype(
+            np.float32)
     return ScenePoints(pack_scene(points, colours, labels), step)
 
 

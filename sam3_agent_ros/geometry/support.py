@@ -10,7 +10,9 @@ hypotheses restricted to planes below the object: the camera and the object on t
 the measured box's centre at least ``MIN_HEIGHT_M`` above it (and, when ``up`` is known, the
 normal within ``MAX_TILT_DEG`` of it). A neighbour nobody segmented is then outvoted by the
 table around it. It is refused with a reason when fewer than ``MIN_INLIERS`` points (or
-``MIN_INLIER_SHARE`` of the ring) lie on it.
+``MIN_INLIER_SHARE`` of the ring) lie on it. A plane already found under another object of the
+answer (``known``) is taken as it is when as many of this ring's points lie on it: neighbours on
+one table cost one fit.
 
 ``Support``: the plane ``normal . p + distance = 0``, ``normal`` the unit vector from the
 support towards the object (up), ``distance`` the frame origin's height above the plane (the
@@ -37,7 +39,7 @@ from sam3_agent_ros.geometry.camera_model import Intrinsics, as_intrinsics, idea
 from sam3_agent_ros.geometry.depth_image import resize_depth_to
 from sam3_agent_ros.geometry.plane import fit_plane
 from sam3_agent_ros.geometry.rotations import matrix_to_quaternion
-from sam3_agent_ros.masks import pixel_box
+from sam3_agent_ros.masks import PixelBox, pixel_box
 
 RING_FRACTION = 0.5  # the ring: the mask's rectangle grown by this times its larger side
 RING_MIN_PX = 12
@@ -45,7 +47,7 @@ RING_MAX_SAMPLES = 2048  # grid cells of the ring read at most (a coarser grid b
 MASK_MARGIN_PX = 4  # every mask grown by this before its pixels leave the ring
 MIN_INLIERS = 30
 MIN_INLIER_SHARE = 0.2
-TOP_SAMPLES = 2048  # the object's top: from at most this many of its mask's depth points
+TOP_SAMPLES = 1024  # the object's top: from at most this many of its mask's depth points
 TOP_PERCENTILE = 98.0  # the top is this percentile of their heights (stray points do not count)
 FOOTPRINT_TRIM = 1.0
 MIN_HEIGHT_M = 0.003  # an object's top lies at least this far above its support
@@ -97,38 +99,31 @@ class Reaching:
 def fit_support(masks: Sequence[np.ndarray], index: int, depth_m: np.ndarray,
                 k: Intrinsics | Sequence[float] | np.ndarray, box: Box3D, *,
                 min_m: float = 0.1, max_m: float = 10.0,
-                up: Sequence[float] | None = None) -> Support | str:
+                up: Sequence[float] | None = None, known: Support | None = None,
+                pixel_box_of: PixelBox | None = None) -> Support | str:
     """The support plane under ``masks[index]`` (module doc), or the reason there is none.
     ``box``: that mask's measured box (its centre is the object); ``up``: the direction
-    against gravity in the camera frame when known."""
+    against gravity in the camera frame when known; ``known``: a plane found under another
+    object of the answer, taken as it is when enough of this ring lies on it (a neighbour on
+    the same table needs no fit of its own); ``pixel_box_of``: the mask's pixel box when known
+    (``masks.pixel_box``)."""
     intr = as_intrinsics(k)
     mask = masks[index]
     height, width = mask.shape
     depth_m = resize_depth_to(depth_m, height, width)
-    found = pixel_box(mask)
+    found = pixel_box_of if pixel_box_of is not None else pixel_box(mask)
     if found is None:
         return "empty mask"
-    x0, y0, x1, y1 = found
-    grow = max(RING_MIN_PX, int(RING_FRACTION * max(x1 - x0, y1 - y0)))
-    x0, y0 = max(0, x0 - grow), max(0, y0 - grow)
-    x1, y1 = min(width, x1 + grow), min(height, y1 + grow)
-    step = max(1, math.ceil(math.sqrt((x1 - x0) * (y1 - y0) / RING_MAX_SAMPLES)))
-    taken = np.zeros(((y1 - y0 + step - 1) // step, (x1 - x0 + step - 1) // step), np.uint8)
-    for other in masks:
-        taken |= np.ascontiguousarray(other[y0:y1:step, x0:x1:step], np.uint8)
-    margin = -(-MASK_MARGIN_PX // step)
-    kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (2 * margin + 1,) * 2)
-    free = cv2.dilate(taken, kernel) == 0
-    depth = depth_m[y0:y1:step, x0:x1:step]
-    free &= (depth >= min_m) & (depth <= max_m) & (depth > 0)
-    rows, cols = np.nonzero(free)
-    if len(rows) < MIN_INLIERS:
+    points, z = _ring(masks, found, depth_m, intr, min_m, max_m)
+    if len(points) < MIN_INLIERS:
         return (f"too few depth points around the object to find what it stands on "
-                f"({len(rows)} < {MIN_INLIERS})")
-    z = depth[rows, cols].astype(np.float64)
-    u, v = ideal_pixels(intr, rows * step + y0, cols * step + x0)
-    points = np.stack([(u - intr.cx) / intr.fx * z, (v - intr.cy) / intr.fy * z, z], axis=1)
+                f"({len(points)} < {MIN_INLIERS})")
+    needed = max(MIN_INLIERS, math.ceil(MIN_INLIER_SHARE * len(points)))
     top = np.asarray(box.center, np.float64)
+    if known is not None and known.band > 0:
+        on = int(np.count_nonzero(np.abs(known.heights(points)) <= known.band))
+        if on >= needed and known.heights(top)[0] >= MIN_HEIGHT_M:
+            return Support(known.normal, known.distance, known.band, on)
     up_hint = None if up is None else np.asarray(up, np.float64) / np.linalg.norm(up)
 
     def below(normals: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -148,7 +143,6 @@ def fit_support(masks: Sequence[np.ndarray], index: int, depth_m: np.ndarray,
     support_normal = -np.asarray(normal, np.float64)
     distance = float(origin @ normal)
     inliers = int(np.count_nonzero(np.abs(points @ support_normal + distance) <= band))
-    needed = max(MIN_INLIERS, math.ceil(MIN_INLIER_SHARE * len(points)))
     if inliers < needed:
         return (f"too few depth points on the support plane around the object ({inliers} of "
                 f"{len(points)}; at least {needed})")
@@ -163,6 +157,29 @@ def fit_support(masks: Sequence[np.ndarray], index: int, depth_m: np.ndarray,
     return Support((nx, ny, nz), distance, float(band), inliers)
 
 
+def _ring(masks: Sequence[np.ndarray], found: PixelBox, depth_m: np.ndarray,
+          intr: Intrinsics, min_m: float, max_m: float) -> tuple[np.ndarray, np.ndarray]:
+    """The ring's points (N, 3) and depths (module doc) around the pixel box ``found``."""
+    height, width = depth_m.shape
+    x0, y0, x1, y1 = found
+    grow = max(RING_MIN_PX, int(RING_FRACTION * max(x1 - x0, y1 - y0)))
+    x0, y0 = max(0, x0 - grow), max(0, y0 - grow)
+    x1, y1 = min(width, x1 + grow), min(height, y1 + grow)
+    step = max(1, math.ceil(math.sqrt((x1 - x0) * (y1 - y0) / RING_MAX_SAMPLES)))
+    taken = np.zeros(((y1 - y0 + step - 1) // step, (x1 - x0 + step - 1) // step), np.uint8)
+    for other in masks:
+        taken |= np.ascontiguousarray(other[y0:y1:step, x0:x1:step], np.uint8)
+    margin = -(-MASK_MARGIN_PX // step)
+    kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (2 * margin + 1,) * 2)
+    free = cv2.dilate(taken, kernel) == 0
+    depth = depth_m[y0:y1:step, x0:x1:step]
+    free &= (depth >= min_m) & (depth <= max_m) & (depth > 0)
+    rows, cols = np.nonzero(free)
+    z = depth[rows, cols].astype(np.float64)
+    u, v = ideal_pixels(intr, rows * step + y0, cols * step + x0)
+    return np.stack([(u - intr.cx) / intr.fx * z, (v - intr.cy) / intr.fy * z, z], axis=1), z
+
+
 def reaching_box(box: Box3D, support: Support, top: float | None = None,
                  points: np.ndarray | None = None) -> Box3D | str:
     """The upright box over ``box`` standing on ``support`` (module doc), or the reason.
@@ -173,8 +190,7 @@ def reaching_box(box: Box3D, support: Support, top: float | None = None,
     normal = np.asarray(support.normal, np.float64)
     rotation = box.rotation
     half = np.asarray(box.size, np.float64) / 2.0
-    signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)],
-                     np.float64)
+    signs = _SIGNS
     corners = np.asarray(box.center) + (signs * half) @ rotation.T
     if top is None:
         top = float(support.heights(corners).max())
@@ -185,15 +201,17 @@ def reaching_box(box: Box3D, support: Support, top: float | None = None,
     axis_u = first - (first @ normal) * normal
     axis_u /= np.linalg.norm(axis_u)
     axis_v = np.cross(normal, axis_u)
+    above = None
+    if points is not None and len(points):
+        above = points[support.heights(points) > support.band]
     spans = []
     for axis in (axis_u, axis_v):
         along = corners @ axis
         low, high = float(along.min()), float(along.max())
-        if points is not None and len(points):
-            above = points[support.heights(points) > support.band]
-            if len(above):
-                trimmed = np.percentile(above @ axis, (FOOTPRINT_TRIM, 100.0 - FOOTPRINT_TRIM))
-                low, high = min(low, float(trimmed[0])), max(high, float(trimmed[1]))
+        if above is not None and len(above):
+            trimmed = _quantiles(above @ axis, (FOOTPRINT_TRIM / 100.0,
+                                                1.0 - FOOTPRINT_TRIM / 100.0))
+            low, high = min(low, trimmed[0]), max(high, trimmed[1])
         spans.append((high - low, 0.5 * (low + high)))
     (extent_u, mid_u), (extent_v, mid_v) = spans
     foot = -support.distance * normal  # the frame origin's foot on the plane
@@ -208,12 +226,12 @@ def reaching_box(box: Box3D, support: Support, top: float | None = None,
 
 def object_points(mask: np.ndarray, depth_m: np.ndarray,
                   k: Intrinsics | Sequence[float] | np.ndarray, *, min_m: float = 0.1,
-                  max_m: float = 10.0) -> np.ndarray:
+                  max_m: float = 10.0, pixel_box_of: PixelBox | None = None) -> np.ndarray:
     """(N, 3): at most about ``TOP_SAMPLES`` of the mask's valid depth points (a pixel grid)."""
     intr = as_intrinsics(k)
     height, width = mask.shape
     depth_m = resize_depth_to(depth_m, height, width)
-    found = pixel_box(mask)
+    found = pixel_box_of if pixel_box_of is not None else pixel_box(mask)
     if found is None:
         return np.zeros((0, 3))
     x0, y0, x1, y1 = found
@@ -231,19 +249,37 @@ def object_top(points: np.ndarray, support: Support) -> float | None:
     of its points' heights (``object_points``); None without points."""
     if len(points) == 0:
         return None
-    return float(np.percentile(support.heights(points), TOP_PERCENTILE))
+    return _quantiles(support.heights(points), (TOP_PERCENTILE / 100.0,))[0]
+
+
+def _quantiles(values: np.ndarray, fractions: tuple[float, ...]) -> list[float]:
+    """The values at these fractions of the sorted ``values`` (nearest rank; one partition)."""
+    ranks = [min(len(values) - 1, max(0, round(f * (len(values) - 1)))) for f in fractions]
+    ordered = np.partition(values, ranks)
+    return [float(ordered[rank]) for rank in ranks]
+
+
+_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)],
+                  np.float64)
 
 
 def reach_support(masks: Sequence[np.ndarray], index: int, depth_m: np.ndarray,
                   k: Intrinsics | Sequence[float] | np.ndarray, box: Box3D, *,
                   min_m: float = 0.1, max_m: float = 10.0,
-                  up: Sequence[float] | None = None) -> Reaching:
+                  up: Sequence[float] | None = None, known: Support | None = None,
+                  pixel_box_of: PixelBox | None = None) -> Reaching:
     """``fit_support`` then ``reaching_box``: the support and the box down to it, or the
-    measured box and the reason (the result JSON's ``support_error``)."""
-    support = fit_support(masks, index, depth_m, k, box, min_m=min_m, max_m=max_m, up=up)
+    measured box and the reason (the result JSON's ``support_error``). ``known`` and
+    ``pixel_box_of`` as for ``fit_support``."""
+    found = pixel_box_of if pixel_box_of is not None else pixel_box(masks[index])
+    if found is None:
+        return Reaching(None, box, "empty mask")
+    support = fit_support(masks, index, depth_m, k, box, min_m=min_m, max_m=max_m, up=up,
+                          known=known, pixel_box_of=found)
     if isinstance(support, str):
         return Reaching(None, box, support)
-    points = object_points(masks[index], depth_m, k, min_m=min_m, max_m=max_m)
+    points = object_points(masks[index], depth_m, k, min_m=min_m, max_m=max_m,
+                           pixel_box_of=found)
     reached = reaching_box(box, support, object_top(points, support), points)
     if isinstance(reached, str):
         return Reaching(support, box, reached)

