@@ -134,17 +134,18 @@ class _Parts:
     def distances(self, points: np.ndarray) -> np.ndarray:
         """(P,): each box's distance from the nearest of the (N, 3) points (0: one inside)."""
         count = len(self.centres)
+        kind = points.dtype  # float32 for a scene cloud: ~0.1 um at a few metres, twice as fast
         # Every point in every box's axes in one product: (N, 3) @ (3, 3P).
-        flat = np.swapaxes(self.axes, 0, 1).reshape(3, 3 * count)
+        flat = np.swapaxes(self.axes, 0, 1).reshape(3, 3 * count).astype(kind)
         local = points @ flat
-        local -= np.einsum("pj,pjk->pk", self.centres, self.axes).reshape(-1)
+        local -= np.einsum("pj,pjk->pk", self.centres, self.axes).reshape(-1).astype(kind)
         np.abs(local, out=local)
-        local -= self.halves.reshape(-1)
+        local -= self.halves.reshape(-1).astype(kind)
         np.maximum(local, 0.0, out=local)
         local *= local
         squared = local[:, 0::3] + local[:, 1::3]
         squared += local[:, 2::3]
-        return np.sqrt(squared.min(axis=0))
+        return np.sqrt(squared.min(axis=0).astype(np.float64))
 
     def gaps(self, box: Box3D) -> np.ndarray:
         """(P,): a lower bound of each box's distance to ``box`` (negative: they overlap), the
@@ -296,6 +297,8 @@ def _obstacle_points(box: Box3D, support: Support, points: np.ndarray | None,
     if points is None or len(points) == 0:
         return np.zeros((0, 3))
     points = np.asarray(points).reshape(-1, 3)
+    if points.dtype not in (np.float32, np.float64):
+        points = points.astype(np.float64)
     keep = points @ np.asarray(support.normal, points.dtype) > max(support.band, 1e-3) \
         - support.distance
     if labels is not None and target_label is not None:
@@ -305,7 +308,7 @@ def _obstacle_points(box: Box3D, support: Support, points: np.ndarray | None,
     np.abs(local, out=local)
     reach = np.asarray(box.size) / 2.0 + OWN_MARGIN_M
     keep &= (local[:, 0] > reach[0]) | (local[:, 1] > reach[1]) | (local[:, 2] > reach[2])
-    return points[keep].astype(np.float64)
+    return points[keep]
 
 
 def _near(points: np.ndarray, parts: _Parts, box: Box3D) -> np.ndarray:
@@ -319,7 +322,7 @@ def _near(points: np.ndarray, parts: _Parts, box: Box3D) -> np.ndarray:
         "pij,cj->pci", parts.axes, _SIGNS) * parts.halves[:, None, :]) @ axes
     low = corners.reshape(-1, 3).min(axis=0) - CLEARANCE_SCALE_M
     high = corners.reshape(-1, 3).max(axis=0) + CLEARANCE_SCALE_M
-    local = points @ axes
+    local = points @ axes.astype(points.dtype)
     keep = (local[:, 0] >= low[0]) & (local[:, 0] <= high[0]) & (local[:, 1] >= low[1]) & (
         local[:, 1] <= high[1]) & (local[:, 2] >= low[2]) & (local[:, 2] <= high[2])
     near = points[keep]

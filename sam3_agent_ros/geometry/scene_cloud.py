@@ -143,7 +143,10 @@ def scene_points(depth_m: np.ndarray, k: Intrinsics | Sequence[float] | np.ndarr
         return ScenePoints(bytearray(), 1)
     step = grid_step((x1 - x0) * (y1 - y0), WINDOW_SAMPLES_PER_POINT * max_points)
     depth = depth_m[y0:y1:step, x0:x1:step]
-    valid = (depth >= min_m) & (depth <= max_m)  # NaN fails both; min_m > 0 below
+    # Only depths the cube can hold (its corners' range), within [min_m, max_m]; NaN fails both.
+    corners_z = crop.corners()[:, 2]
+    valid = (depth >= max(min_m, float(corners_z.min()))) & (
+        depth <= min(max_m, float(corners_z.max())))
     if min_m <= 0:
         valid &= depth > 0
     rows, cols = np.nonzero(valid)
