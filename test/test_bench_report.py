@@ -1,17 +1,20 @@
-"""bench/report.py: every benchmark's section builder returns its Section (one that did not
-crashed `make bench` at its very end, after every benchmark had run)."""
+"""bench/report.py: every benchmark's section builder (in bench/report_*.py) returns its Section
+(one that did not crashed `make bench` at its very end, after every benchmark had run)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-REPORT = Path(__file__).resolve().parents[1] / "bench" / "report.py"
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+REPORT = BENCH / "report.py"
 
 
 def test_every_section_builder_returns_its_section():
     tree = ast.parse(REPORT.read_text(encoding="utf-8"))
-    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    functions = {node.name: node for path in sorted(BENCH.glob("report*.py"))
+                 for node in ast.parse(path.read_text(encoding="utf-8")).body
+                 if isinstance(node, ast.FunctionDef)}
     builders = next(node.value for node in tree.body if isinstance(node, ast.Assign)
                     and any(getattr(t, "id", "") == "BUILDERS" for t in node.targets))
     names = [pair.elts[1].id for pair in builders.elts]
