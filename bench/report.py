@@ -18,7 +18,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "bench") not in sys.path:  # the section modules beside this one (loaded by path too)
     sys.path.insert(0, str(ROOT / "bench"))
 
-from report_3d import box_fit, concepts_batch, follow_cost, follow_node, tf_cloud  # noqa: E402
+from report_3d import (  # noqa: E402
+    box_fit,
+    concepts_batch,
+    follow_cost,
+    follow_node,
+    grasp_scene,
+    tf_cloud,
+)
 from report_agent import (  # noqa: E402
     agent_overhead,
     context_size,
@@ -63,7 +70,7 @@ BUILDERS = [("agent_overhead", agent_overhead), ("context_size", context_size),
             ("concepts_batch", concepts_batch), ("node_exit", node_exit),
             ("tf_cloud", tf_cloud), ("answer_memory", answer_memory),
             ("console_cost", console_cost), ("query_burst", query_burst),
-            ("log_floods", log_floods), ("fleet", fleet)]
+            ("log_floods", log_floods), ("fleet", fleet), ("grasp_scene", grasp_scene)]
 
 
 def build(total_seconds: float | None, sam3_note: str) -> tuple[str, list]:

@@ -40,6 +40,7 @@ run eval_jobs $PY bench/eval_jobs.py
 run follow_node $PY bench/follow_node.py
 run box_fit $PY bench/box_fit.py
 run tf_cloud $PY bench/tf_cloud.py
+run grasp_scene $PY bench/grasp_scene.py
 run node_exit $PY bench/node_exit.py --runs 3
 run console_cost $PY bench/console_cost.py
 run console_flood $PY bench/console_flood.py

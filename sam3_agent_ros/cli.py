@@ -1,7 +1,7 @@
 """``sam3-agent``: one query on an image file (``run``), standing concepts on an image or a bag
 (``concepts``), the bag tools (``replay``, ``record``), the demos (``demo``, ``demo-follow``),
-``eval`` / ``eval-compare``, ``ask --ros``, and ``lifecycle`` / ``param`` (a running node,
-without the ros2 CLI).
+``eval`` / ``eval-compare``, ``ask --ros``, ``lifecycle`` / ``param`` (a running node,
+without the ros2 CLI) and ``static-transform`` (a fixed camera's mount on /tf_static).
 
 This module only builds the parser from each command's ``register`` and calls the chosen handler,
 which returns the exit status: ``run_command.py`` (run), ``concepts_command.py`` (concepts),
@@ -11,7 +11,9 @@ imported here only, lazily; a robot's install has none and the two commands say 
 ``eval/commands.py`` (eval, eval-compare),
 ``client.py`` (ask --ros), ``ros/graph_cli.py`` (lifecycle, param, ask --topic / --stop-follow),
 ``console/command.py`` (console: aiohttp and rclpy imported only when it runs),
-``engine_command.py`` (export-engine: SAM 3 to ONNX for ``segmenter.engine: onnxruntime``).
+``engine_command.py`` (export-engine: SAM 3 to ONNX for ``segmenter.engine: onnxruntime``),
+``ros/static_transform.py`` (static-transform: tf2_ros's static_transform_publisher, from the
+venv).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     from sam3_agent_ros import client, concepts_command, engine_command, run_command
     from sam3_agent_ros.console import command as console_command
     from sam3_agent_ros.eval import commands as eval_commands
-    from sam3_agent_ros.ros import graph_cli
+    from sam3_agent_ros.ros import graph_cli, static_transform
 
     parser = argparse.ArgumentParser(prog="sam3-agent", description=__doc__.split("\n\n")[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
@@ -58,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     graph_cli.register(commands)  # lifecycle, param: a running node's services, without ros2 CLI
     console_command.register(commands)  # console: the operator console (docs/console.md)
     engine_command.register(commands)  # export-engine: SAM 3 to ONNX (docs/sam3.md)
+    static_transform.register(commands)  # static-transform: like tf2_ros's, from the venv
     return parser
 
 

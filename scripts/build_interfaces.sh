@@ -3,8 +3,9 @@
 # ConceptDetection.msg, ConceptDetections.msg) and install them into a venv that has the ROS 2
 # wheels from PyPI, so that its python imports `sam3_agent_ros.action.Segment` with no sourcing.
 # First, where the venv lacks them (no PyPI wheel), the standard message packages the node uses:
-# interfaces/vision_msgs and interfaces/tf2_msgs (wire-identical copies, see interfaces/README.md),
-# built only where `import <pkg>.msg` fails or where the installed one is our own copy.
+# interfaces/vision_msgs, tf2_msgs, shape_msgs, object_recognition_msgs and moveit_msgs
+# (wire-identical copies, see interfaces/README.md), built only where `import <pkg>.msg` fails or
+# where the installed one is our own copy.
 # Usage: scripts/build_interfaces.sh VENV
 #
 # - Works for the ros-kilted-* and ros-jazzy-* wheels (taken from the rclpy wheel installed in
@@ -53,12 +54,13 @@ if [[ ! -f "$pins" ]]; then
     exit 1
 fi
 
-standard_packages=(vision_msgs tf2_msgs)
+standard_packages=(vision_msgs tf2_msgs shape_msgs object_recognition_msgs moveit_msgs)  # in order
 imports_ok() {
     (cd / && "$python" -c 'from sam3_agent_ros.action import Segment
 from sam3_agent_ros.msg import ConceptDetections, MaskInfo
 from vision_msgs.msg import Detection2DArray, Detection3DArray
-from tf2_msgs.msg import TFMessage' 2>/dev/null)
+from tf2_msgs.msg import TFMessage
+from moveit_msgs.msg import CollisionObject' 2>/dev/null)
 }
 # True where the venv needs our copy of a standard package: it does not import, or the one that
 # imports is our own copy (marker file installed by interfaces/<pkg>/CMakeLists.txt).
@@ -145,7 +147,8 @@ if ! imports_ok; then
     echo "interfaces: built, but the imports fail (logs: $venv/.build/*.log)" >&2
     (cd / && "$python" -c 'from sam3_agent_ros.action import Segment
 from vision_msgs.msg import Detection2DArray
-from tf2_msgs.msg import TFMessage') || true
+from tf2_msgs.msg import TFMessage
+from moveit_msgs.msg import CollisionObject') || true
     exit 1
 fi
 echo "$wanted_hash" > "$stamp"

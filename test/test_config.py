@@ -282,3 +282,25 @@ def test_the_target_frame_parameters_are_typed_and_where_things_go_is_read_only(
     assert PARAMETERS_BY_NAME["target_frame"].read_only
     with pytest.raises(ConfigError):
         Config.from_params({"depth.cloud_max_points": 0})
+
+
+# --- issue 36: the grasp scene -------------------------------------------------------------------
+def test_the_grasp_scene_parameters_are_typed_bounded_and_dynamic():
+    defaults = Config()
+    assert (defaults.scene.enabled, defaults.scene.crop_scale, defaults.scene.crop_min_m) == (
+        True, 2.0, 0.3)
+    assert (defaults.grasp.max_width_m, defaults.grasp.clearance_m) == (0.08, 0.01)
+    config = Config.from_params({"scene.enabled": False, "scene.crop_scale": 3,
+                                 "scene.crop_min_m": 0.5, "grasp.max_width_m": 0.14,
+                                 "grasp.clearance_m": 0.0})
+    assert config.scene.enabled is False and config.scene.crop_scale == 3.0
+    assert type(config.scene.crop_scale) is float and config.scene.crop_min_m == 0.5
+    assert (config.grasp.max_width_m, config.grasp.clearance_m) == (0.14, 0.0)
+    for name, bad in (("scene.crop_scale", 0.5), ("scene.crop_min_m", -0.1),
+                      ("grasp.max_width_m", 0.0), ("grasp.clearance_m", -0.01),
+                      ("scene.enabled", "maybe"), ("grasp.clearance_m", float("nan"))):
+        with pytest.raises(ConfigError):
+            Config.from_params({name: bad})
+    for name in ("scene.enabled", "scene.crop_scale", "scene.crop_min_m", "grasp.max_width_m",
+                 "grasp.clearance_m"):
+        assert not PARAMETERS_BY_NAME[name].read_only and PARAMETERS_BY_NAME[name].description

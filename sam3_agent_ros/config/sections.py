@@ -96,6 +96,23 @@ class DepthConfig:
 
 
 @dataclass(frozen=True)
+class SceneConfig:
+    """The grasp scene: reaching boxes, collision objects, the labelled cloud (scene.*)."""
+
+    enabled: bool = _default("scene.enabled")
+    crop_scale: float = _default("scene.crop_scale")
+    crop_min_m: float = _default("scene.crop_min_m")
+
+
+@dataclass(frozen=True)
+class GraspConfig:
+    """Parallel-jaw grasps of the target (grasp.*)."""
+
+    max_width_m: float = _default("grasp.max_width_m")
+    clearance_m: float = _default("grasp.clearance_m")
+
+
+@dataclass(frozen=True)
 class TfConfig:
     """Transform lookups into target_frame (tf.*)."""
 
@@ -173,7 +190,7 @@ SECTIONS: dict[str, type] = {"llm": LlmConfig, "segmenter": SegmenterConfig,
                              "agent": AgentConfig, "depth": DepthConfig, "follow": FollowConfig,
                              "action": ActionConfig, "refine": RefineConfig,
                              "concepts": ConceptsConfig, "overlay": OverlayConfig,
-                             "tf": TfConfig}
+                             "tf": TfConfig, "scene": SceneConfig, "grasp": GraspConfig}
 
 
 def _keys(prefix: str) -> list[str]:
@@ -194,6 +211,8 @@ class Config:
     concepts: ConceptsConfig = field(default_factory=ConceptsConfig)
     overlay: OverlayConfig = field(default_factory=OverlayConfig)
     tf: TfConfig = field(default_factory=TfConfig)
+    scene: SceneConfig = field(default_factory=SceneConfig)
+    grasp: GraspConfig = field(default_factory=GraspConfig)
     node: NodeConfig = field(default_factory=NodeConfig)
 
     @classmethod

@@ -251,6 +251,25 @@ PARAMETERS: tuple[Parameter, ...] = (
               "Most points of ~/target/points (the selected masks' valid depth points, "
               "subsampled evenly) and of 'sam3-agent run --out' points.ply.",
               min=1, max=10_000_000),
+    # --- The grasp scene (CONTRACTS §12: what grasp detectors and MoveIt take) --------------------
+    Parameter("scene.enabled", True,
+              "With depth.enabled: boxes reach their support, and ~/collision_objects, "
+              "~/scene/points (the labelled cloud around the target) and ~/grasps are published "
+              "(run --depth --out writes scene.ply). false: none of them (boxes stay top faces)."),
+    Parameter("scene.crop_scale", 2.0,
+              "~/scene/points holds the valid depth points in a cube centred on the target, of "
+              "this times its box's longest side (at least scene.crop_min_m).",
+              min=1.0, max=20.0),
+    Parameter("scene.crop_min_m", 0.3,
+              "Smallest side (m) of the ~/scene/points cube around the target.",
+              min=0.0, max=10.0),
+    Parameter("grasp.max_width_m", 0.08,
+              "Widest opening (m) of the parallel-jaw gripper: a grasp closes across a box side "
+              "no wider than this.", min=0.001, max=1.0),
+    Parameter("grasp.clearance_m", 0.01,
+              "Every grasp's fingers and palm stay at least this far (m) from the support, from "
+              "every obstacle box and from every depth point of the crop that is neither the "
+              "target nor the support.", min=0.0, max=0.5),
     # --- The robot's frame (TF) -------------------------------------------------------------------
     Parameter("target_frame", "",
               "Frame every 3D output is published in (e.g. 'base_link'), transformed through TF "

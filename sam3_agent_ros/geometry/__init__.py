@@ -13,6 +13,12 @@ fy, z)``.
 - ``locate``: a mask's depth, sampled robustly -> its 3D point (``locate_mask``).
 - ``plane``: the dominant plane of a mask's depth points.
 - ``box``: the oriented 3D box on that plane (``fit_box``).
+- ``support``: the plane an object stands on (from the depth ring around its mask) and its box
+  extended down to it (``reach_support``: ``size.z`` the object's height).
+- ``scene_cloud``: the labelled depth points in a cube around the target (``scene_points``) and
+  its PLY file.
+- ``grasps``: parallel-jaw grasps of a box that reaches its support, clear of the support, the
+  obstacle boxes and the scene's other points (``plan_grasps``).
 - ``rotations``: rotation matrix <-> quaternion.
 - ``measure``: the result JSON's 3D fields of a mask (``measure_mask``: point and box).
 """

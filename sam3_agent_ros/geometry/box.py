@@ -166,7 +166,7 @@ def fit_sampled_box(sampled: MaskDepth, intr: Intrinsics, min_valid_pixels: int)
     axes = [*in_plane, normal]
     extents.append(high - low)
     order = sorted(range(3), key=lambda i: -extents[i])
-    rotation = _box_axes(axes[order[0]], axes[order[2]], centre)
+    rotation = box_axes(axes[order[0]], axes[order[2]], centre)
     cx, cy, cz = (float(c) for c in centre)
     sx, sy, sz = (float(extents[i]) for i in order)
     box = Box3D(center=(cx, cy, cz), size=(sx, sy, sz),
@@ -322,7 +322,7 @@ def _pixel_footprint(point: np.ndarray, normal: np.ndarray, intr: Intrinsics):
     return lambda direction: max(abs(step_u @ direction), abs(step_v @ direction))
 
 
-def _box_axes(x_axis: np.ndarray, z_axis: np.ndarray, centre: np.ndarray) -> np.ndarray:
+def box_axes(x_axis: np.ndarray, z_axis: np.ndarray, centre: np.ndarray) -> np.ndarray:
     """The rotation whose columns are the box axes, with the signs of ``Box3D``."""
     z_axis = z_axis / np.linalg.norm(z_axis)
     if z_axis @ centre < 0:

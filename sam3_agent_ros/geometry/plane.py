@@ -4,6 +4,7 @@ refit in inverse depth; ROS-free)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -25,9 +26,16 @@ RANSAC_SEED = 0
 MIN_SPREAD_M = 0.0005
 
 
-def fit_plane(points: np.ndarray, z: float, min_valid_pixels: int):
+# Which of RANSAC's hypothesis planes ``n . X = d`` (unit normals (K, 3), offsets (K,)) may win.
+PlaneFilter = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def fit_plane(points: np.ndarray, z: float, min_valid_pixels: int,
+              accept: PlaneFilter | None = None):
     """(origin, unit normal away from the camera, inlier band, noise sigma) of the dominant
-    plane of ``points``, or the reason there is none.
+    plane of ``points``, or the reason there is none. ``accept`` (when given) says which
+    RANSAC hypotheses may win (the support under an object: only planes below it); none
+    accepted: the reason.
 
     RANSAC (seeded: the same points give the same plane) finds the plane with the most points
     within the minimum band (a top face beside its side walls, not a compromise between them).
@@ -39,7 +47,9 @@ def fit_plane(points: np.ndarray, z: float, min_valid_pixels: int):
     if len(points) < max(3, min_valid_pixels):
         return f"too few depth points on a plane ({len(points)} < {min_valid_pixels})"
     band = INLIER_MIN_BAND_M + INLIER_BAND_FRACTION * z
-    keep = _ransac_inliers(points, band)
+    keep = _ransac_inliers(points, band, accept)
+    if keep is None:
+        return "no plane through the depth points lies where one is looked for"
     rays = points / points[:, 2:3]
     noise = 0.0
     for _ in range(PLANE_ITERATIONS):
@@ -64,9 +74,10 @@ def fit_plane(points: np.ndarray, z: float, min_valid_pixels: int):
     return origin, normal, band, noise
 
 
-def _ransac_inliers(points: np.ndarray, band: float) -> np.ndarray:
+def _ransac_inliers(points: np.ndarray, band: float,
+                    accept: PlaneFilter | None = None) -> np.ndarray | None:
     """The points within ``band`` of the plane through three of them that holds the most
-    (all points when no three span a plane)."""
+    (all points when no three span a plane; None when ``accept`` refuses every plane)."""
     rng = np.random.default_rng(RANSAC_SEED)
     scored = strided(points, RANSAC_SCORED_POINTS)
     triples = rng.integers(0, len(scored), size=(RANSAC_HYPOTHESES, 3))
@@ -78,7 +89,16 @@ def _ransac_inliers(points: np.ndarray, band: float) -> np.ndarray:
         return np.ones(len(points), bool)
     normals = normals[usable] / lengths[usable, None]
     offsets = np.einsum("ij,ij->i", normals, a[usable])
-    counts = (np.abs(scored @ normals.T - offsets) <= band).sum(axis=0)
+    # One row per hypothesis: counting along rows is several times faster than down columns.
+    residuals = normals @ scored.T
+    residuals -= offsets[:, None]
+    np.abs(residuals, out=residuals)
+    counts = np.count_nonzero(residuals <= band, axis=1)
+    if accept is not None:
+        allowed = np.asarray(accept(normals, offsets), bool)
+        if not allowed.any():
+            return None
+        counts = np.where(allowed, counts, -1)
     best = int(np.argmax(counts))
     return np.abs(points @ normals[best] - offsets[best]) <= band
 

@@ -269,38 +269,51 @@ def target_points(masks: Sequence[np.ndarray], depth_m: np.ndarray,
     return points_of(pixels, k, rgb, max_points=max_points, transform=transform)
 
 
-_PLY_VERTEX = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"),
-                        ("red", "u1"), ("green", "u1"), ("blue", "u1")])
+_PLY_COLUMNS = [("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("red", "u1"), ("green", "u1"),
+                ("blue", "u1")]
+_PLY_TYPES = {"<f4": "float", "u1": "uchar", "<u4": "uint"}
 
 
-def ply_bytes(points: np.ndarray, colours: np.ndarray, binary: bool = True) -> bytes:
-    """A PLY file of the points (x y z float32) with their colours (red green blue uchar)."""
+def ply_bytes(points: np.ndarray, colours: np.ndarray, binary: bool = True,
+              labels: np.ndarray | None = None) -> bytes:
+    """A PLY file of the points (x y z float32) with their colours (red green blue uchar) and,
+    when given, their ``labels`` (uint ``label``: the scene cloud's mask ids)."""
     points = np.asarray(points, np.float32).reshape(-1, 3)
     colours = np.asarray(colours, np.uint8).reshape(-1, 3)
     if len(points) != len(colours):
         raise ValueError(f"{len(points)} points but {len(colours)} colours")
+    columns = list(_PLY_COLUMNS)
+    if labels is not None:
+        labels = np.asarray(labels, np.uint32).reshape(-1)
+        if len(labels) != len(points):
+            raise ValueError(f"{len(points)} points but {len(labels)} labels")
+        columns.append(("label", "<u4"))
+    what = "scene points" if labels is not None else "target points"
     header = ("ply\n"
               f"format {'binary_little_endian' if binary else 'ascii'} 1.0\n"
-              "comment sam3_agent_ros target points (metres)\n"
+              f"comment sam3_agent_ros {what} (metres)\n"
               f"element vertex {len(points)}\n"
-              "property float x\nproperty float y\nproperty float z\n"
-              "property uchar red\nproperty uchar green\nproperty uchar blue\n"
-              "end_header\n").encode("ascii")
+              + "".join(f"property {_PLY_TYPES[kind]} {name}\n" for name, kind in columns)
+              + "end_header\n").encode("ascii")
     if binary:
-        vertices = np.empty(len(points), _PLY_VERTEX)
+        vertices = np.empty(len(points), np.dtype(columns))
         vertices["x"], vertices["y"], vertices["z"] = points.T
         vertices["red"], vertices["green"], vertices["blue"] = colours.T
+        if labels is not None:
+            vertices["label"] = labels
         return header + vertices.tobytes()
-    lines = [f"{x:.7g} {y:.7g} {z:.7g} {r} {g} {b}\n"
-             for (x, y, z), (r, g, b) in zip(points.tolist(), colours.tolist())]
+    rows = zip(points.tolist(), colours.tolist(),
+               labels.tolist() if labels is not None else [None] * len(points))
+    lines = [f"{x:.7g} {y:.7g} {z:.7g} {r} {g} {b}" + ("" if label is None else f" {label}")
+             + "\n" for (x, y, z), (r, g, b), label in rows]
     return header + "".join(lines).encode("ascii")
 
 
 def write_ply(path: str | Path, points: np.ndarray, colours: np.ndarray,
-              binary: bool = True) -> Path:
+              binary: bool = True, labels: np.ndarray | None = None) -> Path:
     """Write ``ply_bytes`` to ``path`` (via a temporary file: never a half-written file)."""
     path = Path(path)
     partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(ply_bytes(points, colours, binary))
+    partial.write_bytes(ply_bytes(points, colours, binary, labels))
     partial.replace(path)
     return path
