@@ -44,8 +44,9 @@ from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusE
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.log_limit import QUERY_LINES, LogLimiter
 from sam3_agent_ros.pipeline.frame_world import FrameWorld, bind_target, world_of
-from sam3_agent_ros.pipeline.measurement import Answer, DepthSource, measure_answer
+from sam3_agent_ros.pipeline.measurement import Answer, measure_answer
 from sam3_agent_ros.pipeline.target_frame import TargetFrame, TargetFrameRequest
+from sam3_agent_ros.pipeline.three_d import DepthSource
 
 log = logging.getLogger(__name__)
 ERROR_LOG_CHARS = 500  # the most of a result's error that its log line repeats
@@ -54,13 +55,12 @@ TF_CACHE_NS = 10_000_000_000  # what a TF buffer keeps: beyond it a later try ca
 
 
 class OutputsPort(Protocol):
-    """Where an answer goes out (the node: ``ros/outputs.AnswerPublisher``)."""
+    """Where an answer goes out (the node: ``ros/outputs.NodeOutputs``)."""
 
-    def status(self, event: StatusEvent) -> None: ...
+    def publish_status(self, event: StatusEvent) -> None: ...
 
-    def answer(self, answer: Answer, depth: DepthSource | None = None) -> object:
-        """Publish the answer (``depth``: the 3D source, whose publishers send the targets);
-        return what was published (the action reuses it)."""
+    def publish_answer(self, answer: Answer) -> object:
+        """Publish the answer; return what was published (the action reuses it)."""
 
 
 class ActionPort(Protocol):
@@ -181,7 +181,7 @@ class QueryLife:
                                lambda: f"query rejected: {for_log(duplicate.error)}",
                                QUERY_LINES)
             if (outputs := self.outputs) is not None:
-                outputs.answer(Answer(duplicate))
+                outputs.publish_answer(Answer(duplicate))
             return
         self._limiter.emit("query", self._logger.info,
                            lambda: f"query {for_log(query.id)}: {for_log(repr(query.text))}"
@@ -196,7 +196,7 @@ class QueryLife:
         duplicate = action.refuse_duplicate(query) if action is not None else None
         if duplicate is not None:
             if (outputs := self.outputs) is not None:
-                outputs.answer(Answer(duplicate))  # its reason: the id is in use
+                outputs.publish_answer(Answer(duplicate))  # its reason: the id is in use
             return
         runner = self.runner
         if runner is None:
@@ -287,7 +287,7 @@ class QueryLife:
         if event.backends is None:
             event = dataclasses.replace(event, backends=self._backends())
         if (outputs := self.outputs) is not None:
-            outputs.status(event)
+            outputs.publish_status(event)
         if (action := self.action) is not None:
             action.on_status(event)
 
@@ -307,7 +307,7 @@ class QueryLife:
                 seen(answer.target, "answer")
             if (measured := self.on_answer) is not None:
                 measured(answer)
-            published = outputs.answer(answer, depth) if outputs is not None else None
+            published = outputs.publish_answer(answer) if outputs is not None else None
         finally:  # whatever publishing raised (the worker logs it), the goal of this query ends
             if (action := self.action) is not None:
                 action.on_result(result, published)

@@ -32,8 +32,7 @@ from sam3_agent_ros.ros.concepts_control import ConceptsControl
 from sam3_agent_ros.ros.conversions import FrameReader
 from sam3_agent_ros.ros.follow_control import SHUTDOWN_WAIT_S as FOLLOW_SHUTDOWN_WAIT_S
 from sam3_agent_ros.ros.follow_control import FollowControl
-from sam3_agent_ros.ros.outputs import AnswerPublisher
-from sam3_agent_ros.ros.qos import OUTPUT_QOS
+from sam3_agent_ros.ros.outputs import NodeOutputs
 
 if TYPE_CHECKING:
     from rclpy.lifecycle import LifecycleNode
@@ -142,7 +141,7 @@ def stop_target_frame(life: QueryLife, recorder: health.HealthRecorder, logger: 
 
 
 def release(life: QueryLife, runner: QueryRunner | None, follow: FollowControl | None,
-            concepts: ConceptsControl | None, outputs: AnswerPublisher | None, *,
+            concepts: ConceptsControl | None, outputs: NodeOutputs | None, *,
             wait_s: float, logger: Any) -> None:
     """Stop the worker, follow and concepts threads (each waited for up to ``wait_s``, the
     follow and concepts threads at most their own shutdown wait) and free the models unless
@@ -184,7 +183,7 @@ class NodeParts:
         self.runner: QueryRunner | None = None
         self.inbox: QueryInbox | None = None  # the query topic's messages (pipeline/inbox.py)
         self.follow: FollowControl | None = None
-        self.outputs: AnswerPublisher | None = None
+        self.outputs: NodeOutputs | None = None  # every output publisher (ros/outputs.py)
         self.depth: DepthTargets | None = None
         self.concepts: ConceptsControl | None = None  # standing concepts (concepts_control.py)
 
@@ -198,8 +197,7 @@ class NodeParts:
         self.config = config
         life.max_query_chars = config.node.max_query_chars
         self.reader = reader = FrameReader(config.node.max_image_pixels)
-        self.outputs = life.outputs = AnswerPublisher(
-            node, config.node.publish_overlay, OUTPUT_QOS, config.overlay)
+        self.outputs = life.outputs = outputs = NodeOutputs(node, config)  # the table's rows
         life.target_frame = start_target_frame(node, config, self._health)  # CONTRACTS §9
         life.cloud_max_points = config.depth.cloud_max_points
         life.on_target = self._health.target_frame_looked_up
@@ -215,11 +213,11 @@ class NodeParts:
         self.inbox.start()
         self.follow = life.follow = FollowControl(
             node, config, gate.first, reader.frame, depth=life.current_depth,
-            reground=life.reground, on_status=self._health.follow_update,
+            reground=life.reground, outputs=outputs, on_status=self._health.follow_update,
             target_frame=life.current_target_frame,
             on_target=self._health.target_frame_looked_up)
         self.concepts = ConceptsControl(node, config, gate, reader.frame,
-                                        depth=life.current_depth,
+                                        depth=life.current_depth, outputs=outputs,
                                         target_frame=life.current_target_frame)
 
     def activate(self, config: Config, image_topic: str = "") -> None:
@@ -276,7 +274,7 @@ class NodeParts:
         return ended
 
     def flush_results(self, timeout_s: float) -> bool:
-        """The last results acknowledged by their subscribers (``AnswerPublisher.flush``)."""
+        """The last results acknowledged by their subscribers (``NodeOutputs.flush``)."""
         return self.outputs.flush(timeout_s) if self.outputs is not None else True
 
     def goals_in_flight(self) -> int:

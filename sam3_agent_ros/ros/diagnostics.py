@@ -18,9 +18,10 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
 
 from sam3_agent_ros.ros.health_status import HealthInputs, Level, Status, statuses
+from sam3_agent_ros.ros.output_topics import DIAGNOSTICS
 from sam3_agent_ros.ros.qos import OUTPUT_QOS
 
-TOPIC = "/diagnostics"
+TOPIC = DIAGNOSTICS
 PERIOD_S = 1.0
 _LEVELS = {Level.OK: DiagnosticStatus.OK, Level.WARN: DiagnosticStatus.WARN,
            Level.ERROR: DiagnosticStatus.ERROR}

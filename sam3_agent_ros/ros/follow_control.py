@@ -12,31 +12,29 @@ The node calls, in order of a query's life:
   query that asked to be followed starts a ``FollowSession`` on the answer's frame and masks;
 - ``offer(message)`` from the image callback (O(1)); ``stop(reason)`` for stop_follow and
   deactivation.
-The follow thread (``FollowRunner``) publishes through ``outputs.FollowPublisher``; ``on_status``
-(the node's health) sees every status, and ``follow_health.follow_started`` when a session begins.
+The follow thread (``FollowRunner``) measures each update (the one 3D step,
+``pipeline.three_d.measure_3d``) and publishes it through ``outputs.NodeOutputs.publish_follow``;
+``on_status`` (the node's health) sees every status, and ``follow_health.follow_started`` when a
+session begins.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
-
-import numpy as np
 
 from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.types import Frame, QueryStatus, Result
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.follow.types import STOPPED, starting_source
-from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.log_limit import limiter_of
-from sam3_agent_ros.pipeline.measurement import Visible, measure_visible, measure_visible_in
 from sam3_agent_ros.pipeline.target_frame import TargetFrame, TargetFrameRequest
+from sam3_agent_ros.pipeline.three_d import measure_3d
 from sam3_agent_ros.ros.conversions import frame_stamp_ns
 from sam3_agent_ros.ros.follow_health import follow_started
 from sam3_agent_ros.ros.follow_runner import FollowRunner, status_json
-from sam3_agent_ros.ros.outputs import FollowPublisher
-from sam3_agent_ros.ros.qos import OUTPUT_QOS
+from sam3_agent_ros.ros.outputs import NodeOutputs
 
 STOP_FOLLOW_SERVICE = "~/stop_follow"
 BEFORE_ANSWER_WAIT_S = 5.0  # a follow frame (e.g. a SAM 3 re-detection) finishing first
@@ -46,7 +44,7 @@ SHUTDOWN_WAIT_S = 5.0
 class FollowControl:
     def __init__(self, node: Any, config: Config, segmenter: Any,
                  to_frame: Callable[[Any], Frame], depth: Callable[[], Any],
-                 reground: Callable[[str, str], None],
+                 reground: Callable[[str, str], None], outputs: NodeOutputs,
                  on_status: Callable[[dict], None] | None = None,
                  target_frame: Callable[[], TargetFrameRequest | None] | None = None,
                  on_target: Callable[[TargetFrame, str], None] | None = None):
@@ -61,8 +59,7 @@ class FollowControl:
         self._lock = threading.Lock()
         self._requests: dict[str, tuple[bool, str]] = {}  # query id -> (follow?, query text)
         self._labels: dict[str, str] = {}  # the followed query's id -> its text (marker labels)
-        self._publisher = FollowPublisher(
-            node, OUTPUT_QOS, config.overlay if config.node.publish_overlay else None)
+        self._outputs = outputs  # the node's outputs room (ros/outputs.py)
         self._runner = FollowRunner(to_frame=to_frame, publish=self._publish,
                                     on_reground=self._on_reground,
                                     lost_timeout_s=self._config.lost_timeout_s)
@@ -177,15 +174,14 @@ class FollowControl:
         with self._lock:
             label = self._labels.get(str(status.get("query_id")))
         depth = self._depth()
-        visible = None
-        if self._publisher.wants_3d(depth):  # measured before any message is built
+        located = None
+        if self._outputs.follow_wants_3d(depth):  # measured before any message is built
             request = self._target_frame() if self._target_frame is not None else None
-            visible = measure_follow_in(depth, frame, masks, self._node.get_logger(), request)
-            if visible.target is not None and self._on_target is not None:
-                self._on_target(visible.target, "follow update")
-        self._publisher.publish(frame, masks, {**status, "backends": self._backends},
-                                visible.measurements if visible is not None else None, depth,
-                                label, visible)
+            located = measure_3d(depth, frame, masks, request, self._node.get_logger())
+            if located.target is not None and self._on_target is not None:
+                self._on_target(located.target, "follow update")
+        self._outputs.publish_follow(frame, masks, {**status, "backends": self._backends},
+                                     located, label)
 
     def _on_reground(self, query_id: str, text: str) -> None:
         self._node.get_logger().info(f"follow of {for_log(query_id)} lost: re-running the query "
@@ -195,29 +191,12 @@ class FollowControl:
     # --- lifecycle -------------------------------------------------------------------------------
     def destroy(self, wait_s: float = SHUTDOWN_WAIT_S) -> bool:
         """End following and the follow thread (waited for up to ``wait_s``) and destroy the
-        service and publishers; False when the thread is still busy (e.g. in the segmenter)."""
+        service; False when the thread is still busy (e.g. in the segmenter). The publishers
+        are the outputs room's."""
         stopped = self._runner.shutdown(wait_s)
         if not stopped:
             self._node.get_logger().warning("follow: the follow thread did not stop in time")
         if self._service is not None:
             self._node.destroy_service(self._service)
-        self._publisher.destroy()
         return stopped
 
-
-def measure_follow_in(depth: Any, frame: Frame | None, masks: Sequence[np.ndarray | None],
-                      logger: Any = None, target_frame: TargetFrameRequest | None = None
-                      ) -> Visible:
-    """``measure_follow`` and, with ``target_frame``, the transform at ``frame``'s stamp."""
-    if frame is None or frame.image.size == 0:
-        return Visible([None] * len(masks))
-    return measure_visible_in(depth, frame, masks, logger, target_frame)
-
-
-def measure_follow(depth: Any, frame: Frame | None, masks: Sequence[np.ndarray | None],
-                   logger: Any = None) -> list[Measurement | None]:
-    """A follow update's 3D step, before its messages are built: ``measure_visible`` on a frame
-    with pixels, else nothing measured (one None per mask)."""
-    if frame is None or frame.image.size == 0:
-        return [None] * len(masks)
-    return measure_visible(depth, frame, masks, logger)

@@ -31,10 +31,10 @@ class FakeOutputs:
     def __init__(self, journal):
         self.journal = journal
 
-    def status(self, event):
+    def publish_status(self, event):
         self.journal.note("status", event.query_id, event.backends)
 
-    def answer(self, answer, depth=None):
+    def publish_answer(self, answer):
         result = answer.result
         self.journal.note("images", result.query_id)
         self.journal.note("result_json", result.query_id, result.to_json())
@@ -216,7 +216,7 @@ def test_a_publisher_that_raises_still_ends_the_goal():
     def broken(answer, depth=None):
         raise RuntimeError("publisher gone")
 
-    life.outputs.answer = broken
+    life.outputs.publish_answer = broken
     try:
         life.finish(Result("q-7", "x", QueryStatus.FAILED, error="e"))
     except RuntimeError:

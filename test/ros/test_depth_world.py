@@ -135,10 +135,10 @@ def test_a_query_longer_than_the_depth_ring_keeps_its_depth(scene):
                           frame=frame)
 
     class Outputs:
-        def status(self, event):
+        def publish_status(self, event):
             pass
 
-        def answer(self, answer, depth=None):
+        def publish_answer(self, answer):
             published.append(answer)
 
     life = QueryLife(lambda: {"llm": "fake"}, lambda: True, node.logger)

@@ -29,8 +29,9 @@ from visualization_msgs.msg import MarkerArray
 
 from sam3_agent_ros.core.types import Frame
 from sam3_agent_ros.geometry.measurement import Measurement
-from sam3_agent_ros.pipeline.measurement import Answer, Visible, is_answered
+from sam3_agent_ros.pipeline.measurement import Answer, is_answered
 from sam3_agent_ros.pipeline.target_frame import TargetFrame, moved_measurements
+from sam3_agent_ros.pipeline.three_d import Located
 from sam3_agent_ros.ros.conversions import frame_header
 from sam3_agent_ros.ros.messages.markers import marker_messages, target_messages
 from sam3_agent_ros.ros.messages.vision import (
@@ -96,7 +97,7 @@ def answer_robot_messages(answer: Answer) -> RobotMessages:
     return out
 
 
-def follow_target(frame: Frame | None, visible: Visible, label: str = ""
+def follow_target(frame: Frame | None, visible: Located, label: str = ""
                   ) -> tuple[PointStamped | None, MarkerArray | None]:
     """A follow update's ``~/follow/target`` (the first object's point) and markers in the output
     frame; (None, None) when the transform is missing or nothing is measured."""
