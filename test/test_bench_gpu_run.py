@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from pathlib import Path
-
 import sys
+from pathlib import Path
 
 import pytest
 

@@ -74,7 +74,7 @@ class ActionPort(Protocol):
 
 
 class FollowHooks(Protocol):
-    """Follow mode around a query (``ros/follow_control.FollowControl``)."""
+    """Follow mode around a query (``pipeline/follow_control.FollowControl``)."""
 
     def before_query(self, query_id: str, text: str, follow: bool | None) -> None: ...
 

@@ -20,19 +20,21 @@ from typing import TYPE_CHECKING, Any
 from sam3_agent_ros.config import Config, backends_of, demo_backends_warning, offline_overrides
 from sam3_agent_ros.core.types import Query, stamp_ns
 from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.health import recorder as health
 from sam3_agent_ros.log_limit import QUERY_LINES, limiter_of
+from sam3_agent_ros.pipeline.concepts_control import SHUTDOWN_WAIT_S as CONCEPTS_SHUTDOWN_WAIT_S
+from sam3_agent_ros.pipeline.concepts_control import ConceptsControl
+from sam3_agent_ros.pipeline.follow_control import SHUTDOWN_WAIT_S as FOLLOW_SHUTDOWN_WAIT_S
+from sam3_agent_ros.pipeline.follow_control import FollowControl
 from sam3_agent_ros.pipeline.inbox import QueryInbox
 from sam3_agent_ros.pipeline.intake import QueryRejected, StopFollow, parse_query_message
 from sam3_agent_ros.pipeline.query_life import QueryLife
 from sam3_agent_ros.pipeline.query_runner import LatestFrame, QueryRunner
 from sam3_agent_ros.redact import redact_text
-from sam3_agent_ros.ros import health, hints, params, segment_action
-from sam3_agent_ros.ros.concepts_control import SHUTDOWN_WAIT_S as CONCEPTS_SHUTDOWN_WAIT_S
-from sam3_agent_ros.ros.concepts_control import ConceptsControl
+from sam3_agent_ros.ros import hints, params, segment_action
 from sam3_agent_ros.ros.conversions import FrameReader
-from sam3_agent_ros.ros.follow_control import SHUTDOWN_WAIT_S as FOLLOW_SHUTDOWN_WAIT_S
-from sam3_agent_ros.ros.follow_control import FollowControl
 from sam3_agent_ros.ros.outputs import NodeOutputs
+from sam3_agent_ros.ros.stop_follow import serve_stop_follow
 
 if TYPE_CHECKING:
     from rclpy.lifecycle import LifecycleNode
@@ -183,6 +185,7 @@ class NodeParts:
         self.runner: QueryRunner | None = None
         self.inbox: QueryInbox | None = None  # the query topic's messages (pipeline/inbox.py)
         self.follow: FollowControl | None = None
+        self.stop_follow: Any = None  # the ~/stop_follow service while configured
         self.outputs: NodeOutputs | None = None  # every output publisher (ros/outputs.py)
         self.depth: DepthTargets | None = None
         self.concepts: ConceptsControl | None = None  # standing concepts (concepts_control.py)
@@ -211,12 +214,13 @@ class NodeParts:
         self.runner.start()
         self.inbox = QueryInbox(self._take_message, self._refuse_message)
         self.inbox.start()
-        self.follow = life.follow = FollowControl(
-            node, config, gate.first, reader.frame, depth=life.current_depth,
-            reground=life.reground, outputs=outputs, on_status=self._health.follow_update,
-            target_frame=life.current_target_frame,
+        self.follow = life.follow = follow = FollowControl(
+            self._logger, self.limiter, config, gate.first, reader.frame,
+            depth=life.current_depth, reground=life.reground, outputs=outputs,
+            on_status=self._health.follow_update, target_frame=life.current_target_frame,
             on_target=self._health.target_frame_looked_up)
-        self.concepts = ConceptsControl(node, config, gate, reader.frame,
+        self.stop_follow = serve_stop_follow(node, follow.stop)  # ~/stop_follow (std_srvs)
+        self.concepts = ConceptsControl(self._logger, self.limiter, config, gate, reader.frame,
                                         depth=life.current_depth, outputs=outputs,
                                         target_frame=life.current_target_frame)
 
@@ -298,6 +302,9 @@ class NodeParts:
         parts = (self.runner, self.follow, self.concepts, self.outputs)
         self.runner = self.follow = self.concepts = self.outputs = None
         release(self.life, *parts, wait_s=wait_s, logger=self._logger)
+        service, self.stop_follow = self.stop_follow, None
+        if service is not None:
+            self._node.destroy_service(service)
         stop_target_frame(self.life, self._health, self._logger)
         self.config = None
         self.frames.clear()

@@ -1,6 +1,6 @@
-"""The node's standing concepts (``concepts.*``, docs/concepts.md): the concepts thread, each
-pass's 3D step, and the live parameter changes; the ``~/concepts/*`` messages go out through the
-node's outputs room (``ros/outputs.NodeOutputs.publish_concepts``).
+"""The node's standing concepts (``concepts.*``, docs/concepts.md), ROS-free: the concepts
+thread, each pass's 3D step, and the live parameter changes; the ``~/concepts/*`` messages go
+out through the node's outputs room (``ros/outputs.NodeOutputs.publish_concepts``).
 
 - ``offer(message)`` from the image callback (O(1));
 - ``on_parameters(changes)`` from the set-parameters callback, once a change is accepted:
@@ -20,17 +20,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from sam3_agent_ros.concepts import ConceptFrame, SegmenterGate, StandingConcepts
 from sam3_agent_ros.config import PARAMETERS_BY_NAME, Config
+from sam3_agent_ros.core.ports import Logger
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.follow.redetect import Gates
-from sam3_agent_ros.log_limit import limiter_of
+from sam3_agent_ros.log_limit import LogLimiter
+from sam3_agent_ros.pipeline.concepts_runner import ConceptsRunner
 from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
 from sam3_agent_ros.pipeline.three_d import Located, measure_3d
-from sam3_agent_ros.ros.concepts_runner import ConceptsRunner
-from sam3_agent_ros.ros.outputs import NodeOutputs
 
 SHUTDOWN_WAIT_S = 5.0
 
@@ -54,11 +54,21 @@ def with_positions(result: ConceptFrame, depth: Any, logger: Any = None,
     return dataclasses.replace(result, detections=placed), located
 
 
+class ConceptsOutputs(Protocol):
+    """Where concept passes go out (the node: ``ros/outputs.NodeOutputs``)."""
+
+    def live(self) -> bool: ...
+
+    def publish_concepts(self, result: ConceptFrame, located: Located | None) -> object: ...
+
+
 class ConceptsControl:
-    def __init__(self, node: Any, config: Config, gate: SegmenterGate,
-                 to_frame: Callable[[Any], Any], depth: Callable[[], Any], outputs: NodeOutputs,
+    def __init__(self, logger: Logger, limiter: LogLimiter, config: Config, gate: SegmenterGate,
+                 to_frame: Callable[[Any], Any], depth: Callable[[], Any],
+                 outputs: ConceptsOutputs,
                  target_frame: Callable[[], TargetFrameRequest | None] | None = None):
-        self._node = node
+        self._logger = logger  # the node's
+        self._limiter = limiter  # the node's (log_limit.limiter_of): lines a peer can cause
         self._outputs = outputs  # the node's outputs room (ros/outputs.py)
         self._depth = depth
         self._target_frame = target_frame  # the node's TF request (target_frame set) or None
@@ -99,7 +109,7 @@ class ConceptsControl:
             listed = ", ".join(for_log(repr(p), 120) for p in prompts)
             return f"standing concepts ({len(prompts)}): {listed}; instance ids start at 1"
 
-        limiter_of(self._node).emit("standing concepts", self._node.get_logger().info, line)
+        self._limiter.emit("standing concepts", self._logger.info, line)
 
     # --- concepts thread ---------------------------------------------------------------------
     def _publish(self, result: ConceptFrame) -> None:
@@ -108,7 +118,7 @@ class ConceptsControl:
         if not self._outputs.live():
             return
         request = self._target_frame() if self._target_frame is not None else None
-        result, located = with_positions(result, self._depth(), self._node.get_logger(), request)
+        result, located = with_positions(result, self._depth(), self._logger, request)
         self._outputs.publish_concepts(result, located)
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -117,5 +127,5 @@ class ConceptsControl:
         still busy (e.g. in the segmenter). The publishers are the outputs room's."""
         stopped = self.runner.shutdown(wait_s)
         if not stopped:
-            self._node.get_logger().warning("concepts: the concepts thread did not stop in time")
+            self._logger.warning("concepts: the concepts thread did not stop in time")
         return stopped
