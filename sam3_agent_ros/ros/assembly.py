@@ -28,7 +28,7 @@ from sam3_agent_ros.pipeline.follow_control import SHUTDOWN_WAIT_S as FOLLOW_SHU
 from sam3_agent_ros.pipeline.follow_control import FollowControl
 from sam3_agent_ros.pipeline.inbox import QueryInbox
 from sam3_agent_ros.pipeline.intake import QueryRejected, StopFollow, parse_query_message
-from sam3_agent_ros.pipeline.query_life import QueryLife
+from sam3_agent_ros.pipeline.query_life import QueryLife, QueryParts
 from sam3_agent_ros.pipeline.query_runner import LatestFrame, QueryRunner
 from sam3_agent_ros.redact import redact_text
 from sam3_agent_ros.ros import hints, params, segment_action
@@ -130,9 +130,9 @@ def start_target_frame(node: Any, config: Config,
     return TargetFrameRequest(frame_id, source, config.tf.timeout_s)
 
 
-def stop_target_frame(life: QueryLife, recorder: health.HealthRecorder, logger: Any) -> None:
+def stop_target_frame(request: TargetFrameRequest | None, recorder: health.HealthRecorder,
+                      logger: Any) -> None:
     """Close the TF source of ``start_target_frame`` (cleanup); never raises."""
-    request, life.target_frame = life.target_frame, None
     recorder.target_frame_started("")
     close = getattr(getattr(request, "transforms", None), "close", None)
     if callable(close):
@@ -144,29 +144,30 @@ def stop_target_frame(life: QueryLife, recorder: health.HealthRecorder, logger: 
 
 def release(life: QueryLife, runner: QueryRunner | None, follow: FollowControl | None,
             concepts: ConceptsControl | None, outputs: NodeOutputs | None, *,
-            wait_s: float, logger: Any) -> None:
+            wait_s: float, logger: Any) -> QueryParts | None:
     """Stop the worker, follow and concepts threads (each waited for up to ``wait_s``, the
     follow and concepts threads at most their own shutdown wait) and free the models unless
-    one of them is still busy with the segmenter. The outputs go last: a query cancelled while
-    the worker stops still publishes its one result."""
-    life.runner = None
+    one of them is still busy with the segmenter; the life's parts let go, returned. The
+    outputs go last: a query cancelled while the worker stops still publishes its one
+    result."""
+    life.stop_taking()  # "not configured" from now on
     worker_done = runner.stop("node shutting down", wait_s) if runner is not None else True
-    life.follow = None
+    life.stop_following()  # follow's hooks are gone
     follow_done = (follow.destroy(min(wait_s, FOLLOW_SHUTDOWN_WAIT_S))
                    if follow is not None else True)
     concepts_done = (concepts.destroy(min(wait_s, CONCEPTS_SHUTDOWN_WAIT_S))
                      if concepts is not None else True)
-    agent, life.agent = life.agent, None
+    parts = life.release()
+    agent = parts.agent if parts is not None else None
     close = getattr(getattr(agent, "segmenter", None), "close", None)
     if callable(close) and worker_done and follow_done and concepts_done:
         try:
             close()
         except Exception as exc:
             logger.warning(f"segmenter close failed: {exc}")
-    life.outputs = None
     if outputs is not None:
         outputs.destroy()
-    life.max_query_chars = 0
+    return parts
 
 
 class NodeParts:
@@ -195,30 +196,32 @@ class NodeParts:
         """Build the agent (``CannotConfigure`` when it cannot be), the outputs, the query worker,
         follow mode and the standing concepts, and start the worker."""
         node, life = self._node, self.life
-        life.agent, gate = build_agent(config, self._health, self._logger,
-                                       node.get_fully_qualified_name())
+        agent, gate = build_agent(config, self._health, self._logger,
+                                  node.get_fully_qualified_name())
         self.config = config
-        life.max_query_chars = config.node.max_query_chars
         self.reader = reader = FrameReader(config.node.max_image_pixels)
-        self.outputs = life.outputs = outputs = NodeOutputs(node, config)  # the table's rows
-        life.target_frame = start_target_frame(node, config, self._health)  # CONTRACTS §9
-        life.cloud_max_points = config.depth.cloud_max_points
-        life.on_target = self._health.target_frame_looked_up
-        life.on_answer = self._health.answer_measured  # the 3D status (CONTRACTS §11)
+        self.outputs = outputs = NodeOutputs(node, config)  # the table's rows
+        request = start_target_frame(node, config, self._health)  # CONTRACTS §9
         settings = config.node
-        self.runner = life.runner = QueryRunner(
+        self.runner = runner = QueryRunner(
             answer=life.answer, to_frame=reader.frame, publish=life.finish, status=life.status,
             frames=self.frames, policy=settings.query_policy, queue_size=settings.queue_size,
             max_frame_age_s=settings.max_frame_age_s, frame_wait_s=settings.frame_wait_s,
             bind=self._bind_world, limiter=self.limiter)
-        self.runner.start()
-        self.inbox = QueryInbox(self._take_message, self._refuse_message)
-        self.inbox.start()
-        self.follow = life.follow = follow = FollowControl(
+        self.follow = follow = FollowControl(
             self._logger, self.limiter, config, gate.first, reader.frame,
             depth=life.current_depth, reground=life.reground, outputs=outputs,
             on_status=self._health.follow_update, target_frame=life.current_target_frame,
             on_target=self._health.target_frame_looked_up)
+        life.configure(QueryParts(  # what every query passes, built together
+            agent=agent, outputs=outputs, runner=runner, follow=follow, target_frame=request,
+            cloud_max_points=config.depth.cloud_max_points,
+            max_query_chars=settings.max_query_chars,
+            on_target=self._health.target_frame_looked_up,
+            on_answer=self._health.answer_measured))  # the 3D status (CONTRACTS §11)
+        runner.start()
+        self.inbox = QueryInbox(self._take_message, self._refuse_message)
+        self.inbox.start()
         self.stop_follow = serve_stop_follow(node, follow.stop)  # ~/stop_follow (std_srvs)
         self.concepts = ConceptsControl(self._logger, self.limiter, config, gate, reader.frame,
                                         depth=life.current_depth, outputs=outputs,
@@ -301,11 +304,12 @@ class NodeParts:
             inbox.stop("node shutting down", min(wait_s, INTAKE_WAIT_S))
         parts = (self.runner, self.follow, self.concepts, self.outputs)
         self.runner = self.follow = self.concepts = self.outputs = None
-        release(self.life, *parts, wait_s=wait_s, logger=self._logger)
+        released = release(self.life, *parts, wait_s=wait_s, logger=self._logger)
         service, self.stop_follow = self.stop_follow, None
         if service is not None:
             self._node.destroy_service(service)
-        stop_target_frame(self.life, self._health, self._logger)
+        stop_target_frame(released.target_frame if released is not None else None,
+                          self._health, self._logger)
         self.config = None
         self.frames.clear()
 

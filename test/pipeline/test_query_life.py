@@ -8,7 +8,7 @@ import re
 import numpy as np
 
 from sam3_agent_ros.core.types import Frame, Mask, Query, QueryStatus, Result
-from sam3_agent_ros.pipeline.query_life import QueryLife
+from sam3_agent_ros.pipeline.query_life import QueryLife, QueryParts
 
 POSITION = {"position": {"x": 0.1, "y": 0.2, "z": 0.9}, "position_error": None,
             "box": None, "box_error": "flat"}
@@ -120,12 +120,16 @@ class Logger:
 def make_life(journal, *, configured=True, depth=True, held=(), live=True):
     logger = Logger()
     life = QueryLife(backends=lambda: {"llm": "fake"}, live=lambda: live, logger=logger)
-    life.outputs, life.action = FakeOutputs(journal), FakeAction(journal, held)
+    life.action = FakeAction(journal, held)
+    frame = Frame(image=np.zeros((4, 6, 3), np.uint8), frame_id="cam")
+    life.configure(QueryParts(agent=FakeAgent(journal), outputs=FakeOutputs(journal),
+                              runner=InlineRunner(life, journal, frame),
+                              follow=FakeFollow(journal)))
     if configured:
-        frame = Frame(image=np.zeros((4, 6, 3), np.uint8), frame_id="cam")
-        life.runner, life.agent = InlineRunner(life, journal, frame), FakeAgent(journal)
-        life.follow = FakeFollow(journal)
         life.depth = FakeDepth(journal) if depth else None
+    else:  # released meanwhile: the outputs still there, the worker and follow mode gone
+        life.stop_taking()
+        life.stop_following()
     return life, logger
 
 
