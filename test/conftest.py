@@ -4,8 +4,8 @@ The loopback environment (sam3_agent_ros.ros.dds, on a domain id reserved by
 sam3_agent_demo.domains) is applied to os.environ when this file is imported, i.e. before any
 test module imports rclpy: every participant created by a test, in this process or in a
 subprocess that inherits the environment, stays on this host, on a domain id reserved once per
-test session (no other run on this host has it). Markers are registered in
-pyproject.toml; tests under test/ros/ and test/bags/ get the `ros` marker automatically, and so
+test session (no other run on this host has it). Markers are registered in pyproject.toml;
+tests under test/ros/, test/bags/ and test/graph/ get the `ros` marker automatically, and so
 does any test whose module imports ROS 2 (`torch` likewise for torch/SAM 3; test/heavy_imports.py
 reads the imports). Those tests are refused, in one line, when the imported ``sam3_agent_ros`` is
 not this checkout's (a shared venv's editable install of another clone): its live node would be
@@ -38,7 +38,7 @@ for _name in (DOMAIN_ID_VAR, *PROFILES_FILE_VARS):
     os.environ.pop(_name, None)
 _SESSION_ROS_ENV = apply_reserved_loopback_env()
 
-_ROS_TEST_DIRS = ("ros", "bags")
+_ROS_TEST_DIRS = ("ros", "bags", "graph")
 
 
 def find_repo_root(start: Path | None = None) -> Path:

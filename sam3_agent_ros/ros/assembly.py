@@ -31,7 +31,7 @@ from sam3_agent_ros.pipeline.intake import QueryRejected, StopFollow, parse_quer
 from sam3_agent_ros.pipeline.query_life import QueryLife, QueryParts
 from sam3_agent_ros.pipeline.query_runner import LatestFrame, QueryRunner
 from sam3_agent_ros.redact import redact_text
-from sam3_agent_ros.ros import hints, params, segment_action
+from sam3_agent_ros.ros import operator_hints, params, segment_action
 from sam3_agent_ros.ros.conversions import FrameReader
 from sam3_agent_ros.ros.outputs import NodeOutputs
 from sam3_agent_ros.ros.stop_follow import serve_stop_follow
@@ -108,7 +108,7 @@ def build_agent(config: Config, recorder: health.HealthRecorder, logger: Any,
         problem = (f"cannot build the backends: {type(exc).__name__}: "
                    f"{redact_text(str(exc))}")
         logger.error(problem)
-        logger.error(f"to configure: {hints.fix_backends(node_name)}")
+        logger.error(f"to configure: {operator_hints.fix_backends(node_name)}")
         raise CannotConfigure(problem, by_building=True) from None
     return agent, gate
 

@@ -61,7 +61,7 @@ from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.health import recorder as health
 from sam3_agent_ros.log_limit import Budget, limiter_of
 from sam3_agent_ros.redact import redact_text
-from sam3_agent_ros.ros import hints, node_main, param_guard, params
+from sam3_agent_ros.ros import node_main, operator_hints, param_guard, params
 from sam3_agent_ros.ros.assembly import CLEANUP_WAIT_S, SHUTTING_DOWN, CannotConfigure, NodeParts
 from sam3_agent_ros.ros.diagnostics import DiagnosticsPublisher
 from sam3_agent_ros.ros.qos import IMAGE_QOS, QUERY_QOS
@@ -100,10 +100,10 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         if self.get_parameter("autostart").value:
             self._autostart_timer = self.create_timer(0.0, self._start_autostart)
         elif self._param_problems:  # autostart's configure would say it; nothing else will
-            self.get_logger().error(
-                f"the node cannot configure: {hints.fix_parameters(self._param_problems, name)}")
+            fix = operator_hints.fix_parameters(self._param_problems, name)
+            self.get_logger().error(f"the node cannot configure: {fix}")
         else:
-            self.get_logger().info(hints.manual_start(name))
+            self.get_logger().info(operator_hints.manual_start(name))
 
     # --- lifecycle -----------------------------------------------------------------------------
     def _start_autostart(self) -> None:
@@ -116,13 +116,13 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
     def _autostart(self) -> None:
         try:
             if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                self.get_logger().error(hints.autostart_failed(
+                self.get_logger().error(operator_hints.autostart_failed(
                     self.get_fully_qualified_name(), self._restart_only))
                 self.start_up_failed.set()
                 return
             if self.trigger_activate() != TransitionCallbackReturn.SUCCESS:
                 self.get_logger().error(f"autostart: activate failed (see above); "
-                                        f"{hints.EXITING}")
+                                        f"{operator_hints.EXITING}")
                 self.start_up_failed.set()
         except Exception as exc:  # e.g. the process is shutting down during the load
             self.get_logger().warning(f"autostart stopped: {type(exc).__name__}: {exc}")
@@ -144,7 +144,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             for reason in reasons:
                 self.get_logger().error(f"cannot configure: {redact_text(str(reason))}")
             self._restart_only = any(r.fixed_by_restart for r in reasons)
-            self.get_logger().error(f"to configure: {hints.fix_parameters(reasons, name)}")
+            self.get_logger().error(f"to configure: {operator_hints.fix_parameters(reasons, name)}")
             return TransitionCallbackReturn.FAILURE
         try:
             config = params.read_config(self)
