@@ -28,8 +28,9 @@ from sam3_agent_ros.pipeline.follow_control import SHUTDOWN_WAIT_S as FOLLOW_SHU
 from sam3_agent_ros.pipeline.follow_control import FollowControl
 from sam3_agent_ros.pipeline.inbox import QueryInbox
 from sam3_agent_ros.pipeline.intake import QueryRejected, StopFollow, parse_query_message
+from sam3_agent_ros.pipeline.latest_frame import LatestFrame
 from sam3_agent_ros.pipeline.query_life import QueryLife, QueryParts
-from sam3_agent_ros.pipeline.query_runner import LatestFrame, QueryRunner
+from sam3_agent_ros.pipeline.query_runner import QueryRunner
 from sam3_agent_ros.redact import redact_text
 from sam3_agent_ros.ros import operator_hints, params, segment_action
 from sam3_agent_ros.ros.conversions import FrameReader

@@ -15,8 +15,9 @@ from sensor_msgs.msg import CameraInfo, Image
 from sam3_agent_demo.scene import render_scene
 from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result, stamp_ns
+from sam3_agent_ros.pipeline.latest_frame import LatestFrame
 from sam3_agent_ros.pipeline.query_life import QueryLife, QueryParts
-from sam3_agent_ros.pipeline.query_runner import LatestFrame, QueryRunner
+from sam3_agent_ros.pipeline.query_runner import QueryRunner
 from sam3_agent_ros.ros.depth import DepthTargets
 from test.waiting import wait_until
 
