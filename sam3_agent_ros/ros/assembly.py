@@ -36,6 +36,7 @@ from sam3_agent_ros.ros import operator_hints, params, segment_action
 from sam3_agent_ros.ros.conversions import FrameReader
 from sam3_agent_ros.ros.outputs import NodeOutputs
 from sam3_agent_ros.ros.stop_follow import serve_stop_follow
+from sam3_agent_ros.ros.target_frame_source import start_target_frame, stop_target_frame
 
 if TYPE_CHECKING:
     from rclpy.lifecycle import LifecycleNode
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 
     from sam3_agent_ros.concepts import SegmenterGate
     from sam3_agent_ros.core.agent import Agent
-    from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
     from sam3_agent_ros.ros.depth import DepthTargets
 
 DEACTIVATE_WAIT_S = 5.0  # how long deactivate waits for the worker to leave an ended query
@@ -112,35 +112,6 @@ def build_agent(config: Config, recorder: health.HealthRecorder, logger: Any,
         logger.error(f"to configure: {operator_hints.fix_backends(node_name)}")
         raise CannotConfigure(problem, by_building=True) from None
     return agent, gate
-
-
-def start_target_frame(node: Any, config: Config,
-                       recorder: health.HealthRecorder) -> TargetFrameRequest | None:
-    """With ``target_frame`` set (CONTRACTS §9): the TF source (tf2_ros, else our own listener
-    on /tf and /tf_static), once per configure, and the request every 3D step uses; None
-    without it. ``recorder`` shows the ``target frame`` status."""
-    frame_id = config.node.target_frame
-    recorder.target_frame_started(frame_id)
-    if not frame_id:
-        return None
-    from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
-    from sam3_agent_ros.ros.tf_listener import create_tf_source
-
-    source = create_tf_source(node)
-    recorder.target_frame_started(frame_id, source.stats)  # what the listener refused
-    return TargetFrameRequest(frame_id, source, config.tf.timeout_s)
-
-
-def stop_target_frame(request: TargetFrameRequest | None, recorder: health.HealthRecorder,
-                      logger: Any) -> None:
-    """Close the TF source of ``start_target_frame`` (cleanup); never raises."""
-    recorder.target_frame_started("")
-    close = getattr(getattr(request, "transforms", None), "close", None)
-    if callable(close):
-        try:
-            close()
-        except Exception as exc:  # noqa: BLE001 (teardown goes on)
-            logger.warning(f"closing the TF listener failed: {exc}")
 
 
 def release(life: QueryLife, runner: QueryRunner | None, follow: FollowControl | None,
