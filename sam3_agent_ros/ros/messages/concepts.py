@@ -15,7 +15,6 @@ from std_msgs.msg import Header
 from sam3_agent_ros.concepts import ConceptFrame
 from sam3_agent_ros.concepts import images as concept_images
 from sam3_agent_ros.config import PARAMETERS_BY_NAME
-from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.pipeline.three_d import Located
 from sam3_agent_ros.ros.conversions import array_to_image, frame_header, jpeg_image
 from sam3_agent_ros.ros.messages.geometry import point_msg
@@ -56,13 +55,6 @@ class ConceptMessages:
                 "overlay/compressed": self.overlay, "detections": self.detections}
 
 
-def measured(located: Located | None) -> list[Measurement] | None:
-    """A pass's measurements, one per detection (None without depth)."""
-    if located is None:
-        return None
-    return [m or Measurement.missing(None) for m in located.measurements]
-
-
 def concept_messages(result: ConceptFrame, kinds: Iterable[str] = IMAGE_KINDS,
                      types: tuple[Any, Any] | None = None, located: Located | None = None,
                      jpeg_quality: int = JPEG_QUALITY) -> ConceptMessages:
@@ -84,6 +76,5 @@ def concept_messages(result: ConceptFrame, kinds: Iterable[str] = IMAGE_KINDS,
         out.overlay = jpeg_image(concept_images.overlay(image, result.detections), jpeg_quality,
                                  header)
     if kinds & set(ROBOT_KINDS):
-        out.robot = concept_robot_messages(result.frame, result.detections, measured(located),
-                                           located.target if located is not None else None)
+        out.robot = concept_robot_messages(result.frame, result.detections, located)
     return out

@@ -13,7 +13,7 @@ from sam3_agent_ros.config import DepthConfig
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
 from sam3_agent_ros.frames import Transform
 from sam3_agent_ros.pipeline.measurement import measure_answer
-from sam3_agent_ros.pipeline.target_frame import TargetFrame, TargetFrameRequest
+from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
 from sam3_agent_ros.pipeline.three_d import PreparedDepth, measure_3d
 from sam3_agent_ros.ros.messages.robot_frame import (
     answer_robot_messages,
@@ -124,18 +124,19 @@ def test_follow_and_concepts_outputs_follow_the_same_rule():
     assert target.header.frame_id == "base_link" and np.isclose(target.point.z, 2.0)
     assert [m.id for m in markers.markers[1:]] == [1, 1]  # the box and its label, object 1
     gone = measure_3d(still(), frame(), [masks()[0]],
-                         target_frame=TargetFrameRequest("base_link", Transforms(None)))
+                      target_frame=TargetFrameRequest("base_link", Transforms(None)))
     assert follow_target(frame(), gone) == (None, None)
     detections = [ConceptDetection("cup", 7, m, 0.7, (3.0, 2.0, 12.0, 10.0), (7.0, 6.0), 72)
                   for m in masks()[:1]]
-    camera_measured = measure_answer(result(), still()).measurements[:1]
-    target = TargetFrame("base_link", "opt", STAMP_NS, MOVE)
-    out = concept_robot_messages(frame(), detections, camera_measured, target)
+    moved = measure_3d(still(), frame(), masks()[:1],
+                       target_frame=TargetFrameRequest("base_link", Transforms(MOVE)))
+    out = concept_robot_messages(frame(), detections, moved)
     assert out.detections_2d.header.frame_id == "opt"
     assert out.detections_2d.detections[0].id == "7"
     assert out.detections_2d.detections[0].results[0].hypothesis.class_id == "cup"
     assert out.detections_3d.header.frame_id == "base_link"
     assert out.detections_3d.detections[0].id == "7"
-    none = concept_robot_messages(frame(), detections, camera_measured,
-                                  TargetFrame("base_link", "opt", STAMP_NS, None, "why"))
+    none = concept_robot_messages(frame(), detections, measure_3d(
+        still(), frame(), masks()[:1],
+        target_frame=TargetFrameRequest("base_link", Transforms(None))))
     assert none.detections_3d is None and none.markers is None
