@@ -165,7 +165,7 @@ def publish_cost(publishes: int) -> dict:
     from sam3_agent_ros.ros.messages.answer import answer_messages, follow_messages
     from sam3_agent_ros.ros.messages.images import FOLLOW_IMAGE_KINDS, IMAGE_KINDS
     from sam3_agent_ros.ros.node import Sam3AgentNode
-    from sam3_agent_ros.ros.outputs import FOLLOW_NAMESPACE
+    from sam3_agent_ros.ros.output_topics import topic_of
 
     width, height = RESOLUTIONS["1080p"]
     image = bench_frame(width, height)
@@ -183,14 +183,13 @@ def publish_cost(publishes: int) -> dict:
         Parameter("segmenter.backend", value="color"), Parameter("publish_overlay", value=True)])
     try:
         node.trigger_configure()
-        answer_out = node._life.outputs._publishers  # the node's own AnswerPublisher
-        follow_out = node._life.follow._publisher._publishers  # its FollowPublisher
-        # Publishers are held by topic name: the answer's under ~/, the follow update's under
-        # ~/follow/ (ros/outputs.py).
-        prefix = {id(answer_out): "~", id(follow_out): FOLLOW_NAMESPACE}
+        # The node's own publishers (its outputs room, ros/outputs.py), held by topic name;
+        # an update's field names its topic in the table (ros/output_topics.py).
+        publishers = node._life.outputs._publishers
+        answer_out, follow_out = "answer", "follow"
 
         def publisher(out, kind):
-            return out[f"{prefix[id(out)]}/{kind}"]
+            return publishers[topic_of(out, kind)]
 
         wait_for(lambda: all(publisher(out, k).get_subscription_count() >= 1
                              for kinds, out in ((IMAGE_KINDS, answer_out),

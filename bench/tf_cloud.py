@@ -59,7 +59,7 @@ from sam3_agent_ros.frames import TfBuffer  # noqa: E402
 from sam3_agent_ros.geometry.locate import sample_mask_depth  # noqa: E402
 from sam3_agent_ros.geometry.measurement import Measurement  # noqa: E402
 from sam3_agent_ros.masks import pixel_box  # noqa: E402
-from sam3_agent_ros.pipeline.measurement import StillDepth, measure_answer  # noqa: E402
+from sam3_agent_ros.pipeline.measurement import measure_answer  # noqa: E402
 from sam3_agent_ros.pipeline.target_frame import (  # noqa: E402
     CloudSampler,
     TargetFrameRequest,
@@ -68,6 +68,7 @@ from sam3_agent_ros.pipeline.target_frame import (  # noqa: E402
     moved_measurement,
     target_fields,
 )
+from sam3_agent_ros.pipeline.three_d import PreparedDepth  # noqa: E402
 from sam3_agent_ros.ros.messages.robot_frame import answer_robot_messages  # noqa: E402
 from sam3_agent_ros.ros.messages.vision import target_cloud  # noqa: E402
 
@@ -125,13 +126,13 @@ def after(before, function, repeat: int) -> tuple[float, float]:
 
 
 class TimedDepth:
-    """A depth source that runs ``StillDepth.measure`` and keeps the time it took, so a path's
+    """A depth source that runs ``PreparedDepth.measure`` and keeps the time it took, so a path's
     figure can leave out the per-mask measurement both paths share (most of an answer's time
     and most of its run-to-run noise) while the path still runs it, cold caches and all. The
     time of the pixel sink it hands the pixels to (the cloud's sampling, robot path only) is
     not the shared measurement: it is left in the path's figure."""
 
-    def __init__(self, depth: StillDepth):
+    def __init__(self, depth: PreparedDepth):
         self.depth = depth
         self.wall_ms = self.cpu_ms = 0.0
 
@@ -206,7 +207,7 @@ def robot_frame_cost(repeat: int = 30) -> dict:
     answer = Result("bench", "two blobs", QueryStatus.SUCCEEDED, frame=frame,
                     masks=[Mask.from_array(m, 0.9, b) for m, b in zip(masks, boxes)],
                     text_prompts=["blob"])
-    still = StillDepth(depth, K, None, depth_cfg)
+    still = PreparedDepth(depth, K, None, depth_cfg)
     timed_depth = TimedDepth(still)
     request = TargetFrameRequest("odom", BufferTransforms(buffer))
 

@@ -9,11 +9,11 @@ which returns the exit status: ``run_command.py`` (run), ``concepts_command.py``
 ``sam3_agent_demo.commands`` (demo, demo-follow: the demo package of the source repository,
 imported here only, lazily; a robot's install has none and the two commands say so),
 ``eval/commands.py`` (eval, eval-compare),
-``client.py`` (ask --ros), ``ros/graph_cli.py`` (lifecycle, param, ask --topic / --stop-follow),
+``client.py`` (ask --ros), ``graph/commands.py`` (lifecycle, param, ask --topic / --stop-follow),
 ``console/command.py`` (console: aiohttp and rclpy imported only when it runs),
 ``engine_command.py`` (export-engine: SAM 3 to ONNX for ``segmenter.engine: onnxruntime``),
-``ros/static_transform.py`` (static-transform: tf2_ros's static_transform_publisher, from the
-venv).
+``static_transform_command.py`` (static-transform: tf2_ros's static_transform_publisher, from
+the venv).
 """
 
 from __future__ import annotations
@@ -31,10 +31,16 @@ EXIT_USAGE = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from sam3_agent_ros import client, concepts_command, engine_command, run_command
+    from sam3_agent_ros import (
+        client,
+        concepts_command,
+        engine_command,
+        run_command,
+        static_transform_command,
+    )
     from sam3_agent_ros.console import command as console_command
     from sam3_agent_ros.eval import commands as eval_commands
-    from sam3_agent_ros.ros import graph_cli, static_transform
+    from sam3_agent_ros.graph import commands as graph_commands
 
     parser = argparse.ArgumentParser(prog="sam3-agent", description=__doc__.split("\n\n")[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
@@ -57,10 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
         demo_commands.register(commands)  # demo, demo-follow
     eval_commands.register(commands)  # eval, eval-compare (docs/eval.md)
     client.register(commands)  # ask --ros: one goal to a running node (docs/ros.md)
-    graph_cli.register(commands)  # lifecycle, param: a running node's services, without ros2 CLI
+    graph_commands.register(commands)  # lifecycle, param: a running node's services (no ros2)
     console_command.register(commands)  # console: the operator console (docs/console.md)
     engine_command.register(commands)  # export-engine: SAM 3 to ONNX (docs/sam3.md)
-    static_transform.register(commands)  # static-transform: like tf2_ros's, from the venv
+    static_transform_command.register(commands)  # static-transform: like tf2_ros's, from the venv
     return parser
 
 

@@ -1,5 +1,5 @@
 """A client for the node's action ``~/segment``, and ``sam3-agent ask --ros "query"`` (the action;
-``--topic`` and ``--stop-follow`` are handled by ``ros/graph_cli.py``).
+``--topic`` and ``--stop-follow`` are handled by ``graph/commands.py``).
 
 ``SegmentClient(node).ask("the leftmost blue object", timeout_s=30.0)`` sends one goal and
 returns the ``Segment.Result`` message (``status``, ``error``, ``header``, ``masks``, ``mask``,
@@ -96,7 +96,7 @@ class SegmentClient:
         if not self._wait_for_server(server_timeout_s, stop):
             if stop is not None and stop.is_set():
                 raise SegmentInterrupted(None)
-            from sam3_agent_ros.ros.graph_client import visible_nodes
+            from sam3_agent_ros.graph.client import visible_nodes
 
             raise SegmentError(f"no action server {self.action_name} after "
                                f"{server_timeout_s:g} s; {visible_nodes(self._node)}")
@@ -123,7 +123,7 @@ class SegmentClient:
         if not goal_handle.accepted:
             raise SegmentError("goal rejected by the node (not active, or its queue is full; "
                                "see the node's log)")
-        from sam3_agent_ros.ros.graph_client import NodeGone
+        from sam3_agent_ros.graph.client import NodeGone
 
         result = goal_handle.get_result_async()
         gone = NodeGone(lambda: int(self._client.server_is_ready()), SERVER_GONE_S)
@@ -239,7 +239,7 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from sam3_agent_ros.ros.graph_client import node_topics
+    from sam3_agent_ros.graph.client import node_topics
 
     if args.timeout <= 0:
         print("sam3-agent ask: --timeout must be > 0", file=sys.stderr)
@@ -254,14 +254,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
             print("sam3-agent ask: --stop-follow takes no query, --follow or --refines",
                   file=sys.stderr)
             return EXIT_USAGE
-        from sam3_agent_ros.ros.graph_cli import cmd_stop_follow
+        from sam3_agent_ros.graph.commands import cmd_stop_follow
 
         return cmd_stop_follow(args)
     if not args.query.strip():
         print("sam3-agent ask: the query is empty", file=sys.stderr)
         return EXIT_USAGE
     if args.topic:
-        from sam3_agent_ros.ros.graph_cli import cmd_ask_topic
+        from sam3_agent_ros.graph.commands import cmd_ask_topic
 
         return cmd_ask_topic(args)
     action = args.action or topics["segment"]
@@ -277,12 +277,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
                   "refines")
         print(json.dumps({name: getattr(feedback, name) for name in fields}), file=sys.stderr)
 
-    from sam3_agent_ros.ros.short_lived import short_lived_node
+    from sam3_agent_ros.graph.verb_node import verb_node
 
     # Ctrl-C / SIGTERM only set ``ros.stop`` (rclpy's own handler would shut the context down
     # under the wait); the client then cancels the goal and returns within a second.
     try:
-        with short_lived_node("sam3_agent_ask", args.loopback,
+        with verb_node("sam3_agent_ask", args.loopback,
                               stop_signals=(signal.SIGINT, signal.SIGTERM)) as ros:
             client = SegmentClient(ros.node, action)
             try:

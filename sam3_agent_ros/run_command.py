@@ -190,12 +190,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         close_quietly(agent.segmenter)
     points = None
     if depth is not None:  # the node's 3D step (pipeline.measurement), on one depth image
-        from sam3_agent_ros.pipeline.measurement import StillDepth, measure_answer
+        from sam3_agent_ros.pipeline.measurement import measure_answer
+        from sam3_agent_ros.pipeline.three_d import PreparedDepth
 
         # --out: the target's points too (DIR/points.ply), at most depth.cloud_max_points
         cloud = config.depth.cloud_max_points if args.out else None
         depth_m, intrinsics, reason = depth
-        points = measure_answer(result, StillDepth(depth_m, intrinsics, reason, config.depth),
+        points = measure_answer(result, PreparedDepth(depth_m, intrinsics, reason, config.depth),
                                 cloud_max_points=cloud).points
     if not _write_then_print(args.out, result, refined, points):
         return EXIT_FAILED

@@ -4,10 +4,12 @@ The loopback environment (sam3_agent_ros.ros.dds, on a domain id reserved by
 sam3_agent_demo.domains) is applied to os.environ when this file is imported, i.e. before any
 test module imports rclpy: every participant created by a test, in this process or in a
 subprocess that inherits the environment, stays on this host, on a domain id reserved once per
-test session (no other run on this host has it). Markers are registered in
-pyproject.toml; tests under test/ros/ and test/bags/ get the `ros` marker automatically, and so
+test session (no other run on this host has it). Markers are registered in pyproject.toml;
+tests under test/ros/, test/bags/ and test/graph/ get the `ros` marker automatically, and so
 does any test whose module imports ROS 2 (`torch` likewise for torch/SAM 3; test/heavy_imports.py
-reads the imports). `pytest --ros-free` (the Python 3.10/3.13 venvs, without rclpy and torch)
+reads the imports). Those tests are refused, in one line, when the imported ``sam3_agent_ros`` is
+not this checkout's (a shared venv's editable install of another clone): its live node would be
+tested instead. `pytest --ros-free` (the Python 3.10/3.13 venvs, without rclpy and torch)
 does not even collect those files. test/demo/ is judged file by file: the demo runs reach ROS 2
 through their imports, while the synthetic scenes and the scoring are ROS-free and run in those
 venvs too.
@@ -16,6 +18,8 @@ venvs too.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,7 +38,7 @@ for _name in (DOMAIN_ID_VAR, *PROFILES_FILE_VARS):
     os.environ.pop(_name, None)
 _SESSION_ROS_ENV = apply_reserved_loopback_env()
 
-_ROS_TEST_DIRS = ("ros", "bags")
+_ROS_TEST_DIRS = ("ros", "bags", "graph")
 
 
 def find_repo_root(start: Path | None = None) -> Path:
@@ -95,8 +99,27 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return None
 
 
+def foreign_package() -> Path | None:
+    """Where a process started by the tests (a live node) imports ``sam3_agent_ros`` from when
+    it is not this checkout (a shared venv's editable install of another clone, without
+    ``PYTHONPATH``), else None. This process may differ: pytest puts the checkout first."""
+    found = subprocess.run(
+        [sys.executable, "-c", "import sam3_agent_ros; print(sam3_agent_ros.__file__)"],
+        capture_output=True, text=True, cwd="/", env=os.environ, timeout=60, check=False)
+    if found.returncode != 0:
+        return None  # no package at all: the tests say so themselves
+    package = Path(found.stdout.strip()).resolve().parent
+    return None if package.is_relative_to(REPO_ROOT) else package
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     test_root = REPO_ROOT / "test"
+    paths = [Path(str(item.path)).resolve() for item in items]
+    live = any(path.is_relative_to(test_root) and _needs_ros(path) for path in paths)
+    if live and (foreign := foreign_package()) is not None:
+        raise pytest.UsageError(  # the live node would run the other checkout's code
+            f"sam3_agent_ros is imported from {foreign}, not this checkout: run with "
+            f"PYTHONPATH={REPO_ROOT} for the live-node tests")
     for item in items:
         path = Path(str(item.path)).resolve()
         if not path.is_relative_to(test_root):

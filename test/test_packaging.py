@@ -25,9 +25,9 @@ ROS_SUBPACKAGES = ("sam3_agent_ros.ros", "sam3_agent_ros.bags", "sam3_agent_demo
 # Pure-Python modules inside the ROS subpackages that must stay importable without rclpy.
 ROS_FREE_EXCEPTIONS = ("sam3_agent_ros.ros.dds",
                        "sam3_agent_ros.ros.conversions",
-                       "sam3_agent_ros.ros.follow_runner", "sam3_agent_ros.bags.commands",
+                       "sam3_agent_ros.pipeline.follow_runner", "sam3_agent_ros.bags.commands",
                        "sam3_agent_demo.commands", "sam3_agent_demo.scene",
-                       "sam3_agent_demo.moving_scene", "sam3_agent_ros.ros.concepts_runner",
+                       "sam3_agent_demo.moving_scene", "sam3_agent_ros.pipeline.concepts_runner",
                        "sam3_agent_demo.concepts_scoring")
 # The core modules the architecture promises; a missing one is a failure, not a skip.
 REQUIRED_MODULES = (

@@ -1,6 +1,6 @@
 """The demos' own rclpy node: it listens to the node under test and plays the bag into it.
 
-The CLI verbs' short-lived rclpy start-up (``ros/short_lived.py``: a context of its own, no
+The CLI verbs' short-lived rclpy start-up (``graph/verb_node.py``: a context of its own, no
 signal handlers, so Ctrl-C stays a ``KeyboardInterrupt`` in the demo), spun by a background
 thread from ``start()`` until ``close()``; ``stop`` tells the spinner and the replay to end.
 rclpy is imported when a ``Listener`` is made (the demo modules import without ROS).
@@ -21,10 +21,10 @@ SETTLE_S = 0.5  # after the node is up: let our subscriptions match its publishe
 
 class Listener:
     def __init__(self, name: str) -> None:
-        from sam3_agent_ros.ros.short_lived import short_lived_node
+        from sam3_agent_ros.graph.verb_node import verb_node
 
         self._stack = contextlib.ExitStack()
-        self._ros = self._stack.enter_context(short_lived_node(name))
+        self._ros = self._stack.enter_context(verb_node(name))
         self.context = self._ros.context
         self.node = self._ros.node
         self.stop = self._ros.stop

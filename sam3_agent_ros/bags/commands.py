@@ -80,11 +80,11 @@ def cmd_replay(args) -> int:
     if not args.rate > 0 or args.start_offset < 0 or args.qos_depth < 1:
         _error("--rate must be > 0, --start-offset >= 0 and --qos-depth >= 1")
         return EXIT_USAGE
-    from sam3_agent_ros.ros.short_lived import short_lived_node
+    from sam3_agent_ros.graph.verb_node import verb_node
 
     progress = ProgressLine(sys.stderr)
     try:  # SIGTERM ends the replay like the end of the bag; Ctrl-C too
-        with short_lived_node("sam3_agent_replay", args.loopback,
+        with verb_node("sam3_agent_replay", args.loopback,
                               stop_signals=(signal.SIGTERM,)) as ros:
             stats = replay_bag(args.bag, ros.node, rate=args.rate, loop=args.loop,
                                start_offset_s=args.start_offset, topics=args.topics,
@@ -103,8 +103,8 @@ def cmd_replay(args) -> int:
 def cmd_record(args) -> int:
     from sam3_agent_ros.bags.record import BagRecorder, RecordError
     from sam3_agent_ros.core.untrusted_text import for_log
+    from sam3_agent_ros.graph.client import qualified_node_name
     from sam3_agent_ros.inputs import prepare_out_dir
-    from sam3_agent_ros.ros.graph_client import qualified_node_name
     from sam3_agent_ros.ros.output_topics import node_output_topics
 
     if Path(args.out).exists():
@@ -123,7 +123,7 @@ def cmd_record(args) -> int:
     except ValueError as exc:
         _error(str(exc))
         return EXIT_USAGE
-    from sam3_agent_ros.ros.short_lived import short_lived_node
+    from sam3_agent_ros.graph.verb_node import verb_node
 
     def say_problem(topic: str, reason: str) -> None:  # at once; the exit status says it too
         print(f"[record] cannot record {topic}: {for_log(reason)}", file=sys.stderr)
@@ -131,7 +131,7 @@ def cmd_record(args) -> int:
     recorder = None
     status = EXIT_OK
     try:  # SIGTERM and Ctrl-C end the recording; the bag is closed either way
-        with short_lived_node("sam3_agent_record", args.loopback,
+        with verb_node("sam3_agent_record", args.loopback,
                               stop_signals=(signal.SIGTERM,)) as ros:
             try:
                 recorder = BagRecorder(ros.node, args.out, topics, storage=args.storage,

@@ -35,7 +35,7 @@ from sam3_agent_ros.console.preview import (
     stamp_filter,
 )
 from sam3_agent_ros.core.untrusted_text import for_log
-from sam3_agent_ros.ros.output_topics import resolve
+from sam3_agent_ros.ros.output_topics import DIAGNOSTICS, resolve, topic_of
 
 LOG = logging.getLogger("sam3_agent_ros.console")
 TICK_S = 0.5
@@ -150,18 +150,20 @@ class RosLink:
 
         node, name = self.node, self.node_name
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        node.create_subscription(String, resolve("~/status", name), self._on_status, reliable)
-        node.create_subscription(String, resolve("~/result", name), self._on_result, reliable)
-        node.create_subscription(String, resolve("~/follow/status", name), self._on_follow,
-                                 reliable)
-        node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, reliable)
+        for (update, field), callback in ((("status", "status"), self._on_status),
+                                          (("answer", "result"), self._on_result),
+                                          (("follow", "status"), self._on_follow)):
+            node.create_subscription(String, resolve(topic_of(update, field), name), callback,
+                                     reliable)
+        node.create_subscription(DiagnosticArray, DIAGNOSTICS, self._on_diagnostics, reliable)
         # concepts.prompts changed by anyone (ros2 param set, another console)
         node.create_subscription(ParameterEvent, "/parameter_events", self._on_parameter_event,
                                  reliable)
         try:
             from sam3_agent_ros.msg import ConceptDetections
 
-            node.create_subscription(ConceptDetections, resolve("~/concepts/detections", name),
+            node.create_subscription(ConceptDetections,
+                                     resolve(topic_of("concepts", "detections"), name),
                                      self._on_detections, reliable)
         except ImportError:  # interfaces without the concepts messages: no detections shown
             pass
@@ -320,9 +322,8 @@ class RosLink:
         made = [node.create_subscription(
             CompressedImage, resolve(topic, name),
             lambda msg, source=source: self._on_overlay(source, msg), reliable)
-            for source, topic in (("answer", "~/overlay/compressed"),
-                                  ("follow", "~/follow/overlay/compressed"),
-                                  ("concepts", "~/concepts/overlay/compressed"))]
+            for source, topic in ((source, topic_of(source, "overlay/compressed"))
+                                  for source in ("answer", "follow", "concepts"))]
         if kind == "compressed":
             made.append(node.create_subscription(CompressedImage, topic,
                                                  self._on_compressed_frame, newest))

@@ -1,9 +1,12 @@
 """A query's life, ROS-free: intake -> follow hooks -> the agent -> the 3D step -> one typed
 answer to the outputs port, then the action's result, then follow mode.
 
-``QueryLife`` holds the collaborators a query passes (the node sets them as its lifecycle
-builds and frees them; None while absent) and owns the ORDER of their calls, the node's real
-logic, tested with fakes in ``test/pipeline/test_query_life.py``:
+``QueryLife`` owns the ORDER of the calls of the collaborators a query passes, the node's real
+logic, tested with fakes in ``test/pipeline/test_query_life.py``. It lives as long as the node
+(the query ids it makes count across lifecycle cycles); what a configured node's queries pass
+comes as one ``QueryParts``, built with all its parts at configure (``configure``) and let go
+at cleanup (``release``); activation adds the depth source, the action server and
+``accepting``:
 
 - ``take`` (the intake thread of pipeline/inbox.py: a topic query): a query id that a running
   goal holds is refused alone, its failed result published to the topics only (the action's
@@ -36,6 +39,7 @@ import secrets
 import threading
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from sam3_agent_ros.core.cancel import CancelToken
@@ -44,8 +48,9 @@ from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusE
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.log_limit import QUERY_LINES, LogLimiter
 from sam3_agent_ros.pipeline.frame_world import FrameWorld, bind_target, world_of
-from sam3_agent_ros.pipeline.measurement import Answer, DepthSource, measure_answer
+from sam3_agent_ros.pipeline.measurement import Answer, measure_answer
 from sam3_agent_ros.pipeline.target_frame import TargetFrame, TargetFrameRequest
+from sam3_agent_ros.pipeline.three_d import DepthSource
 
 log = logging.getLogger(__name__)
 ERROR_LOG_CHARS = 500  # the most of a result's error that its log line repeats
@@ -54,13 +59,12 @@ TF_CACHE_NS = 10_000_000_000  # what a TF buffer keeps: beyond it a later try ca
 
 
 class OutputsPort(Protocol):
-    """Where an answer goes out (the node: ``ros/outputs.AnswerPublisher``)."""
+    """Where an answer goes out (the node: ``ros/outputs.NodeOutputs``)."""
 
-    def status(self, event: StatusEvent) -> None: ...
+    def publish_status(self, event: StatusEvent) -> None: ...
 
-    def answer(self, answer: Answer, depth: DepthSource | None = None) -> object:
-        """Publish the answer (``depth``: the 3D source, whose publishers send the targets);
-        return what was published (the action reuses it)."""
+    def publish_answer(self, answer: Answer) -> object:
+        """Publish the answer; return what was published (the action reuses it)."""
 
 
 class ActionPort(Protocol):
@@ -74,7 +78,7 @@ class ActionPort(Protocol):
 
 
 class FollowHooks(Protocol):
-    """Follow mode around a query (``ros/follow_control.FollowControl``)."""
+    """Follow mode around a query (``pipeline/follow_control.FollowControl``)."""
 
     def before_query(self, query_id: str, text: str, follow: bool | None) -> None: ...
 
@@ -109,6 +113,25 @@ def refines_note(item: object) -> str:
     return "" if refines is None else f" (refines '{for_log(refines)}')"
 
 
+@dataclass(frozen=True)
+class QueryParts:
+    """What a configured node's queries pass, built together (``ros/assembly.py``): the agent,
+    the outputs port, the worker (``QueryRunner``, on the life's steps), follow mode's hooks,
+    with ``target_frame`` set (CONTRACTS §9) the TF request of every answer, the most points of
+    the target's cloud (computed only when the outputs want it), ``node.max_query_chars``, and
+    who sees each lookup (``on_target``) and each measured answer (``on_answer``)."""
+
+    agent: AgentLike
+    outputs: OutputsPort
+    runner: Runner
+    follow: FollowHooks | None = None
+    target_frame: TargetFrameRequest | None = None
+    cloud_max_points: int = 0
+    max_query_chars: int = 0
+    on_target: Callable[[TargetFrame, str], None] | None = None
+    on_answer: Callable[[Answer], None] | None = None
+
+
 class QueryLife:
     """The road of every query. ``backends()``: what answers (named in every result);
     ``live()``: False once the middleware is shut down (nothing can be published);
@@ -120,26 +143,65 @@ class QueryLife:
                  run: str | None = None):
         self._backends, self._live, self._logger = backends, live, logger
         self._limiter = limiter if limiter is not None else LogLimiter()
-        self.runner: Runner | None = None
-        self.agent: AgentLike | None = None
-        self.outputs: OutputsPort | None = None
-        self.action: ActionPort | None = None
-        self.follow: FollowHooks | None = None
+        self._parts: QueryParts | None = None  # while configured
+        self._taking = False  # configured, cleanup not begun: the worker takes queries
+        self._following = False  # configured, the worker not stopped by cleanup yet
+        # while active: the depth source (depth.enabled), inputs subscribed; the action server
+        # once made (kept across lifecycle cycles)
         self.depth: DepthSource | None = None
-        # target_frame set (CONTRACTS §9): the TF request of every answer, the most points of
-        # the target's cloud (computed only when the outputs want it), who sees each lookup
-        self.target_frame: TargetFrameRequest | None = None
-        self.cloud_max_points = 0
-        self.on_target: Callable[[TargetFrame, str], None] | None = None
-        self.on_answer: Callable[[Answer], None] | None = None  # sees every measured answer
+        self.accepting = False
+        self.action: ActionPort | None = None
         self._awaiting_tf: list[weakref.ref[FrameWorld]] = []  # bound, transform not yet found
         self._awaiting_lock = threading.Lock()
-        self.accepting = False  # the node is active: its inputs are subscribed
-        self.max_query_chars = 0  # node.max_query_chars while configured
         # The ids the node makes are unique in a bag of many node runs: the counter lives as
         # long as the node (lifecycle cycles keep it), ``run`` tells one node start from another.
         self.run = secrets.token_hex(3) if run is None else run
         self._ids = itertools.count(1)
+
+    # --- the parts -----------------------------------------------------------------------------
+    def configure(self, parts: QueryParts) -> None:
+        """A configured node's parts, all at once."""
+        self._parts, self._taking, self._following = parts, True, True
+
+    def stop_taking(self) -> None:
+        """Cleanup begins: the worker is gone (a query from now on gets its one ``failed``
+        result, "not configured", still published while the outputs are)."""
+        self._taking = False
+
+    def stop_following(self) -> None:
+        """Once the worker stopped: follow mode's hooks are gone (no follow starts now)."""
+        self._following = False
+
+    def release(self) -> QueryParts | None:
+        """Let go of the parts (the end of cleanup, once the threads stopped); returned, for
+        their owner to free."""
+        parts, self._parts = self._parts, None
+        self._taking = self._following = False
+        return parts
+
+    @property
+    def parts(self) -> QueryParts | None:
+        return self._parts
+
+    @property
+    def runner(self) -> Runner | None:
+        return self._parts.runner if self._parts is not None and self._taking else None
+
+    @property
+    def agent(self) -> AgentLike | None:
+        return self._parts.agent if self._parts is not None else None
+
+    @property
+    def outputs(self) -> OutputsPort | None:
+        return self._parts.outputs if self._parts is not None else None
+
+    @property
+    def follow(self) -> FollowHooks | None:
+        return self._parts.follow if self._parts is not None and self._following else None
+
+    @property
+    def target_frame(self) -> TargetFrameRequest | None:
+        return self._parts.target_frame if self._parts is not None else None
 
     # --- what the collaborators read (bound methods: they see the current parts) ------------
     def current_runner(self) -> Runner | None:
@@ -154,16 +216,18 @@ class QueryLife:
     def _cloud_points(self, outputs: OutputsPort | None) -> int | None:
         """The most points of this answer's cloud when the outputs want one, else None."""
         wants = getattr(outputs, "cloud_max_points", None)
-        if self.depth is None or self.cloud_max_points <= 0 or not callable(wants):
+        most = self._parts.cloud_max_points if self._parts is not None else 0
+        if self.depth is None or most <= 0 or not callable(wants):
             return None
-        points = wants(self.cloud_max_points)
+        points = wants(most)
         return int(points) if points is not None else None
 
     def is_accepting(self) -> bool:
         return self.accepting
 
     def query_chars(self) -> int:
-        return self.max_query_chars
+        """``node.max_query_chars`` while configured, else 0."""
+        return self._parts.max_query_chars if self._parts is not None else 0
 
     def new_query_id(self) -> str:
         """An id for a query that gave none: ``q-RUN-N`` (``run``: this node start's six hex
@@ -181,7 +245,7 @@ class QueryLife:
                                lambda: f"query rejected: {for_log(duplicate.error)}",
                                QUERY_LINES)
             if (outputs := self.outputs) is not None:
-                outputs.answer(Answer(duplicate))
+                outputs.publish_answer(Answer(duplicate))
             return
         self._limiter.emit("query", self._logger.info,
                            lambda: f"query {for_log(query.id)}: {for_log(repr(query.text))}"
@@ -196,7 +260,7 @@ class QueryLife:
         duplicate = action.refuse_duplicate(query) if action is not None else None
         if duplicate is not None:
             if (outputs := self.outputs) is not None:
-                outputs.answer(Answer(duplicate))  # its reason: the id is in use
+                outputs.publish_answer(Answer(duplicate))  # its reason: the id is in use
             return
         runner = self.runner
         if runner is None:
@@ -287,7 +351,7 @@ class QueryLife:
         if event.backends is None:
             event = dataclasses.replace(event, backends=self._backends())
         if (outputs := self.outputs) is not None:
-            outputs.status(event)
+            outputs.publish_status(event)
         if (action := self.action) is not None:
             action.on_status(event)
 
@@ -299,15 +363,17 @@ class QueryLife:
             return
         if not result.backends:  # every result names its backends (interface §6), also those
             result.backends = self._backends()  # that never reached the agent (no frame...)
-        outputs, published, depth = self.outputs, None, self.depth
+        parts, published, depth = self._parts, None, self.depth
+        outputs = parts.outputs if parts is not None else None
         try:  # the 3D step first: the result JSON, the targets and the action read it
             answer = measure_answer(result, depth, self._logger, self.target_frame,
                                     self._cloud_points(outputs))
-            if answer.target is not None and (seen := self.on_target) is not None:
+            if (answer.target is not None and parts is not None
+                    and (seen := parts.on_target) is not None):
                 seen(answer.target, "answer")
-            if (measured := self.on_answer) is not None:
+            if parts is not None and (measured := parts.on_answer) is not None:
                 measured(answer)
-            published = outputs.answer(answer, depth) if outputs is not None else None
+            published = outputs.publish_answer(answer) if outputs is not None else None
         finally:  # whatever publishing raised (the worker logs it), the goal of this query ends
             if (action := self.action) is not None:
                 action.on_result(result, published)

@@ -2,7 +2,8 @@
 
 ROS-free (the node passes plain callables), so the policy is unit-tested without a ROS graph.
 
-Threads: the node's image callback calls ``LatestFrame.put`` (keeps a reference, nothing else);
+Threads: the node's image callback calls ``LatestFrame.put`` (``latest_frame.py``: keeps a
+reference, nothing else);
 the query callback calls ``QueryRunner.submit`` (cheap: snapshot the latest frame reference,
 enqueue, maybe cancel the running query); one worker thread converts the snapshot, runs the agent
 and publishes. Every submitted query is finalized exactly once: by the worker (ran, or failed
@@ -41,66 +42,12 @@ from sam3_agent_ros.core.types import (
 )
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.log_limit import QUERY_LINES, LogLimiter
+from sam3_agent_ros.pipeline.latest_frame import LatestFrame, Snapshot
 
 PREEMPT = "preempt"
 QUEUE = "queue"
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    message: Any  # the frame message as received (converted only when the query runs)
-    received: float  # clock() when it arrived
-
-
-class LatestFrame:
-    """The newest frame message, by reference. ``put`` is the image callback's whole work."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic):
-        self._clock = clock
-        self._changed = threading.Condition()
-        self._latest: Snapshot | None = None
-
-    def put(self, message: Any) -> None:
-        snapshot = Snapshot(message, self._clock())
-        with self._changed:
-            self._latest = snapshot
-            self._changed.notify_all()
-
-    def latest(self) -> Snapshot | None:
-        return self._latest
-
-    def age(self, snapshot: Snapshot) -> float:
-        return self._clock() - snapshot.received
-
-    def clear(self) -> None:
-        with self._changed:
-            self._latest = None
-
-    def fresh(self, max_age_s: float, now: float | None = None) -> Snapshot | None:
-        """The latest snapshot if at most ``max_age_s`` old (``max_age_s`` 0: any age)."""
-        snapshot = self._latest
-        if snapshot is None:
-            return None
-        now = self._clock() if now is None else now
-        if max_age_s > 0 and now - snapshot.received > max_age_s:
-            return None
-        return snapshot
-
-    def wait_fresh(self, max_age_s: float, timeout_s: float,
-                   cancel: CancelToken) -> Snapshot | None:
-        """Wait up to ``timeout_s`` for a fresh snapshot; None on timeout or cancel."""
-        deadline = time.monotonic() + timeout_s  # real time, whatever clock dates the frames
-        with self._changed:
-            while True:
-                snapshot = self.fresh(max_age_s)
-                if snapshot is not None or cancel.cancelled:
-                    return snapshot
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self._changed.wait(min(left, 0.05))  # short slices: notice cancels quickly
 
 
 @dataclass

@@ -139,17 +139,6 @@ def moved_measurement(measurement: Measurement, target: TargetFrame,
                                   "box_error": measurement.box_error})
 
 
-def moved_measurements(measurements: Sequence[Measurement | None], target: TargetFrame | None
-                       ) -> list[Measurement | None] | None:
-    """The measurements in the output frame: unchanged without ``target_frame`` (``target``
-    None), moved with its transform, None when the transform is missing (publish none)."""
-    if target is None:
-        return list(measurements)
-    if target.transform is None:
-        return None
-    return [moved_measurement(m, target) if m is not None else None for m in measurements]
-
-
 class CloudSampler:
     """A ``geometry.measure.PixelSink``: the target's points read from the masks' pixels when
     the 3D step hands them over (``target_points.sample_grid``), placed in the output frame by

@@ -20,20 +20,23 @@ from typing import TYPE_CHECKING, Any
 from sam3_agent_ros.config import Config, backends_of, demo_backends_warning, offline_overrides
 from sam3_agent_ros.core.types import Query, stamp_ns
 from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.health import recorder as health
 from sam3_agent_ros.log_limit import QUERY_LINES, limiter_of
+from sam3_agent_ros.pipeline.concepts_control import SHUTDOWN_WAIT_S as CONCEPTS_SHUTDOWN_WAIT_S
+from sam3_agent_ros.pipeline.concepts_control import ConceptsControl
+from sam3_agent_ros.pipeline.follow_control import SHUTDOWN_WAIT_S as FOLLOW_SHUTDOWN_WAIT_S
+from sam3_agent_ros.pipeline.follow_control import FollowControl
 from sam3_agent_ros.pipeline.inbox import QueryInbox
 from sam3_agent_ros.pipeline.intake import QueryRejected, StopFollow, parse_query_message
-from sam3_agent_ros.pipeline.query_life import QueryLife
-from sam3_agent_ros.pipeline.query_runner import LatestFrame, QueryRunner
+from sam3_agent_ros.pipeline.latest_frame import LatestFrame
+from sam3_agent_ros.pipeline.query_life import QueryLife, QueryParts
+from sam3_agent_ros.pipeline.query_runner import QueryRunner
 from sam3_agent_ros.redact import redact_text
-from sam3_agent_ros.ros import health, hints, params, segment_action
-from sam3_agent_ros.ros.concepts_control import SHUTDOWN_WAIT_S as CONCEPTS_SHUTDOWN_WAIT_S
-from sam3_agent_ros.ros.concepts_control import ConceptsControl
+from sam3_agent_ros.ros import operator_hints, params, segment_action
 from sam3_agent_ros.ros.conversions import FrameReader
-from sam3_agent_ros.ros.follow_control import SHUTDOWN_WAIT_S as FOLLOW_SHUTDOWN_WAIT_S
-from sam3_agent_ros.ros.follow_control import FollowControl
-from sam3_agent_ros.ros.outputs import AnswerPublisher
-from sam3_agent_ros.ros.qos import OUTPUT_QOS
+from sam3_agent_ros.ros.outputs import NodeOutputs
+from sam3_agent_ros.ros.stop_follow import serve_stop_follow
+from sam3_agent_ros.ros.target_frame_source import start_target_frame, stop_target_frame
 
 if TYPE_CHECKING:
     from rclpy.lifecycle import LifecycleNode
@@ -41,7 +44,6 @@ if TYPE_CHECKING:
 
     from sam3_agent_ros.concepts import SegmenterGate
     from sam3_agent_ros.core.agent import Agent
-    from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
     from sam3_agent_ros.ros.depth import DepthTargets
 
 DEACTIVATE_WAIT_S = 5.0  # how long deactivate waits for the worker to leave an ended query
@@ -107,65 +109,37 @@ def build_agent(config: Config, recorder: health.HealthRecorder, logger: Any,
         problem = (f"cannot build the backends: {type(exc).__name__}: "
                    f"{redact_text(str(exc))}")
         logger.error(problem)
-        logger.error(f"to configure: {hints.fix_backends(node_name)}")
+        logger.error(f"to configure: {operator_hints.fix_backends(node_name)}")
         raise CannotConfigure(problem, by_building=True) from None
     return agent, gate
 
 
-def start_target_frame(node: Any, config: Config,
-                       recorder: health.HealthRecorder) -> TargetFrameRequest | None:
-    """With ``target_frame`` set (CONTRACTS §9): the TF source (tf2_ros, else our own listener
-    on /tf and /tf_static), once per configure, and the request every 3D step uses; None
-    without it. ``recorder`` shows the ``target frame`` status."""
-    frame_id = config.node.target_frame
-    recorder.target_frame_started(frame_id)
-    if not frame_id:
-        return None
-    from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
-    from sam3_agent_ros.ros.tf_listener import create_tf_source
-
-    source = create_tf_source(node)
-    recorder.target_frame_started(frame_id, source.stats)  # what the listener refused
-    return TargetFrameRequest(frame_id, source, config.tf.timeout_s)
-
-
-def stop_target_frame(life: QueryLife, recorder: health.HealthRecorder, logger: Any) -> None:
-    """Close the TF source of ``start_target_frame`` (cleanup); never raises."""
-    request, life.target_frame = life.target_frame, None
-    recorder.target_frame_started("")
-    close = getattr(getattr(request, "transforms", None), "close", None)
-    if callable(close):
-        try:
-            close()
-        except Exception as exc:  # noqa: BLE001 (teardown goes on)
-            logger.warning(f"closing the TF listener failed: {exc}")
-
-
 def release(life: QueryLife, runner: QueryRunner | None, follow: FollowControl | None,
-            concepts: ConceptsControl | None, outputs: AnswerPublisher | None, *,
-            wait_s: float, logger: Any) -> None:
+            concepts: ConceptsControl | None, outputs: NodeOutputs | None, *,
+            wait_s: float, logger: Any) -> QueryParts | None:
     """Stop the worker, follow and concepts threads (each waited for up to ``wait_s``, the
     follow and concepts threads at most their own shutdown wait) and free the models unless
-    one of them is still busy with the segmenter. The outputs go last: a query cancelled while
-    the worker stops still publishes its one result."""
-    life.runner = None
+    one of them is still busy with the segmenter; the life's parts let go, returned. The
+    outputs go last: a query cancelled while the worker stops still publishes its one
+    result."""
+    life.stop_taking()  # "not configured" from now on
     worker_done = runner.stop("node shutting down", wait_s) if runner is not None else True
-    life.follow = None
+    life.stop_following()  # follow's hooks are gone
     follow_done = (follow.destroy(min(wait_s, FOLLOW_SHUTDOWN_WAIT_S))
                    if follow is not None else True)
     concepts_done = (concepts.destroy(min(wait_s, CONCEPTS_SHUTDOWN_WAIT_S))
                      if concepts is not None else True)
-    agent, life.agent = life.agent, None
+    parts = life.release()
+    agent = parts.agent if parts is not None else None
     close = getattr(getattr(agent, "segmenter", None), "close", None)
     if callable(close) and worker_done and follow_done and concepts_done:
         try:
             close()
         except Exception as exc:
             logger.warning(f"segmenter close failed: {exc}")
-    life.outputs = None
     if outputs is not None:
         outputs.destroy()
-    life.max_query_chars = 0
+    return parts
 
 
 class NodeParts:
@@ -184,7 +158,8 @@ class NodeParts:
         self.runner: QueryRunner | None = None
         self.inbox: QueryInbox | None = None  # the query topic's messages (pipeline/inbox.py)
         self.follow: FollowControl | None = None
-        self.outputs: AnswerPublisher | None = None
+        self.stop_follow: Any = None  # the ~/stop_follow service while configured
+        self.outputs: NodeOutputs | None = None  # every output publisher (ros/outputs.py)
         self.depth: DepthTargets | None = None
         self.concepts: ConceptsControl | None = None  # standing concepts (concepts_control.py)
 
@@ -193,33 +168,35 @@ class NodeParts:
         """Build the agent (``CannotConfigure`` when it cannot be), the outputs, the query worker,
         follow mode and the standing concepts, and start the worker."""
         node, life = self._node, self.life
-        life.agent, gate = build_agent(config, self._health, self._logger,
-                                       node.get_fully_qualified_name())
+        agent, gate = build_agent(config, self._health, self._logger,
+                                  node.get_fully_qualified_name())
         self.config = config
-        life.max_query_chars = config.node.max_query_chars
         self.reader = reader = FrameReader(config.node.max_image_pixels)
-        self.outputs = life.outputs = AnswerPublisher(
-            node, config.node.publish_overlay, OUTPUT_QOS, config.overlay)
-        life.target_frame = start_target_frame(node, config, self._health)  # CONTRACTS §9
-        life.cloud_max_points = config.depth.cloud_max_points
-        life.on_target = self._health.target_frame_looked_up
-        life.on_answer = self._health.answer_measured  # the 3D status (CONTRACTS §11)
+        self.outputs = outputs = NodeOutputs(node, config)  # the table's rows
+        request = start_target_frame(node, config, self._health)  # CONTRACTS §9
         settings = config.node
-        self.runner = life.runner = QueryRunner(
+        self.runner = runner = QueryRunner(
             answer=life.answer, to_frame=reader.frame, publish=life.finish, status=life.status,
             frames=self.frames, policy=settings.query_policy, queue_size=settings.queue_size,
             max_frame_age_s=settings.max_frame_age_s, frame_wait_s=settings.frame_wait_s,
             bind=self._bind_world, limiter=self.limiter)
-        self.runner.start()
+        self.follow = follow = FollowControl(
+            self._logger, self.limiter, config, gate.first, reader.frame,
+            depth=life.current_depth, reground=life.reground, outputs=outputs,
+            on_status=self._health.follow_update, target_frame=life.current_target_frame,
+            on_target=self._health.target_frame_looked_up)
+        life.configure(QueryParts(  # what every query passes, built together
+            agent=agent, outputs=outputs, runner=runner, follow=follow, target_frame=request,
+            cloud_max_points=config.depth.cloud_max_points,
+            max_query_chars=settings.max_query_chars,
+            on_target=self._health.target_frame_looked_up,
+            on_answer=self._health.answer_measured))  # the 3D status (CONTRACTS §11)
+        runner.start()
         self.inbox = QueryInbox(self._take_message, self._refuse_message)
         self.inbox.start()
-        self.follow = life.follow = FollowControl(
-            node, config, gate.first, reader.frame, depth=life.current_depth,
-            reground=life.reground, on_status=self._health.follow_update,
-            target_frame=life.current_target_frame,
-            on_target=self._health.target_frame_looked_up)
-        self.concepts = ConceptsControl(node, config, gate, reader.frame,
-                                        depth=life.current_depth,
+        self.stop_follow = serve_stop_follow(node, follow.stop)  # ~/stop_follow (std_srvs)
+        self.concepts = ConceptsControl(self._logger, self.limiter, config, gate, reader.frame,
+                                        depth=life.current_depth, outputs=outputs,
                                         target_frame=life.current_target_frame)
 
     def activate(self, config: Config, image_topic: str = "") -> None:
@@ -276,7 +253,7 @@ class NodeParts:
         return ended
 
     def flush_results(self, timeout_s: float) -> bool:
-        """The last results acknowledged by their subscribers (``AnswerPublisher.flush``)."""
+        """The last results acknowledged by their subscribers (``NodeOutputs.flush``)."""
         return self.outputs.flush(timeout_s) if self.outputs is not None else True
 
     def goals_in_flight(self) -> int:
@@ -299,8 +276,12 @@ class NodeParts:
             inbox.stop("node shutting down", min(wait_s, INTAKE_WAIT_S))
         parts = (self.runner, self.follow, self.concepts, self.outputs)
         self.runner = self.follow = self.concepts = self.outputs = None
-        release(self.life, *parts, wait_s=wait_s, logger=self._logger)
-        stop_target_frame(self.life, self._health, self._logger)
+        released = release(self.life, *parts, wait_s=wait_s, logger=self._logger)
+        service, self.stop_follow = self.stop_follow, None
+        if service is not None:
+            self._node.destroy_service(service)
+        stop_target_frame(released.target_frame if released is not None else None,
+                          self._health, self._logger)
         self.config = None
         self.frames.clear()
 

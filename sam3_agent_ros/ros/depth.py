@@ -1,6 +1,6 @@
-"""3D targets from aligned depth: the ROS side of ``geometry/`` (depth + camera_info in; the
-3D topics ``~/target``, ``~/targets``, ``~/markers`` held while depth is on, published by
-``ros/outputs.py`` through ``ros/publishers.py``).
+"""Aligned depth in: the ROS side of ``geometry/`` (the ``depth`` and ``camera_info``
+subscriptions, each colour frame's depth frame and camera model; the 3D outputs are the outputs
+room's, ``ros/outputs.py``).
 
 Threads: the subscription callbacks only keep message references (``frame_world.DepthRing``:
 bounded in count, ``depth.buffer_size``, and in bytes, ``depth.buffer_mib``, checked on arrival
@@ -8,11 +8,14 @@ with the pixel cap) and the calibrations by stamp (``camera_model.CalibrationHis
 query takes its colour frame, ``bind`` pins the depth frame nearest its stamp (a nearer one that
 arrives next replaces it) and the camera_info in force then (``DepthBinding``, carried by the
 frame's world): a 30 s answer, or a refinement minutes later, is measured on exactly those,
-whatever the ring holds by then. ``measure`` runs on the node's worker thread: the frame's binding
-(or, for a frame without one, e.g. a follow update measured at once, the ring's nearest now),
-that camera model checked against the frame (``camera_model.image_intrinsics``: size,
-binning/ROI, focal lengths, principal point), only that depth frame converted, every mask
-measured. Nothing here raises into the node: any problem becomes a ``position_error`` reason
+whatever the ring holds by then. ``measure`` (called by the one 3D step,
+``pipeline.three_d.measure_3d``) runs on the node's worker thread: the frame's binding (or, for
+a frame without one, e.g. a follow update measured at once, the ring's nearest now), that
+camera model checked against the frame (``camera_model.image_intrinsics``: size, binning/ROI,
+focal lengths, principal point), only that depth frame converted and handed, as a
+``pipeline.three_d.PreparedDepth``, to the pipeline, which measures the masks on it (this
+module measures nothing itself). Nothing here raises into the node: any problem becomes a
+``position_error`` reason
 (and a warning, once per kind: the kinds are fixed names, never outside text, and every outside
 text in a log line is escaped with ``for_log``); the camera model's verdict goes to
 ``/diagnostics`` (``health.camera_model_checked``).
@@ -36,17 +39,16 @@ from sam3_agent_ros.geometry.camera_model import (
     image_intrinsics,
 )
 from sam3_agent_ros.geometry.depth_image import depth_for_colour, depth_from_buffer
-from sam3_agent_ros.geometry.measure import PixelSink, measure_masks
+from sam3_agent_ros.geometry.measure import PixelSink
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.image_header import DEFAULT_MAX_PIXELS, pixel_cap_problem
 from sam3_agent_ros.pipeline.frame_world import DepthPin, DepthRing, world_of
+from sam3_agent_ros.pipeline.three_d import PreparedDepth
 from sam3_agent_ros.ros.conversions import frame_stamp_ns
-from sam3_agent_ros.ros.publishers import Publishers
 from sam3_agent_ros.ros.qos import DEPTH_QOS
 
 DEPTH_TOPIC = "depth"
 CAMERA_INFO_TOPIC = "camera_info"
-DEPTH_OUTPUTS = ("~/target", "~/targets", "~/markers", "~/detections_3d", "~/target/points")
 ID_LOG_CHARS = 80  # the most of one frame_id a warning repeats
 WARNING_CHARS = 1000  # the most of one warning
 REASON_CHARS = 300  # the most of a depth frame's problem that a position_error repeats
@@ -74,8 +76,9 @@ def camera_model_of(msg: CameraInfo) -> CameraModel:
 
 
 class DepthTargets:
-    """Subscribes ``depth`` and ``camera_info``, measures masks (``measure``: their 3D fields;
-    the pixels they come from go to a pixel sink); holds the 3D topics while it lives."""
+    """Subscribes ``depth`` and ``camera_info``; ``measure``: masks' 3D fields on a frame's
+    depth, prepared here and measured by ``pipeline.three_d.PreparedDepth`` (the pixels they
+    come from go to a pixel sink)."""
 
     def __init__(self, node: Any, cfg: DepthConfig, callback_group: Any = None,
                  max_pixels: int = DEFAULT_MAX_PIXELS, health: Any = None):
@@ -99,9 +102,6 @@ class DepthTargets:
         self._depth_topic = self._depth_sub.topic_name
         self._info_topic = self._info_sub.topic_name
         self._last_prepared: tuple[Any, Image, tuple[Any, Any, str | None]] | None = None
-        # The 3D topics live while depth is on (ros/publishers.py; the answer and follow
-        # publishers send on them).
-        self.outputs = Publishers(node, DEPTH_OUTPUTS)
 
     # --- callbacks (executor thread): keep references only --------------------------------------
     def _on_depth(self, msg: Image) -> None:
@@ -139,32 +139,23 @@ class DepthTargets:
     # --- queries (worker thread) ----------------------------------------------------------------
     def measure(self, frame: Any, masks: list[Any],
                 pixels_to: PixelSink | None = None) -> list[dict[str, Any]]:
-        """Per mask ``{"position": {"x", "y", "z"} | None, "position_error":
-        None | reason, "box": {"center", "size", "orientation"} | None, "box_error": None |
-        reason}`` (``"position_spread_m"`` with a position): ``measure_masks`` (geometry;
-        ``pixels_to`` takes the pixels with valid depth they come from, before the boxes are
-        fitted). Never raises."""
+        """Per mask the result JSON's 3D fields (``pipeline.three_d.PreparedDepth.measure`` on
+        the frame's depth, ``prepared``; ``pixels_to`` takes the pixels with valid depth they
+        come from, before the boxes are fitted). Never raises."""
         if not masks:
             return []
         try:
-            return self._measure_all(frame, masks, pixels_to)
+            return self.prepared(frame).measure(frame, masks, pixels_to)
         except Exception as exc:  # noqa: BLE001 (the 3D step must never break a query)
             reason = f"3D step failed: {type(exc).__name__}: {exc}"
             self._warn_once("internal", reason)
-            return [_no_position(reason) for _ in masks]
+            return [Measurement.missing(reason).to_json() for _ in masks]
 
-    def _measure_all(self, frame: Any, masks: list[Any],
-                     pixels_to: PixelSink | None) -> list[dict[str, Any]]:
+    def prepared(self, frame: Any) -> PreparedDepth:
+        """The frame's depth at the colour resolution and its intrinsics, or why there are
+        none (``_prepared``)."""
         depth_m, intrinsics, reason = self._prepared(frame)
-        if reason:
-            return [_no_position(reason) for _ in masks]
-        shape = (frame.height, frame.width)
-        fitting = [k for k, mask in enumerate(masks) if mask.mask.shape == shape]
-        found = dict(zip(fitting, measure_masks([masks[k].mask for k in fitting], depth_m,
-                                                intrinsics, self._cfg, pixels_to)))
-        return [found[k] if k in found else _no_position(
-                    f"mask shape {mask.mask.shape} differs from the frame {shape}")
-                for k, mask in enumerate(masks)]
+        return PreparedDepth(depth_m, intrinsics, reason, self._cfg)
 
     def _prepared(self, frame: Any) -> tuple[Any, Any, str | None]:
         """``_prepare`` of the frame's depth: the depth frame and camera model bound when its
@@ -249,7 +240,7 @@ class DepthTargets:
         return depth_m, intrinsics, None
 
     def destroy(self) -> None:
-        """Drop the subscriptions, publishers and buffered messages; never raises."""
+        """Drop the subscriptions and buffered messages; never raises."""
         node = self._node
         try:
             for sub in (self._depth_sub, self._info_sub):
@@ -258,7 +249,6 @@ class DepthTargets:
         except Exception as exc:  # noqa: BLE001 (teardown goes on)
             self._logger.warning(f"depth: destroy failed: {exc}")
         self._depth_sub = self._info_sub = None
-        self.outputs.destroy()
         self._ring.clear()
         with self._lock:
             self._calibrations.clear()
@@ -300,7 +290,3 @@ def start_depth(node: Any, cfg: DepthConfig, max_pixels: int,
         node.get_logger().error(f"depth disabled: {type(exc).__name__}: {exc}")
         return None
 
-
-def _no_position(reason: str | None) -> dict[str, Any]:
-    """A mask without 3D: no position and no box, for the same reason."""
-    return Measurement.missing(reason).to_json()

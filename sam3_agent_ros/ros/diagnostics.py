@@ -1,5 +1,5 @@
-"""``/diagnostics``: the node's health (``ros/health.py``) as a ``diagnostic_msgs/DiagnosticArray``
-about once a second.
+"""``/diagnostics``: the node's health (``health/recorder.py``) as a
+``diagnostic_msgs/DiagnosticArray`` about once a second.
 
 Each status is named ``<node's fully qualified name>: <area>`` (``/robot1/sam3_agent: frames``)
 with ``hardware_id`` the node's fully qualified name, as ``diagnostic_aggregator`` and
@@ -17,10 +17,11 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
 
-from sam3_agent_ros.ros.health_status import HealthInputs, Level, Status, statuses
+from sam3_agent_ros.health.status import HealthInputs, Level, Status, statuses
+from sam3_agent_ros.ros.output_topics import DIAGNOSTICS
 from sam3_agent_ros.ros.qos import OUTPUT_QOS
 
-TOPIC = "/diagnostics"
+TOPIC = DIAGNOSTICS
 PERIOD_S = 1.0
 _LEVELS = {Level.OK: DiagnosticStatus.OK, Level.WARN: DiagnosticStatus.WARN,
            Level.ERROR: DiagnosticStatus.ERROR}

@@ -8,14 +8,14 @@ Threads:
   reference to the message (no conversion, no copy), the query callback parses and enqueues.
   (rclpy's ``MultiThreadedExecutor`` cost 2-4x the CPU of a bare subscriber at 30 Hz, with spikes
   to 75 % of a core, for nothing here: see bench/ros_node.py.)
-- one follow thread (``ros/follow_control.py``) keeps a followed answer's masks current on the
+- one follow thread (``pipeline/follow_control.py``) keeps a followed answer's masks current on the
   newest frame (follow mode); it publishes ``~/follow/*``.
-- one concepts thread (``ros/concepts_control.py``) segments the standing concepts
+- one concepts thread (``pipeline/concepts_control.py``) segments the standing concepts
   (``concepts.prompts``) on the newest frame and publishes ``~/concepts/*``. The agent and follow
   mode reach the segmenter through a ``SegmenterGate`` first: they wait at most for the concept
   pass holding it.
 - a 1 Hz timer on the executor publishes ``/diagnostics`` (``ros/diagnostics.py``) from what the
-  node records as it runs (``ros/health.py``: frames, LLM calls, lifecycle, follow statuses).
+  node records as it runs (``health/recorder.py``: frames, LLM calls, lifecycle, follow statuses).
 - one worker thread (``pipeline/query_runner.py``) converts the frame, runs the agent and
   publishes (``ros/outputs.py``: plain publishers, so a query ended by ``deactivate`` still
   publishes its one result). Shutdown and deactivate end every taken query with its result at
@@ -58,9 +58,10 @@ from std_msgs.msg import String
 
 from sam3_agent_ros.config import NODE_NAME, ConfigError
 from sam3_agent_ros.core.untrusted_text import for_log
+from sam3_agent_ros.health import recorder as health
 from sam3_agent_ros.log_limit import Budget, limiter_of
 from sam3_agent_ros.redact import redact_text
-from sam3_agent_ros.ros import health, hints, node_main, param_guard, params
+from sam3_agent_ros.ros import node_main, operator_hints, param_guard, params
 from sam3_agent_ros.ros.assembly import CLEANUP_WAIT_S, SHUTTING_DOWN, CannotConfigure, NodeParts
 from sam3_agent_ros.ros.diagnostics import DiagnosticsPublisher
 from sam3_agent_ros.ros.qos import IMAGE_QOS, QUERY_QOS
@@ -86,7 +87,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         self._autostart_timer: Timer | None = None
         self.start_up_failed = threading.Event()  # autostart failed: main exits with status 1
         self._restart_only = False  # the last configure failed for want of a restart
-        self._health = health.HealthRecorder()  # /diagnostics (ros/health.py)
+        self._health = health.HealthRecorder()  # /diagnostics (health/recorder.py)
         self._configure_problem: str | None = None  # why the last configure failed
         self._parts = NodeParts(self, self._health)  # the collaborators (ros/assembly.py)
         self._life = self._parts.life  # a query's road (bench/node_costs.py reads its parts)
@@ -99,10 +100,10 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
         if self.get_parameter("autostart").value:
             self._autostart_timer = self.create_timer(0.0, self._start_autostart)
         elif self._param_problems:  # autostart's configure would say it; nothing else will
-            self.get_logger().error(
-                f"the node cannot configure: {hints.fix_parameters(self._param_problems, name)}")
+            fix = operator_hints.fix_parameters(self._param_problems, name)
+            self.get_logger().error(f"the node cannot configure: {fix}")
         else:
-            self.get_logger().info(hints.manual_start(name))
+            self.get_logger().info(operator_hints.manual_start(name))
 
     # --- lifecycle -----------------------------------------------------------------------------
     def _start_autostart(self) -> None:
@@ -115,13 +116,13 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
     def _autostart(self) -> None:
         try:
             if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                self.get_logger().error(hints.autostart_failed(
+                self.get_logger().error(operator_hints.autostart_failed(
                     self.get_fully_qualified_name(), self._restart_only))
                 self.start_up_failed.set()
                 return
             if self.trigger_activate() != TransitionCallbackReturn.SUCCESS:
                 self.get_logger().error(f"autostart: activate failed (see above); "
-                                        f"{hints.EXITING}")
+                                        f"{operator_hints.EXITING}")
                 self.start_up_failed.set()
         except Exception as exc:  # e.g. the process is shutting down during the load
             self.get_logger().warning(f"autostart stopped: {type(exc).__name__}: {exc}")
@@ -143,7 +144,7 @@ class Sam3AgentNode(params.ReadOnlyParameters, LifecycleNode):
             for reason in reasons:
                 self.get_logger().error(f"cannot configure: {redact_text(str(reason))}")
             self._restart_only = any(r.fixed_by_restart for r in reasons)
-            self.get_logger().error(f"to configure: {hints.fix_parameters(reasons, name)}")
+            self.get_logger().error(f"to configure: {operator_hints.fix_parameters(reasons, name)}")
             return TransitionCallbackReturn.FAILURE
         try:
             config = params.read_config(self)

@@ -1,16 +1,22 @@
-"""Every topic the node publishes, with its type: one table for whoever needs the whole list
-(``sam3-agent record``'s default topics, the docs, and ``ros/publishers.py``, which creates
-every output publisher from it).
+"""Every topic the node publishes, with its type: ONE table, the only place an output topic's
+name is spelled. ``ros/outputs.NodeOutputs`` creates a publisher for every row its configuration
+turns on; ``sam3-agent record``'s default topics, the console and the docs read it too.
 
-Names are the node's own (``~/`` = private: ``<node>/...``); which exist depends on the
-parameters (``~/overlay*`` with ``node.publish_overlay``, ``~/target``, ``~/targets``,
-``~/markers``, ``~/detections_3d``, ``~/target/points``, ``~/concepts/markers`` and
-``~/concepts/detections_3d`` with ``depth.enabled``, ``~/concepts/detections`` when
-the generated interfaces are installed). ``test/ros/test_output_topics.py`` checks the table
-against what a node with all of them on advertises. Imports nothing ROS.
+A row says which kinds of update send on the topic (``updates``: ``answer``, ``status``,
+``follow``, ``concepts``; none: published by rclpy or the diagnostics publisher), under which
+``field`` their builders hand the message over (``ros/messages/``: an update's outputs are a
+``{field: message}`` mapping), when the publisher exists (``when``: ``always``, ``overlay`` with
+``node.publish_overlay``, ``depth`` with ``depth.enabled``, ``interfaces`` when the generated
+interfaces are installed), whether it is ``lazy`` (built and sent only for a subscriber) and
+whether it carries the deep text QoS (``text``: ``~/result``, ``~/status``).
+``test/ros/test_output_topics.py`` checks the table against what a node with all of them on
+advertises; ``test/ros/test_output_room.py`` that every row has a publisher and every builder's
+output a row. Names are the node's own (``~/`` = private: ``<node>/...``). Imports nothing ROS.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 IMAGE = "sensor_msgs/msg/Image"
 COMPRESSED = "sensor_msgs/msg/CompressedImage"
@@ -21,36 +27,89 @@ DETECTIONS_2D = "vision_msgs/msg/Detection2DArray"
 DETECTIONS_3D = "vision_msgs/msg/Detection3DArray"
 CLOUD = "sensor_msgs/msg/PointCloud2"
 
-OUTPUT_TOPICS: tuple[tuple[str, str], ...] = (
-    # answers (interface §5, ros/outputs.py AnswerPublisher)
-    ("~/result", STRING), ("~/status", STRING), ("~/mask", IMAGE), ("~/labels", IMAGE),
-    ("~/overlay", IMAGE), ("~/overlay/compressed", COMPRESSED),
+UPDATES = ("answer", "status", "follow", "concepts")  # the kinds of update that publish
+WHEN = ("always", "overlay", "depth", "interfaces")
+
+
+@dataclass(frozen=True)
+class OutputTopic:
+    """One output topic (see the module's docstring)."""
+
+    name: str
+    type: str
+    updates: tuple[str, ...] = ()
+    field: str = ""
+    when: str = "always"
+    lazy: bool = True
+    text: bool = False
+
+
+def _row(name: str, type_name: str, update: str = "", when: str = "always", lazy: bool = True,
+         field: str = "", also: tuple[str, ...] = (), text: bool = False) -> OutputTopic:
+    updates = ((update,) if update else ()) + also
+    base = {"answer": "~/", "status": "~/", "follow": "~/follow/",
+            "concepts": "~/concepts/"}.get(update, "~/")
+    return OutputTopic(name, type_name, updates, field or name.removeprefix(base), when, lazy,
+                       text)
+
+
+TOPICS: tuple[OutputTopic, ...] = (
+    # answers (interface §5): the result JSON and status always, the images for a subscriber
+    _row("~/result", STRING, "answer", lazy=False, text=True),
+    _row("~/status", STRING, "status", lazy=False, text=True),
+    _row("~/mask", IMAGE, "answer"), _row("~/labels", IMAGE, "answer"),
+    _row("~/overlay", IMAGE, "answer", "overlay"),
+    _row("~/overlay/compressed", COMPRESSED, "answer", "overlay"),
     # vision_msgs (CONTRACTS §9): 2D always, 3D and the cloud with depth.enabled
-    ("~/detections", DETECTIONS_2D),
-    # 3D (with depth.enabled; in target_frame when set)
-    ("~/target", POINT), ("~/targets", "geometry_msgs/msg/PoseArray"), ("~/markers", MARKERS),
-    ("~/detections_3d", DETECTIONS_3D), ("~/target/points", CLOUD),
-    # follow mode (interface §5b, ros/outputs.py FollowPublisher)
-    ("~/follow/mask", IMAGE), ("~/follow/labels", IMAGE), ("~/follow/target", POINT),
-    ("~/follow/status", STRING), ("~/follow/overlay/compressed", COMPRESSED),
-    # standing concepts (ros/concepts_control.py)
-    ("~/concepts/detections", "sam3_agent_ros/msg/ConceptDetections"),
-    ("~/concepts/labels", IMAGE), ("~/concepts/overlay/compressed", COMPRESSED),
-    ("~/concepts/markers", MARKERS), ("~/concepts/detections_2d", DETECTIONS_2D),
-    ("~/concepts/detections_3d", DETECTIONS_3D),
+    _row("~/detections", DETECTIONS_2D, "answer"),
+    # 3D (with depth.enabled; in target_frame when set); the followed boxes on ~/markers too
+    _row("~/target", POINT, "answer", "depth", lazy=False),
+    _row("~/targets", "geometry_msgs/msg/PoseArray", "answer", "depth", lazy=False),
+    _row("~/markers", MARKERS, "answer", "depth", lazy=False, also=("follow",)),
+    _row("~/detections_3d", DETECTIONS_3D, "answer", "depth"),
+    _row("~/target/points", CLOUD, "answer", "depth", lazy=False, field="points"),
+    # follow mode (interface §5b): the status always
+    _row("~/follow/mask", IMAGE, "follow"), _row("~/follow/labels", IMAGE, "follow"),
+    _row("~/follow/target", POINT, "follow", lazy=False),
+    _row("~/follow/status", STRING, "follow", lazy=False),
+    _row("~/follow/overlay/compressed", COMPRESSED, "follow", "overlay"),
+    # standing concepts (docs/concepts.md): the detections always
+    _row("~/concepts/detections", "sam3_agent_ros/msg/ConceptDetections", "concepts",
+         "interfaces", lazy=False),
+    _row("~/concepts/labels", IMAGE, "concepts"),
+    _row("~/concepts/overlay/compressed", COMPRESSED, "concepts"),
+    _row("~/concepts/markers", MARKERS, "concepts", "depth"),
+    _row("~/concepts/detections_2d", DETECTIONS_2D, "concepts"),
+    _row("~/concepts/detections_3d", DETECTIONS_3D, "concepts", "depth"),
     # the lifecycle (rclpy's LifecycleNode: every state change)
-    ("~/transition_event", "lifecycle_msgs/msg/TransitionEvent"),
+    _row("~/transition_event", "lifecycle_msgs/msg/TransitionEvent"),
     # health (ros/diagnostics.py): a global topic, other nodes publish there too
-    ("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray"),
+    _row("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray"),
 )
 
-# Sent whether or not anybody subscribes (the others are built only for a subscriber).
-ALWAYS_SENT = frozenset({"~/result", "~/status", "~/follow/status"})
-# Published by rclpy / the diagnostics publisher, not through ros/publishers.py.
-NOT_FROM_PUBLISHERS = frozenset({"~/transition_event", "/diagnostics"})
+DIAGNOSTICS = TOPICS[-1].name  # the global health topic (ros/diagnostics.py, the console)
+OUTPUT_TOPICS: tuple[tuple[str, str], ...] = tuple((t.name, t.type) for t in TOPICS)
 TYPE_OF: dict[str, str] = dict(OUTPUT_TOPICS)
+# Sent whether or not anybody subscribes, when the update has it (the others are built only for
+# a subscriber).
+ALWAYS_SENT = frozenset(t.name for t in TOPICS if t.updates and not t.lazy)
+# Published by rclpy / the diagnostics publisher, not by ros/outputs.py.
+NOT_FROM_OUTPUTS = frozenset(t.name for t in TOPICS if not t.updates)
+# (update, field) -> the topic its message goes to
+ROUTES: dict[tuple[str, str], str] = {(update, t.field): t.name for t in TOPICS
+                                      for update in t.updates}
 
 DEFAULT_NODE = "/sam3_agent"
+
+
+def topic_of(update: str, field: str) -> str:
+    """The topic (``~/...``) where ``update``'s message ``field`` goes (KeyError: none)."""
+    return ROUTES[(update, field)]
+
+
+def fields_of(update: str) -> tuple[str, ...]:
+    """The fields an ``update`` may hand over, in the table's order."""
+    return tuple(field for (kind, field) in ROUTES if kind == update)
 
 
 def resolve(name: str, node: str = DEFAULT_NODE) -> str:

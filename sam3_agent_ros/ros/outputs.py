@@ -1,39 +1,43 @@
-"""Publishing an answer: the publishers of a query's and a follow update's messages.
+"""The node's outputs room: every output publisher, created from the table
+(``ros/output_topics.TOPICS``) by configuration, held by one owner (``NodeOutputs``, made by
+``ros/assembly.NodeParts`` at configure and destroyed at cleanup), with one publish method per
+kind of update:
 
-Two kinds of answer go out:
-- a query's ``Result``: ``~/mask``, ``~/labels``, ``~/overlay``, ``~/overlay/compressed``
-  (images), ``~/result`` (JSON) and, with depth, ``~/target`` / ``~/targets`` (box poses) and
-  ``~/markers`` (RViz: a DELETEALL, then a CUBE and a label per mask; interface §5, §8b); on the
-  way, its ``~/status`` events;
-- a follow-mode update (masks tracked on a new frame): ``~/follow/mask``, ``~/follow/labels``,
-  ``~/follow/overlay/compressed``, ``~/follow/target`` and ``~/follow/status`` (interface §5b),
-  and with depth the followed objects' boxes on ``~/markers``.
+- ``publish_answer``: a query's answer (interface §5, §8b; CONTRACTS §9): the images, the result
+  JSON, the 2D detections and, with depth, the 3D outputs in the output frame (``target_frame``
+  when set, else the colour camera's);
+- ``publish_status``: a query's status event on ``~/status`` (interface §7);
+- ``publish_follow``: a follow-mode update (interface §5b), with depth the followed boxes on
+  ``~/markers``;
+- ``publish_concepts``: a standing concepts pass (docs/concepts.md).
 
-The messages are built by ``ros/messages/`` (pure builders) from values computed before: a
-query's ``pipeline.measurement.Answer`` (its masks measured by ``measure_answer`` before it comes
-here), a follow update's measurements (``follow_control.measure_follow``, before it comes
-here). Every publisher comes from ``ros/publishers.py`` (one table, one place); the 3D topics
-exist while depth is on (``ros/depth.py`` holds them). ``AnswerPublisher`` / ``FollowPublisher``
-build only the images somebody subscribes to (publishing a 1080p mono8 image alone costs
-~2 ms) and publish them; the action server reuses what was built. Publishing runs on the
-thread that computed the answer (the query worker or the follow worker), never on the
-executor.
+Every message is built by ``ros/messages/`` (pure builders) from values computed before, by the
+one 3D step (``pipeline.three_d.measure_3d``); a builder hands its messages over as ``{field:
+message}``, and the table routes each field to its topic: no topic name is spelled here. A
+``lazy`` topic's message is built and sent only for a subscriber (publishing a 1080p mono8 image
+alone costs ~2 ms); the others whenever the update has them. Publishing runs on the thread that
+computed the update (the query worker, the follow or concepts thread), never on the executor,
+and never raises: a failure is a warning, once per topic (the table's names: a fixed set).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib
+import threading
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from rclpy.qos import QoSProfile
 from std_msgs.msg import String
 
-from sam3_agent_ros.config import OverlayConfig
+from sam3_agent_ros.concepts import ConceptFrame
+from sam3_agent_ros.config import Config
 from sam3_agent_ros.core import finite_json
 from sam3_agent_ros.core.types import Frame, StatusEvent
-from sam3_agent_ros.geometry.measurement import Measurement
-from sam3_agent_ros.pipeline.measurement import Answer, Visible
+from sam3_agent_ros.pipeline.measurement import Answer
+from sam3_agent_ros.pipeline.three_d import Located
+from sam3_agent_ros.ros import generated_types
 from sam3_agent_ros.ros.conversions import frame_header
 from sam3_agent_ros.ros.messages.answer import (
     AnswerMessages,
@@ -41,158 +45,176 @@ from sam3_agent_ros.ros.messages.answer import (
     answer_messages,
     follow_messages,
 )
-from sam3_agent_ros.ros.messages.images import (
-    DEFAULT_OVERLAY,
-    FOLLOW_IMAGE_KINDS,
-    IMAGE_KINDS,
-)
-from sam3_agent_ros.ros.messages.robot_frame import answer_robot_messages, follow_target
-from sam3_agent_ros.ros.publishers import Publishers, context_ok
+from sam3_agent_ros.ros.messages.concepts import ConceptMessages, concept_messages
+from sam3_agent_ros.ros.messages.images import FOLLOW_IMAGE_KINDS, IMAGE_KINDS
+from sam3_agent_ros.ros.output_topics import TOPICS, TYPE_OF, fields_of, topic_of
 from sam3_agent_ros.ros.qos import OUTPUT_QOS, TEXT_OUTPUT_QOS
 
-FOLLOW_NAMESPACE = "~/follow"
-ANSWER_TOPICS = ("~/mask", "~/labels", "~/result", "~/status", "~/detections")
-OVERLAY_TOPICS = ("~/overlay", "~/overlay/compressed")
-FOLLOW_TOPICS = tuple(f"{FOLLOW_NAMESPACE}/{kind}" for kind in ("mask", "labels", "target",
-                                                                 "status"))
-FOLLOW_OVERLAY_TOPIC = f"{FOLLOW_NAMESPACE}/overlay/compressed"
-MARKERS_TOPIC = "~/markers"
-POINTS_TOPIC = "~/target/points"
+_ROW = {topic.name: topic for topic in TOPICS}
 
 
-def _wanted(publishers: Publishers, namespace: str, kinds: Sequence[str]) -> list[str]:
-    """The image kinds whose publisher exists and has at least one subscriber (lazy)."""
-    return [kind for kind in kinds if publishers.wanted(f"{namespace}/{kind}")]
+def message_type(name: str) -> Any:
+    """The message class of output topic ``name`` (``pkg/msg/Type`` in the table)."""
+    package, _, type_name = TYPE_OF[name].split("/")
+    return getattr(importlib.import_module(f"{package}.msg"), type_name)
 
 
-class AnswerPublisher:
-    """``~/mask``, ``~/labels``, ``~/overlay`` and ``~/overlay/compressed`` (when
-    ``publish_overlay``; drawn as ``overlay`` says), ``~/result`` and ``~/status`` of a node,
-    and the 3D targets (``~/target``, ``~/targets``, ``~/markers``) while depth is on."""
+def context_ok(node: Any) -> bool:
+    """False once rclpy is shut down (nothing can be published)."""
+    context = getattr(node, "context", None)
+    return context is None or bool(context.ok())
 
-    def __init__(self, node: Any, publish_overlay: bool = True, qos: QoSProfile = OUTPUT_QOS,
-                 overlay: OverlayConfig = DEFAULT_OVERLAY):
+
+def switched_on(config: Config, interfaces: bool) -> dict[str, bool]:
+    """Which ``when`` of the table holds for ``config`` (``interfaces``: the generated
+    interfaces can be imported)."""
+    return {"always": True, "overlay": config.node.publish_overlay,
+            "depth": config.depth.enabled, "interfaces": interfaces}
+
+
+class NodeOutputs:
+    """The publishers of ``node`` for every row of the table that ``config`` switches on (see
+    the module's docstring); ``concept_types``: the generated ``(ConceptDetections,
+    ConceptDetection)`` (looked up when not given; None: ``~/concepts/detections`` is off)."""
+
+    def __init__(self, node: Any, config: Config, qos: QoSProfile = OUTPUT_QOS,
+                 concept_types: tuple[Any, Any] | None | bool = True):
         self._node = node
-        self._overlay = overlay
-        self._publishers = Publishers(  # one result per query, however big the burst (qos.py)
-            node, ANSWER_TOPICS + (OVERLAY_TOPICS if publish_overlay else ()), qos,
-            {"~/result": TEXT_OUTPUT_QOS, "~/status": TEXT_OUTPUT_QOS})
+        self._overlay = config.overlay
+        self._lock = threading.Lock()
+        self._warned: set[str] = set()  # topic names of the table: bounded
+        types = generated_types.concept_types() if concept_types is True else concept_types
+        self.concept_types: tuple[Any, Any] | None = types if isinstance(types, tuple) else None
+        on = switched_on(config, self.concept_types is not None)
+        self._publishers: dict[str, Any] = {}
+        for topic in TOPICS:
+            if topic.updates and on[topic.when]:  # one result per query however big the burst
+                self._publishers[topic.name] = node.create_publisher(
+                    message_type(topic.name), topic.name, TEXT_OUTPUT_QOS if topic.text else qos)
+        if self.concept_types is None:
+            generated_types.say_missing(node, topic_of("concepts", "detections"),
+                                        "sam3_agent_ros.msg",
+                                        "The concepts' labels and overlay work as usual.")
 
-    def publish(self, answer: Answer, depth: Any = None) -> AnswerMessages:
-        """Images (only those subscribed), then the result JSON, then the targets (when the
-        answer was measured)."""
-        publishers = self._publishers
-        messages = answer_messages(answer, _wanted(publishers, "~", IMAGE_KINDS), self._overlay)
-        for kind, image in messages.images.items():
-            publishers.publish(f"~/{kind}", image)
-        publishers.publish("~/result", messages.result)
-        # The 3D outputs in the output frame (target_frame when set; none for this answer when
-        # its transform is missing), the vision_msgs detections and the cloud (CONTRACTS §9).
-        robot = answer_robot_messages(answer)
-        messages.answer, messages.robot = answer, robot
-        messages.target, messages.targets, messages.markers = (robot.target, robot.targets,
-                                                               robot.markers)
-        if publishers.wanted("~/detections"):
-            publishers.publish("~/detections", robot.detections)
-        if robot.targets is not None:
-            publishers.publish("~/target", robot.target)
-            publishers.publish("~/targets", robot.targets)
-            publishers.publish(MARKERS_TOPIC, robot.markers)
-            if publishers.wanted("~/detections_3d"):
-                publishers.publish("~/detections_3d", robot.detections_3d)
-            publishers.publish(POINTS_TOPIC, robot.points)
-        return messages
+    # --- what is worth building ----------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        """The topics with a publisher now (none once destroyed)."""
+        return list(self._publishers)
+
+    def live(self) -> bool:
+        """Publishers held and rclpy running: an update is worth building."""
+        return bool(self._publishers) and context_ok(self._node)
+
+    def subscribed(self, name: str) -> bool:
+        """Whether ``name`` has a publisher with at least one subscriber (False when it cannot
+        say, e.g. a destroyed publisher)."""
+        publisher = self._publishers.get(name)
+        if publisher is None:
+            return False
+        try:
+            return bool(publisher.get_subscription_count() > 0)
+        except Exception:  # noqa: BLE001 (destroyed meanwhile: nobody to build for)
+            return False
+
+    def wanted(self, name: str) -> bool:
+        """Whether a message for ``name`` is worth building: it has a publisher, and is sent
+        whoever subscribes (not ``lazy``) or has a subscriber."""
+        return name in self._publishers and (not _ROW[name].lazy or self.subscribed(name))
+
+    def wanted_fields(self, update: str) -> list[str]:
+        """The fields of ``update`` worth building now, in the table's order."""
+        return [field for field in fields_of(update) if self.wanted(topic_of(update, field))]
 
     def cloud_max_points(self, max_points: int) -> int | None:
-        """``max_points`` when somebody subscribes to ``~/target/points`` (then the answer's
-        cloud is computed), else None."""
-        return max_points if self._publishers.subscribed(POINTS_TOPIC) else None
+        """``max_points`` when somebody subscribes to the answer's cloud (then it is
+        computed), else None."""
+        return max_points if self.subscribed(topic_of("answer", "points")) else None
 
-    def answer(self, answer: Answer, depth: Any = None) -> AnswerMessages:
-        """The outputs port of ``pipeline.query_life``: ``publish``."""
-        return self.publish(answer, depth)
+    def follow_wants_3d(self, depth: Any) -> bool:
+        """Whether a follow update is worth measuring: depth on, and a subscriber to its
+        target, its status or the markers."""
+        if depth is None or not self.live():
+            return False
+        return any(self.subscribed(topic_of("follow", field))
+                   for field in ("target", "status", "markers"))
 
-    def status(self, event: StatusEvent) -> None:
-        """The outputs port of ``pipeline.query_life``: ``publish_status``."""
-        self.publish_status(event)
+    # --- one publish method per kind of update -------------------------------------------------
+    def publish_answer(self, answer: Answer) -> AnswerMessages:
+        """A query's answer (``pipeline.query_life``'s outputs port): the messages built for
+        what is wanted, sent in their order; returned for the action's result."""
+        kinds = [kind for kind in self.wanted_fields("answer") if kind in IMAGE_KINDS]
+        messages = answer_messages(answer, kinds, self._overlay)
+        self._send("answer", messages.outputs())
+        return messages
 
     def publish_status(self, event: StatusEvent) -> None:
-        """One status event of a query as ``~/status`` JSON (interface §7)."""
-        if "~/status" in self._publishers:  # not destroyed
-            self._publishers.publish("~/status", String(data=finite_json.dumps(event.to_json())))
+        """One status event of a query as JSON (interface §7)."""
+        if topic_of("status", "status") in self._publishers:  # not destroyed
+            self._send("status", {"status": String(data=finite_json.dumps(event.to_json()))})
 
+    def publish_follow(self, frame: Frame | None, masks: Sequence[np.ndarray | None],
+                       status: dict[str, Any], located: Located | None = None,
+                       label: str | None = None) -> FollowMessages:
+        """One follow update; ``located`` (with depth: ``three_d.measure_3d`` of its masks, its
+        transform into ``target_frame`` when set) measured before."""
+        if not self.live():  # destroyed, or rclpy shut down
+            return FollowMessages(header=frame_header(frame), status=String())
+        kinds = [kind for kind in self.wanted_fields("follow") if kind in FOLLOW_IMAGE_KINDS]
+        messages = follow_messages(frame, masks, status, located, kinds, label, self._overlay)
+        self._send("follow", messages.outputs())
+        return messages
+
+    def publish_concepts(self, result: ConceptFrame, located: Located | None) -> ConceptMessages:
+        """One standing concepts pass; ``located``: its one 3D step (None without depth)."""
+        messages = concept_messages(result, self.wanted_fields("concepts"), self.concept_types,
+                                    located, self._overlay.jpeg_quality)
+        if self.live():
+            self._send("concepts", messages.outputs())
+        return messages
+
+    def _send(self, update: str, messages: Mapping[str, Any]) -> None:
+        """Each message to the topic of its field (nothing for None, a topic without a
+        publisher, or a lazy one nobody subscribes to). Never raises."""
+        for field, message in messages.items():
+            name = topic_of(update, field)
+            publisher = self._publishers.get(name)
+            if message is None or publisher is None:
+                continue
+            if _ROW[name].lazy and not self.subscribed(name):
+                continue
+            try:
+                publisher.publish(message)
+            except Exception as exc:  # noqa: BLE001
+                with self._lock:
+                    first = name not in self._warned
+                    self._warned.add(name)
+                if first:
+                    self._node.get_logger().warning(
+                        f"cannot publish {name}: {type(exc).__name__}: {exc} (said once)")
+
+    # --- the end -------------------------------------------------------------------------------
     def flush(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` until every reliable subscriber acknowledged what went out on
-        ``~/result`` and ``~/status`` (before the process exits: the last results must leave)."""
+        the result and status topics (before the process exits: the last results must leave)."""
         from rclpy.duration import Duration
 
         wait = Duration(nanoseconds=int(max(0.0, timeout_s) * 1e9))
         acked = True
-        for name in ("~/result", "~/status"):
-            if name in self._publishers:
+        for name in (topic_of("answer", "result"), topic_of("status", "status")):
+            publisher = self._publishers.get(name)
+            if publisher is not None:
                 try:
-                    acked = self._publishers[name].wait_for_all_acked(wait) and acked
+                    acked = publisher.wait_for_all_acked(wait) and acked
                 except Exception:  # noqa: BLE001 (a best-effort subscriber, a shut-down context)
                     acked = False
         return acked
 
     def destroy(self) -> None:
-        self._publishers.destroy()
-
-
-# --- follow mode ---------------------------------------------------------------------------------
-
-
-class FollowPublisher:
-    """``~/follow/mask``, ``~/follow/labels``, ``~/follow/overlay/compressed`` (unless
-    ``overlay`` is None: publish_overlay off), ``~/follow/target``, ``~/follow/status``, and the
-    followed boxes on ``~/markers`` (while depth is on). Images are built only when subscribed;
-    the status always goes out. The 3D step is the caller's, before ``publish`` (``wants_3d``
-    says whether anybody would read it: it costs a depth lookup)."""
-
-    def __init__(self, node: Any, qos: QoSProfile = OUTPUT_QOS,
-                 overlay: OverlayConfig | None = DEFAULT_OVERLAY):
-        self._node = node
-        self._overlay = overlay or DEFAULT_OVERLAY
-        self._publishers = Publishers(
-            node, FOLLOW_TOPICS + ((FOLLOW_OVERLAY_TOPIC,) if overlay is not None else ()), qos)
-
-    def wants_3d(self, depth: Any) -> bool:
-        """Whether a follow update is worth measuring: depth on, and a subscriber to
-        ``~/follow/target``, ``~/follow/status`` or ``~/markers``."""
-        publishers = self._publishers
-        if depth is None or not publishers.names or not context_ok(self._node):
-            return False
-        return (publishers.subscribed(f"{FOLLOW_NAMESPACE}/target")
-                or publishers.subscribed(f"{FOLLOW_NAMESPACE}/status")
-                or publishers.subscribed(MARKERS_TOPIC))
-
-    def publish(self, frame: Frame | None, masks: Sequence[np.ndarray | None],
-                status: dict[str, Any],
-                measurements: Sequence[Measurement | None] | None = None, depth: Any = None,
-                label: str | None = None, visible: Visible | None = None) -> FollowMessages:
-        """One follow update; ``measurements`` (one per mask, None for one not visible) come
-        from the 3D step (``follow_control.measure_follow_in``; ``visible``: with its transform
-        into ``target_frame``, then ``~/follow/target`` and the markers are in that frame, or
-        not sent when the transform is missing)."""
-        publishers = self._publishers
-        if not publishers.names or not context_ok(self._node):  # destroyed, or rclpy shut down
-            return FollowMessages(header=frame_header(frame), status=String())
-        messages = follow_messages(frame, masks, status, measurements,
-                                   _wanted(publishers, FOLLOW_NAMESPACE, FOLLOW_IMAGE_KINDS),
-                                   label, self._overlay)
-        if visible is not None and visible.target is not None:  # target_frame set
-            target, markers = follow_target(frame, visible, label or "")
-            messages.target = target
-            if markers is not None or visible.output_measurements is None:
-                messages.markers = markers
-        for kind, image in messages.images.items():
-            publishers.publish(f"{FOLLOW_NAMESPACE}/{kind}", image)
-        publishers.publish(f"{FOLLOW_NAMESPACE}/target", messages.target)
-        if depth is not None:
-            publishers.publish(MARKERS_TOPIC, messages.markers)
-        publishers.publish(f"{FOLLOW_NAMESPACE}/status", messages.status)
-        return messages
-
-    def destroy(self) -> None:
-        self._publishers.destroy()
+        """Destroy every publisher (cleanup); publishing afterwards sends nothing."""
+        publishers, self._publishers = self._publishers, {}
+        for name, publisher in publishers.items():
+            try:
+                self._node.destroy_publisher(publisher)
+            except Exception as exc:  # noqa: BLE001 (teardown goes on)
+                self._node.get_logger().warning(f"destroying {name} failed: {exc}")

@@ -46,7 +46,7 @@ from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.pipeline.intake import QueryRejected, goal_query
 from sam3_agent_ros.pipeline.query_life import refines_note
 from sam3_agent_ros.pipeline.running import RunningIds, in_use
-from sam3_agent_ros.ros import interfaces
+from sam3_agent_ros.ros import generated_types
 from sam3_agent_ros.ros.messages.action import (
     result_message,
 )
@@ -301,7 +301,7 @@ def release_free_memory() -> bool:
 
 def load_interfaces() -> tuple[Any, Any] | None:
     """``(Segment, MaskInfo)``, or None when the generated interfaces are not installed."""
-    return interfaces.segment_types()
+    return generated_types.segment_types()
 
 
 def serve(node: Any, **kwargs: Any) -> SegmentActionServer | None:
@@ -310,7 +310,7 @@ def serve(node: Any, **kwargs: Any) -> SegmentActionServer | None:
     it at activation until it has a server (discoverable means ready), and keeps the server."""
     types = load_interfaces()
     if types is None:
-        interfaces.say_missing(node, "the action ~/segment", "sam3_agent_ros.action",
+        generated_types.say_missing(node, "the action ~/segment", "sam3_agent_ros.action",
                                "Topics work as usual.")
         return None
     return SegmentActionServer(node, types, **kwargs)

@@ -21,7 +21,7 @@ from sam3_agent_ros.pipeline.frame_world import (
     world_of,
 )
 from sam3_agent_ros.pipeline.measurement import measure_answer
-from sam3_agent_ros.pipeline.query_life import QueryLife
+from sam3_agent_ros.pipeline.query_life import QueryLife, QueryParts
 from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
 from test.pipeline.depth_doubles import CountingDepth
 
@@ -102,9 +102,11 @@ def _result(frame: Frame, query_id: str = "q") -> Result:
     return Result(query_id, "a box", QueryStatus.SUCCEEDED, masks=[mask], frame=frame)
 
 
-def _life(depth, request) -> QueryLife:
+def _life(depth, request, agent=None) -> QueryLife:
     life = QueryLife(lambda: {"llm": "fake"}, lambda: True, logger=None)  # type: ignore[arg-type]
-    life.depth, life.target_frame = depth, request
+    life.configure(QueryParts(agent=agent, outputs=None, runner=None,  # type: ignore[arg-type]
+                              target_frame=request))
+    life.depth = depth
     return life
 
 
@@ -135,12 +137,6 @@ def test_a_transform_not_yet_in_the_buffer_is_waited_for_before_the_agent_runs()
     by the worker (waiting tf.timeout_s) before the agent thinks for a minute."""
     tf = ForgetfulTf()
     request = TargetFrameRequest("base_link", tf, timeout_s=0.2)
-    life = _life(None, request)
-    taken = 50 * S
-    tf.newest_ns = taken - 10 * MS
-    world = life.bind_world(taken, "camera")
-    assert world is not None and world.target is None and "no transform" in world.target_reason
-    tf.newest_ns = taken + 10 * MS
     seen = []
 
     class Agent:
@@ -148,7 +144,12 @@ def test_a_transform_not_yet_in_the_buffer_is_waited_for_before_the_agent_runs()
             seen.append(world_of(frame).target)
             return _result(frame)
 
-    life.agent = Agent()
+    life = _life(None, request, Agent())
+    taken = 50 * S
+    tf.newest_ns = taken - 10 * MS
+    world = life.bind_world(taken, "camera")
+    assert world is not None and world.target is None and "no transform" in world.target_reason
+    tf.newest_ns = taken + 10 * MS
     from sam3_agent_ros.core.cancel import CancelToken
     from sam3_agent_ros.core.types import Query
     life.answer(dataclasses.replace(_frame(taken), world=world), Query("q", "x"),

@@ -6,12 +6,8 @@ import numpy as np
 
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
 from sam3_agent_ros.geometry.measurement import NO_POSITION, BoxValue, Measurement
-from sam3_agent_ros.pipeline.measurement import (
-    StillDepth,
-    locate,
-    measure_answer,
-    measure_visible,
-)
+from sam3_agent_ros.pipeline.measurement import measure_answer
+from sam3_agent_ros.pipeline.three_d import PreparedDepth, measure_3d
 from test.pipeline.depth_doubles import MEASURED, CountingDepth
 
 
@@ -50,7 +46,8 @@ def test_no_3d_step_without_depth_for_a_failure_or_without_pixels():
 
 def test_a_failing_depth_source_becomes_the_same_reason_on_every_mask():
     frame = Frame(image=np.zeros((4, 6, 3), np.uint8))
-    located = locate(CountingDepth(fail=True), frame, [object(), object()])
+    located = measure_3d(CountingDepth(fail=True), frame,
+                         [np.ones((4, 6), bool)] * 2).measurements
     assert len(located) == 2 and all(m.position is None for m in located)
     assert all("depth exploded" in m.position_error and m.box_error == m.position_error
                for m in located)
@@ -59,13 +56,13 @@ def test_a_failing_depth_source_becomes_the_same_reason_on_every_mask():
 def test_a_follow_update_measures_only_the_visible_objects():
     frame = Frame(image=np.zeros((4, 6, 3), np.uint8))
     depth = CountingDepth(MEASURED)
-    measured = measure_visible(depth, frame, [None, np.ones((4, 6), bool)])
+    measured = measure_3d(depth, frame, [None, np.ones((4, 6), bool)]).measurements
     assert measured[0] is None and measured[1].position == (0.1, -0.2, 0.9)
-    assert measure_visible(depth, frame, [None]) == [None] and depth.calls == 1
+    assert measure_3d(depth, frame, [None]).measurements == [None] and depth.calls == 1
 
 
 def test_one_depth_image_is_measured_as_the_node_does_or_says_why_not():
     frame = Frame(image=np.zeros((4, 6, 3), np.uint8))
-    unusable = StillDepth(None, None, "unusable camera model", cfg=None)
+    unusable = PreparedDepth(None, None, "unusable camera model", cfg=None)
     assert unusable.measure(frame, [object()]) == [Measurement.missing(
         "unusable camera model").to_json()]

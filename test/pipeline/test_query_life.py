@@ -8,7 +8,7 @@ import re
 import numpy as np
 
 from sam3_agent_ros.core.types import Frame, Mask, Query, QueryStatus, Result
-from sam3_agent_ros.pipeline.query_life import QueryLife
+from sam3_agent_ros.pipeline.query_life import QueryLife, QueryParts
 
 POSITION = {"position": {"x": 0.1, "y": 0.2, "z": 0.9}, "position_error": None,
             "box": None, "box_error": "flat"}
@@ -31,10 +31,10 @@ class FakeOutputs:
     def __init__(self, journal):
         self.journal = journal
 
-    def status(self, event):
+    def publish_status(self, event):
         self.journal.note("status", event.query_id, event.backends)
 
-    def answer(self, answer, depth=None):
+    def publish_answer(self, answer):
         result = answer.result
         self.journal.note("images", result.query_id)
         self.journal.note("result_json", result.query_id, result.to_json())
@@ -120,12 +120,16 @@ class Logger:
 def make_life(journal, *, configured=True, depth=True, held=(), live=True):
     logger = Logger()
     life = QueryLife(backends=lambda: {"llm": "fake"}, live=lambda: live, logger=logger)
-    life.outputs, life.action = FakeOutputs(journal), FakeAction(journal, held)
+    life.action = FakeAction(journal, held)
+    frame = Frame(image=np.zeros((4, 6, 3), np.uint8), frame_id="cam")
+    life.configure(QueryParts(agent=FakeAgent(journal), outputs=FakeOutputs(journal),
+                              runner=InlineRunner(life, journal, frame),
+                              follow=FakeFollow(journal)))
     if configured:
-        frame = Frame(image=np.zeros((4, 6, 3), np.uint8), frame_id="cam")
-        life.runner, life.agent = InlineRunner(life, journal, frame), FakeAgent(journal)
-        life.follow = FakeFollow(journal)
         life.depth = FakeDepth(journal) if depth else None
+    else:  # released meanwhile: the outputs still there, the worker and follow mode gone
+        life.stop_taking()
+        life.stop_following()
     return life, logger
 
 
@@ -216,7 +220,7 @@ def test_a_publisher_that_raises_still_ends_the_goal():
     def broken(answer, depth=None):
         raise RuntimeError("publisher gone")
 
-    life.outputs.answer = broken
+    life.outputs.publish_answer = broken
     try:
         life.finish(Result("q-7", "x", QueryStatus.FAILED, error="e"))
     except RuntimeError:

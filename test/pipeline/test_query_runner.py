@@ -17,7 +17,8 @@ from sam3_agent_ros.core.types import (
     Result,
     StatusEvent,
 )
-from sam3_agent_ros.pipeline.query_runner import PREEMPT, QUEUE, LatestFrame, QueryRunner
+from sam3_agent_ros.pipeline.latest_frame import LatestFrame
+from sam3_agent_ros.pipeline.query_runner import PREEMPT, QUEUE, QueryRunner
 
 TIMEOUT = 10.0
 

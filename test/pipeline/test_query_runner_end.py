@@ -8,7 +8,8 @@ import threading
 import pytest
 
 from sam3_agent_ros.core.types import Phase, Query, QueryStatus, Result, StatusEvent
-from sam3_agent_ros.pipeline.query_runner import QUEUE, LatestFrame, QueryRunner
+from sam3_agent_ros.pipeline.latest_frame import LatestFrame
+from sam3_agent_ros.pipeline.query_runner import QUEUE, QueryRunner
 from test.pipeline.test_query_runner import TIMEOUT, Message, Outputs, make_runner, to_frame
 
 

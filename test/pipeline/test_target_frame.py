@@ -10,12 +10,9 @@ import numpy as np
 from sam3_agent_ros.config import DepthConfig
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
 from sam3_agent_ros.frames import Transform
-from sam3_agent_ros.pipeline.measurement import (
-    StillDepth,
-    measure_answer,
-    measure_visible_in,
-)
+from sam3_agent_ros.pipeline.measurement import measure_answer
 from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
+from sam3_agent_ros.pipeline.three_d import PreparedDepth, measure_3d
 from test.pipeline.depth_doubles import CountingDepth
 
 STAMP = (12, 500_000_000)
@@ -101,20 +98,20 @@ def test_a_follow_update_uses_the_transform_at_its_own_frames_stamp():
     later = Frame(image=np.zeros((4, 6, 3), np.uint8), stamp_sec=13, stamp_nanosec=500_000_000,
                   frame_id="opt")
     transforms = StampedTransforms({STAMP_NS: shifted(1.0), STAMP_NS + 10**9: shifted(5.0)})
-    visible = measure_visible_in(CountingDepth(), later, [np.ones((4, 6), bool), None],
-                                 target_frame=TargetFrameRequest("base_link", transforms))
+    visible = measure_3d(CountingDepth(), later, [np.ones((4, 6), bool), None],
+                         target_frame=TargetFrameRequest("base_link", transforms))
     assert visible.output_frame_id == "base_link"
     moved = visible.output_measurements
     assert moved[0].position == (5.1, -0.2, 0.9) and moved[1] is None
     transforms.by_stamp.clear()
-    missing = measure_visible_in(CountingDepth(), later, [np.ones((4, 6), bool)],
-                                 target_frame=TargetFrameRequest("base_link", transforms))
+    missing = measure_3d(CountingDepth(), later, [np.ones((4, 6), bool)],
+                         target_frame=TargetFrameRequest("base_link", transforms))
     assert missing.output_measurements is None and "base_link" in missing.target.reason
 
 
 def test_the_targets_points_are_computed_when_asked_bounded_and_moved():
     depth_m = np.full((4, 6), 2.0, np.float32)
-    still = StillDepth(depth_m, (10.0, 10.0, 3.0, 2.0), None, DepthConfig(erode_px=0))
+    still = PreparedDepth(depth_m, (10.0, 10.0, 3.0, 2.0), None, DepthConfig(erode_px=0))
     assert measure_answer(answer(1), still).points is None  # not asked: not computed
     plain = measure_answer(answer(1), still, cloud_max_points=10).points
     assert plain is not None and 0 < len(plain) <= 10
@@ -130,7 +127,7 @@ def test_the_targets_points_are_computed_when_asked_bounded_and_moved():
 
 def test_a_cloud_that_cannot_be_made_is_logged_and_the_answer_still_comes_out():
     depth_m = np.full((4, 6), 2.0, np.float32)
-    still = StillDepth(depth_m, (10.0, 10.0, 3.0, 2.0), None, DepthConfig(erode_px=0))
+    still = PreparedDepth(depth_m, (10.0, 10.0, 3.0, 2.0), None, DepthConfig(erode_px=0))
     grey = answer(1)
     grey.frame = dataclasses.replace(grey.frame, image=np.zeros((4, 6), np.uint8))  # not RGB
 
@@ -153,7 +150,7 @@ def test_a_cloud_that_cannot_be_made_is_logged_and_the_answer_still_comes_out():
 
 def test_no_cloud_when_the_3d_step_fails_after_handing_the_pixels_over():
     depth_m = np.full((4, 6), 2.0, np.float32)
-    still = StillDepth(depth_m, (10.0, 10.0, 3.0, 2.0), None, DepthConfig(erode_px=0))
+    still = PreparedDepth(depth_m, (10.0, 10.0, 3.0, 2.0), None, DepthConfig(erode_px=0))
 
     class FailsAfterSampling:
         def measure(self, frame, masks, pixels_to=None):

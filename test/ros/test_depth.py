@@ -35,6 +35,8 @@ from sam3_agent_ros.ros.conversions import rgb8_image
 from sam3_agent_ros.ros.dds import apply_loopback_env
 from sam3_agent_ros.ros.depth import DepthTargets
 from sam3_agent_ros.ros.messages.markers import target_messages
+from sam3_agent_ros.ros.outputs import message_type
+from sam3_agent_ros.ros.qos import OUTPUT_QOS
 from test.ros.helpers import Spinner
 from test.waiting import wait_until
 
@@ -80,6 +82,9 @@ class Rig:
         self.feeder = rclpy.create_node("camera", namespace=namespace, context=context)
         self.targets = DepthTargets(self.node, config.depth,
                                     max_pixels=config.node.max_image_pixels)
+        # The 3D topics the answers go out on (the node's outputs room, ros/outputs.py).
+        self.outputs = {name: self.node.create_publisher(message_type(name), name, OUTPUT_QOS)
+                        for name in ("~/target", "~/targets", "~/markers")}
         self.depth_pub = self.feeder.create_publisher(Image, "depth", _qos(depth_reliable))
         self.info_pub = self.feeder.create_publisher(CameraInfo, "camera_info", _qos(False))
         self.received: dict[str, list] = {"target": [], "targets": []}
@@ -93,15 +98,16 @@ class Rig:
         executor.add_node(self.feeder)
         wait_until(lambda: self.depth_pub.get_subscription_count() >= 1
                    and self.info_pub.get_subscription_count() >= 1
-                   and self.targets.outputs["~/target"].get_subscription_count() >= 1
-                   and self.targets.outputs["~/targets"].get_subscription_count() >= 1,
+                   and self.outputs["~/target"].get_subscription_count() >= 1
+                   and self.outputs["~/targets"].get_subscription_count() >= 1,
                    "matching")
 
     def publish_targets(self, target, targets, markers=None) -> None:
-        """What the answer publisher sends on the 3D topics the depth step holds."""
-        self.targets.outputs.publish("~/target", target)
-        self.targets.outputs.publish("~/targets", targets)
-        self.targets.outputs.publish("~/markers", markers)
+        """What the outputs room sends on the 3D topics for an answer."""
+        for name, message in (("~/target", target), ("~/targets", targets),
+                              ("~/markers", markers)):
+            if message is not None:
+                self.outputs[name].publish(message)
 
     def send_info(self, k, width: int, height: int, stamp=(0, 0)) -> None:
         info = CameraInfo(width=width, height=height)

@@ -15,8 +15,9 @@ from sensor_msgs.msg import CameraInfo, Image
 from sam3_agent_demo.scene import render_scene
 from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result, stamp_ns
-from sam3_agent_ros.pipeline.query_life import QueryLife
-from sam3_agent_ros.pipeline.query_runner import LatestFrame, QueryRunner
+from sam3_agent_ros.pipeline.latest_frame import LatestFrame
+from sam3_agent_ros.pipeline.query_life import QueryLife, QueryParts
+from sam3_agent_ros.pipeline.query_runner import QueryRunner
 from sam3_agent_ros.ros.depth import DepthTargets
 from test.waiting import wait_until
 
@@ -135,14 +136,14 @@ def test_a_query_longer_than_the_depth_ring_keeps_its_depth(scene):
                           frame=frame)
 
     class Outputs:
-        def status(self, event):
+        def publish_status(self, event):
             pass
 
-        def answer(self, answer, depth=None):
+        def publish_answer(self, answer):
             published.append(answer)
 
     life = QueryLife(lambda: {"llm": "fake"}, lambda: True, node.logger)
-    life.depth, life.agent, life.outputs = targets, SlowAgent(), Outputs()
+    life.depth = targets
     frames = LatestFrame(clock=lambda: clock[0])
 
     def to_frame(msg: ColourMsg) -> Frame:
@@ -151,7 +152,7 @@ def test_a_query_longer_than_the_depth_ring_keeps_its_depth(scene):
     runner = QueryRunner(answer=life.answer, to_frame=to_frame, publish=life.finish,
                          status=life.status, frames=frames,
                          bind=lambda msg: life.bind_world(msg.ns, COLOUR_FRAME))
-    life.runner = runner
+    life.configure(QueryParts(agent=SlowAgent(), outputs=Outputs(), runner=runner))
     frames.put(ColourMsg(scene, TAKEN))
     runner.start()
     try:

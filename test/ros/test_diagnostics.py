@@ -13,7 +13,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
 from sam3_agent_demo.scene import render_scene
-from sam3_agent_ros.ros import health
+from sam3_agent_ros.health import recorder as health
 from sam3_agent_ros.ros.conversions import rgb8_image
 from sam3_agent_ros.ros.diagnostics import DiagnosticsPublisher, diagnostic_array, status_message
 from test.fakes.scripted_server import ScriptedServer, SilentServer, drop_connection, tool_call

@@ -1,5 +1,5 @@
 """ros/outputs.py: the messages of an answer (built without a graph) and their lazy publishing
-over real rclpy (DDS on loopback, by test/conftest.py)."""
+through the outputs room over real rclpy (DDS on loopback, by test/conftest.py)."""
 
 from __future__ import annotations
 
@@ -17,15 +17,15 @@ from std_msgs.msg import Header, String
 from visualization_msgs.msg import Marker, MarkerArray
 
 from sam3_agent_ros import render
-from sam3_agent_ros.config import OverlayConfig
+from sam3_agent_ros.config import Config, OverlayConfig
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
 from sam3_agent_ros.geometry.measurement import Measurement
-from sam3_agent_ros.pipeline.measurement import measure_answer, measure_visible
+from sam3_agent_ros.pipeline.measurement import measure_answer
 from sam3_agent_ros.pipeline.query_life import ERROR_LOG_CHARS, result_line
+from sam3_agent_ros.pipeline.three_d import measure_3d
 from sam3_agent_ros.render import downscale
 from sam3_agent_ros.ros import outputs
 from sam3_agent_ros.ros.conversions import compressed_to_rgb, image_to_rgb
-from sam3_agent_ros.ros.depth import DEPTH_OUTPUTS
 from sam3_agent_ros.ros.messages.answer import answer_messages, follow_messages
 from sam3_agent_ros.ros.messages.markers import (
     BOX_NAMESPACE,
@@ -35,7 +35,6 @@ from sam3_agent_ros.ros.messages.markers import (
     marker_messages,
     target_messages,
 )
-from sam3_agent_ros.ros.publishers import Publishers
 from test.ros.helpers import RELIABLE, Spinner
 from test.waiting import wait_until
 
@@ -64,11 +63,8 @@ def answered(result, depth=None, **kwargs):
 
 def followed(frame, masks, status, depth=None, **kwargs):
     """A follow update's messages the publisher's way: measured first, then built."""
-    measurements = None
-    if depth is not None:
-        measurements = (measure_visible(depth, frame, masks) if frame.image.size > 0
-                        else [None] * len(masks))
-    return follow_messages(frame, masks, status, measurements, **kwargs)
+    located = measure_3d(depth, frame, masks) if depth is not None else None
+    return follow_messages(frame, masks, status, located, **kwargs)
 
 
 class FakeDepth:
@@ -353,19 +349,23 @@ def _nodes(graph):
     return node, peer
 
 
+def room(node, **params):
+    """The node's outputs room with depth on (the 3D topics exist) and ``params``."""
+    return outputs.NodeOutputs(node, Config.from_params({"depth.enabled": True, **params}))
+
+
 def test_answer_publisher_renders_only_subscribed_images(graph):
     node, peer = _nodes(graph)
     listener = Listener(peer, {"sam3_agent/result": String, "sam3_agent/mask": Image,
                                "sam3_agent/overlay/compressed": CompressedImage,
                                "sam3_agent/target": PointStamped,
                                "sam3_agent/markers": MarkerArray})
-    publisher = outputs.AnswerPublisher(node, publish_overlay=True)
-    three_d = Publishers(node, DEPTH_OUTPUTS)  # what the depth step holds while it is on
-    wait_until(lambda: all(publisher._publishers[f"~/{kind}"].get_subscription_count() == 1
-                           for kind in ("mask", "result", "overlay/compressed"))
-               and three_d["~/markers"].get_subscription_count() == 1, "matching")
+    publisher = room(node, publish_overlay=True)
+    wait_until(lambda: all(publisher.subscribed(f"~/{kind}")
+                           for kind in ("mask", "result", "overlay/compressed", "markers")),
+               "matching")
     depth = FakeDepth(POSITIONS)
-    sent = publisher.publish(measure_answer(make_result(), depth), depth)
+    sent = publisher.publish_answer(measure_answer(make_result(), depth))
     assert set(sent.images) == {"mask", "overlay/compressed"}  # nobody on labels, raw overlay
     wait_until(lambda: listener.received["sam3_agent/result"]
                and listener.received["sam3_agent/mask"]
@@ -379,7 +379,6 @@ def test_answer_publisher_renders_only_subscribed_images(graph):
     assert listener.received["sam3_agent/target"][0].point.x == pytest.approx(0.1)
     assert sent.markers.markers[2].text == "the boxes #1"
     assert listener.received["sam3_agent/markers"][0].markers[2].text == "the boxes #1"
-    three_d.destroy()
     publisher.destroy()
     wait_until(lambda: peer.count_publishers(f"{node.get_namespace()}/sam3_agent/result") == 0,
                "the publishers to go away")
@@ -391,17 +390,15 @@ def test_follow_publisher_always_sends_the_status_and_images_only_when_wanted(gr
                                "sam3_agent/follow/labels": Image,
                                "sam3_agent/follow/target": PointStamped,
                                "sam3_agent/markers": MarkerArray})
-    publisher = outputs.FollowPublisher(node)
-    three_d = Publishers(node, DEPTH_OUTPUTS)  # what the depth step holds while it is on
-    wait_until(lambda: publisher._publishers["~/follow/status"].get_subscription_count() == 1
-               and publisher._publishers["~/follow/labels"].get_subscription_count() == 1
-               and three_d["~/markers"].get_subscription_count() == 1, "matching")
+    publisher = room(node)
+    wait_until(lambda: all(publisher.subscribed(name) for name in (
+        "~/follow/status", "~/follow/labels", "~/markers")), "matching")
     first, _ = two_masks()
     frame = Frame(np.zeros((48, 64, 3), np.uint8), *STAMP, "cam")
     depth = FakeDepth(POSITIONS[:1])
-    assert publisher.wants_3d(depth) and not publisher.wants_3d(None)
-    sent = publisher.publish(frame, [first], {"state": "tracking", "objects": [{"id": 1}]},
-                             measure_visible(depth, frame, [first]), depth)
+    assert publisher.follow_wants_3d(depth) and not publisher.follow_wants_3d(None)
+    sent = publisher.publish_follow(frame, [first], {"state": "tracking", "objects": [{"id": 1}]},
+                                    measure_3d(depth, frame, [first]))
     assert set(sent.images) == {"labels"}
     wait_until(lambda: listener.received["sam3_agent/follow/status"]
                and listener.received["sam3_agent/follow/labels"]
@@ -410,24 +407,22 @@ def test_follow_publisher_always_sends_the_status_and_images_only_when_wanted(gr
     assert (target.header.stamp.sec, target.header.stamp.nanosec) == STAMP
     # Measured for the target and status subscribers: the boxes go out on ~/markers too.
     depth = FakeDepth(BOXES[:1])
-    publisher.publish(frame, [first], {"state": "tracking", "objects": [{"id": 1}]},
-                      measure_visible(depth, frame, [first]), depth)
+    publisher.publish_follow(frame, [first], {"state": "tracking", "objects": [{"id": 1}]},
+                             measure_3d(depth, frame, [first]))
     assert len(depth.calls) == 1  # measured once, before publish
     wait_until(lambda: listener.received["sam3_agent/markers"], "the followed boxes")
-    three_d.destroy()
     publisher.destroy()
-    assert not publisher.wants_3d(depth)  # destroyed: nothing to measure for
-    quiet = publisher.publish(frame, [first], {"state": "stopped"})
+    assert not publisher.follow_wants_3d(depth)  # destroyed: nothing to measure for
+    quiet = publisher.publish_follow(frame, [first], {"state": "stopped"})
     assert quiet.images == {}  # destroyed: builds and sends nothing
-    without_overlay = outputs.FollowPublisher(node, overlay=None)  # publish_overlay: false
-    assert "~/follow/overlay/compressed" not in without_overlay._publishers
+    without_overlay = room(node, publish_overlay=False)
+    assert "~/follow/overlay/compressed" not in without_overlay.names
     without_overlay.destroy()
 
 
 def test_follow_publisher_sends_the_target_in_target_frame_or_none_without_the_transform(graph):
     from sam3_agent_ros.frames import Transform
     from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
-    from sam3_agent_ros.ros.follow_control import measure_follow_in
 
     class Transforms:
         def __init__(self, transform):
@@ -438,19 +433,16 @@ def test_follow_publisher_sends_the_target_in_target_frame_or_none_without_the_t
 
     node, peer = _nodes(graph)
     listener = Listener(peer, {"sam3_agent/follow/target": PointStamped})
-    publisher = outputs.FollowPublisher(node)
-    wait_until(lambda: publisher._publishers["~/follow/target"].get_subscription_count() == 1,
-               "matching")
+    publisher = room(node)
+    wait_until(lambda: publisher.subscribed("~/follow/target"), "matching")
     first, _ = two_masks()
     frame = Frame(np.zeros((48, 64, 3), np.uint8), *STAMP, "cam")
     status = {"state": "tracking", "objects": [{"id": 1}]}
     move = Transform(np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 0.0, 1.0]))
     for transform in (None, move):  # first no transform: nothing; then base_link
-        visible = measure_follow_in(FakeDepth(POSITIONS[:1]), frame, [first],
-                                    target_frame=TargetFrameRequest("base_link",
-                                                                    Transforms(transform)))
-        sent = publisher.publish(frame, [first], status, visible.measurements, None, None,
-                                 visible)
+        located = measure_3d(FakeDepth(POSITIONS[:1]), frame, [first],
+                             target_frame=TargetFrameRequest("base_link", Transforms(transform)))
+        sent = publisher.publish_follow(frame, [first], status, located)
         assert (sent.target is None) == (transform is None)
     wait_until(lambda: listener.received["sam3_agent/follow/target"], "~/follow/target")
     received = listener.received["sam3_agent/follow/target"]

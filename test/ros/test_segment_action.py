@@ -14,10 +14,12 @@ from std_msgs.msg import String
 
 from sam3_agent_ros.action import Segment
 from sam3_agent_ros.core.types import Frame, Mask, Phase, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.msg import MaskInfo
+from sam3_agent_ros.pipeline.measurement import Answer
 from sam3_agent_ros.ros.conversions import frame_header
 from sam3_agent_ros.ros.messages.action import result_message
-from sam3_agent_ros.ros.messages.answer import AnswerMessages
+from sam3_agent_ros.ros.messages.answer import AnswerMessages, answer_messages
 from sam3_agent_ros.ros.segment_action import (
     KeptImages,
     feedback_fields,
@@ -83,15 +85,15 @@ def test_result_message_reuses_what_the_node_published():
     assert message.result_json == '{"as": "published"}'
 
 
-def test_mask_infos_carry_the_position_and_box_of_the_result_json():
+def test_mask_infos_carry_the_position_and_box_of_the_measured_answer():
     result = _answer()
     box = {"center": {"x": 0.1, "y": -0.05, "z": 0.92}, "size": {"x": 0.15, "y": 0.1, "z": 0.01},
            "orientation": {"x": 0.0, "y": 0.0, "z": 0.258819, "w": 0.965926}}
-    result.mask_extras = [
+    measured = [Measurement.from_json(
         {"position": {"x": 0.1, "y": -0.05, "z": 0.9}, "position_error": None, "box": box,
-         "box_error": None},
-        {"position": None, "position_error": "no depth", "box": None, "box_error": "no depth"}]
-    first, second = result_message(Segment, MaskInfo, result).masks
+         "box_error": None}), Measurement.missing("no depth")]
+    published = answer_messages(Answer(result, measured), ())  # what the node published
+    first, second = result_message(Segment, MaskInfo, result, published).masks
     assert first.position_valid and first.box_valid
     assert [first.position.x, first.position.y, first.position.z] == pytest.approx(
         [0.1, -0.05, 0.9])

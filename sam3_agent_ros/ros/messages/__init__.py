@@ -6,6 +6,7 @@
 - ``answer``: a query's messages (``AnswerMessages``) and a follow update's (``FollowMessages``);
 - ``action``: the ``Segment`` action's result and its ``MaskInfo``s (reusing the answer's images);
 - ``concepts``: the standing concepts' detections, images and markers.
-The publishers that send them live in ``ros/outputs.py`` (answer, follow), ``ros/depth.py``
-(3D topics) and ``ros/concepts_control.py``.
+Each update's messages are handed over as ``{field: message}`` (``outputs()``); the publishers
+that send them are the outputs room's (``ros/outputs.NodeOutputs``), routed by the table
+(``ros/output_topics.py``).
 """

@@ -22,9 +22,10 @@ def result_message(action_type: Any, mask_info_type: Any, result: Result,
                    published: Any = None) -> Any:
     """The ``Segment.Result`` of a query. ``published`` is what the node published for it
     (``messages.answer.AnswerMessages``: header, result JSON, the images somebody subscribed
-    to, the 3D target); the images nobody subscribed to are rendered here. Without
-    ``published`` (the node was releasing its publishers) the message is built from ``result``
-    alone."""
+    to, the 3D target, the typed answer whose measurements fill each ``MaskInfo``); the images
+    nobody subscribed to are rendered here. Without ``published`` (the node was releasing its
+    publishers) the message is built from ``result`` alone (its masks without 3D fields; the
+    result JSON still has them)."""
     frame: Frame | None = result.frame
     header = published.header if published is not None else frame_header(frame)
     images = dict(published.images) if published is not None else {}
@@ -38,10 +39,11 @@ def result_message(action_type: Any, mask_info_type: Any, result: Result,
     message.status = result.status.value
     message.error = result.error or ""
     message.header = header
-    extras = list(result.mask_extras)  # the measurements' JSON (pipeline.measurement)
+    answer = getattr(published, "answer", None)  # the typed answer: its JSON is not re-read
+    measured = answer.measurements if answer is not None else None
     message.masks = [
         mask_info(mask_info_type, index + 1, mask,
-                  Measurement.from_json(extras[index]) if index < len(extras) else None)
+                  measured[index] if measured is not None and index < len(measured) else None)
         for index, mask in enumerate(result.masks)]
     message.mask = images.get("mask") or Image(header=header)
     message.labels = images.get("labels") or Image(header=header)
@@ -53,7 +55,6 @@ def result_message(action_type: Any, mask_info_type: Any, result: Result,
         message.target.header = header
     message.result_json = (published.result.data if published is not None
                            else finite_json.dumps(result.to_json()))
-    answer = getattr(published, "answer", None)
     if answer is not None and hasattr(message, "detections_3d"):  # CONTRACTS §9
         fill_action_result(message, answer, getattr(published, "robot", None))
     return message

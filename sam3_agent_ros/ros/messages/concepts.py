@@ -1,25 +1,27 @@
 """The standing concepts' messages (interface §5c): the detections, the label and overlay
-images, and the markers of the located detections."""
+images, and (``robot_frame.concept_robot_messages``, in the output frame only) the vision_msgs
+detections and the markers of the located detections. ``outputs()`` hands them over as
+``{field: message}``, the fields of ``ros/output_topics.TOPICS``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Header
-from visualization_msgs.msg import MarkerArray
 
 from sam3_agent_ros.concepts import ConceptFrame
 from sam3_agent_ros.concepts import images as concept_images
 from sam3_agent_ros.config import PARAMETERS_BY_NAME
-from sam3_agent_ros.geometry.measurement import Measurement
+from sam3_agent_ros.pipeline.three_d import Located
 from sam3_agent_ros.ros.conversions import array_to_image, frame_header, jpeg_image
 from sam3_agent_ros.ros.messages.geometry import point_msg
-from sam3_agent_ros.ros.messages.markers import marker_messages
+from sam3_agent_ros.ros.messages.robot_frame import ConceptRobotMessages, concept_robot_messages
 
-IMAGE_KINDS = ("labels", "overlay")
+IMAGE_KINDS = ("labels", "overlay/compressed")
+ROBOT_KINDS = ("markers", "detections_2d", "detections_3d")  # in the output frame
 JPEG_QUALITY = PARAMETERS_BY_NAME["overlay.jpeg_quality"].default
 
 
@@ -43,16 +45,22 @@ class ConceptMessages:
     detections: Any = None  # ConceptDetections (None without the interfaces)
     labels: Image | None = None
     overlay: CompressedImage | None = None
-    markers: MarkerArray | None = None
+    robot: ConceptRobotMessages | None = None  # built when one of ROBOT_KINDS is asked for
+
+    def outputs(self) -> dict[str, Any]:
+        """``{field: message}`` in publishing order: the output frame's first."""
+        robot = self.robot if self.robot is not None else ConceptRobotMessages(self.header)
+        return {"detections_2d": robot.detections_2d, "detections_3d": robot.detections_3d,
+                "markers": robot.markers, "labels": self.labels,
+                "overlay/compressed": self.overlay, "detections": self.detections}
 
 
 def concept_messages(result: ConceptFrame, kinds: Iterable[str] = IMAGE_KINDS,
-                     types: tuple[Any, Any] | None = None,
-                     extras: Sequence[Measurement] | None = None,
+                     types: tuple[Any, Any] | None = None, located: Located | None = None,
                      jpeg_quality: int = JPEG_QUALITY) -> ConceptMessages:
     """A pass's messages: the detections (``types``: ``interfaces()``; None: none), the images
-    among ``kinds``, and with ``extras`` (each detection's ``Measurement``) and
-    ``"markers"`` in ``kinds`` the RViz markers."""
+    among ``kinds``, and with one of ``ROBOT_KINDS`` the output frame's (``located``: the pass's
+    3D step; the markers and 3D detections need it)."""
     header = frame_header(result.frame)
     out = ConceptMessages(header)
     if types is not None:
@@ -64,10 +72,9 @@ def concept_messages(result: ConceptFrame, kinds: Iterable[str] = IMAGE_KINDS,
     if "labels" in kinds:
         out.labels = array_to_image(
             concept_images.label_image(result.detections, image.shape[:2]), "mono16", header)
-    if "overlay" in kinds:
+    if "overlay/compressed" in kinds:
         out.overlay = jpeg_image(concept_images.overlay(image, result.detections), jpeg_quality,
                                  header)
-    if "markers" in kinds and extras is not None:
-        out.markers = marker_messages(header, extras, [d.concept for d in result.detections],
-                                      ids=[d.id for d in result.detections])
+    if kinds & set(ROBOT_KINDS):
+        out.robot = concept_robot_messages(result.frame, result.detections, located)
     return out

@@ -9,7 +9,7 @@ header names. The 2D detections (``~/detections``) always go out, in the colour 
 - ``answer_robot_messages(answer)``: ``~/detections``, ``~/detections_3d``, ``~/target/points``
   and the ``~/target`` / ``~/targets`` / ``~/markers`` in the output frame;
 - ``follow_target(frame, visible)``: ``~/follow/target`` and the follow markers likewise;
-- ``concept_robot_messages(result, measurements, target)``: ``~/concepts/detections_2d`` /
+- ``concept_robot_messages(frame, detections, located)``: ``~/concepts/detections_2d`` /
   ``~/concepts/detections_3d`` / ``~/concepts/markers``;
 - ``fill_action_result(message, answer)``: the action result's ``detections_3d`` and
   ``target_error`` (and its ``target`` in the output frame when ``target_frame`` is set).
@@ -29,8 +29,9 @@ from visualization_msgs.msg import MarkerArray
 
 from sam3_agent_ros.core.types import Frame
 from sam3_agent_ros.geometry.measurement import Measurement
-from sam3_agent_ros.pipeline.measurement import Answer, Visible, is_answered
-from sam3_agent_ros.pipeline.target_frame import TargetFrame, moved_measurements
+from sam3_agent_ros.pipeline.measurement import Answer, is_answered
+from sam3_agent_ros.pipeline.target_frame import TargetFrame
+from sam3_agent_ros.pipeline.three_d import Located
 from sam3_agent_ros.ros.conversions import frame_header
 from sam3_agent_ros.ros.messages.markers import marker_messages, target_messages
 from sam3_agent_ros.ros.messages.vision import (
@@ -96,7 +97,7 @@ def answer_robot_messages(answer: Answer) -> RobotMessages:
     return out
 
 
-def follow_target(frame: Frame | None, visible: Visible, label: str = ""
+def follow_target(frame: Frame | None, visible: Located, label: str = ""
                   ) -> tuple[PointStamped | None, MarkerArray | None]:
     """A follow update's ``~/follow/target`` (the first object's point) and markers in the output
     frame; (None, None) when the transform is missing or nothing is measured."""
@@ -124,16 +125,14 @@ class ConceptRobotMessages:
 
 
 def concept_robot_messages(frame: Frame, detections: Sequence[Any],
-                           measurements: Sequence[Measurement] | None,
-                           target: TargetFrame | None) -> ConceptRobotMessages:
-    """A concept pass's ``~/concepts/detections_2d`` (colour frame) and, with ``measurements``
-    (one per detection, camera frame) and the transform when ``target_frame`` is set, its
-    ``~/concepts/detections_3d`` and markers in the output frame."""
-    header = output_header(frame, target)
+                           located: Located | None) -> ConceptRobotMessages:
+    """A concept pass's ``~/concepts/detections_2d`` (colour frame) and, with its 3D step
+    (``located``: one measurement per detection, moved into ``target_frame`` when set), its
+    ``~/concepts/detections_3d`` and markers in the output frame (none without the
+    transform)."""
+    header = output_header(frame, located.target if located is not None else None)
     out = ConceptRobotMessages(header, concept_detections_2d(frame_header(frame), detections))
-    if measurements is None:
-        return out
-    moved = moved_measurements(measurements, target)
+    moved = located.output_measurements if located is not None else None
     if moved is None:
         return out
     kept = [m if m is not None else Measurement.missing(None) for m in moved]

@@ -12,8 +12,9 @@ from sam3_agent_ros.concepts.types import ConceptDetection
 from sam3_agent_ros.config import DepthConfig
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
 from sam3_agent_ros.frames import Transform
-from sam3_agent_ros.pipeline.measurement import StillDepth, measure_answer, measure_visible_in
-from sam3_agent_ros.pipeline.target_frame import TargetFrame, TargetFrameRequest
+from sam3_agent_ros.pipeline.measurement import measure_answer
+from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
+from sam3_agent_ros.pipeline.three_d import PreparedDepth, measure_3d
 from sam3_agent_ros.ros.messages.robot_frame import (
     answer_robot_messages,
     concept_robot_messages,
@@ -58,9 +59,9 @@ def result() -> Result:
                   text_prompts=["block", "red block"])
 
 
-def still() -> StillDepth:
+def still() -> PreparedDepth:
     depth = np.full((H, W), 1.5, np.float32)
-    return StillDepth(depth, K, None, DepthConfig(erode_px=0, min_valid_pixels=5))
+    return PreparedDepth(depth, K, None, DepthConfig(erode_px=0, min_valid_pixels=5))
 
 
 def measured(transform=MOVE, target_frame="base_link", cloud=100):
@@ -117,24 +118,25 @@ def test_the_action_result_gets_detections_3d_and_the_target_error():
 
 
 def test_follow_and_concepts_outputs_follow_the_same_rule():
-    visible = measure_visible_in(still(), frame(), [masks()[0], None],
-                                 target_frame=TargetFrameRequest("base_link", Transforms(MOVE)))
+    visible = measure_3d(still(), frame(), [masks()[0], None],
+                         target_frame=TargetFrameRequest("base_link", Transforms(MOVE)))
     target, markers = follow_target(frame(), visible, "q")
     assert target.header.frame_id == "base_link" and np.isclose(target.point.z, 2.0)
     assert [m.id for m in markers.markers[1:]] == [1, 1]  # the box and its label, object 1
-    gone = measure_visible_in(still(), frame(), [masks()[0]],
-                              target_frame=TargetFrameRequest("base_link", Transforms(None)))
+    gone = measure_3d(still(), frame(), [masks()[0]],
+                      target_frame=TargetFrameRequest("base_link", Transforms(None)))
     assert follow_target(frame(), gone) == (None, None)
     detections = [ConceptDetection("cup", 7, m, 0.7, (3.0, 2.0, 12.0, 10.0), (7.0, 6.0), 72)
                   for m in masks()[:1]]
-    camera_measured = measure_answer(result(), still()).measurements[:1]
-    target = TargetFrame("base_link", "opt", STAMP_NS, MOVE)
-    out = concept_robot_messages(frame(), detections, camera_measured, target)
+    moved = measure_3d(still(), frame(), masks()[:1],
+                       target_frame=TargetFrameRequest("base_link", Transforms(MOVE)))
+    out = concept_robot_messages(frame(), detections, moved)
     assert out.detections_2d.header.frame_id == "opt"
     assert out.detections_2d.detections[0].id == "7"
     assert out.detections_2d.detections[0].results[0].hypothesis.class_id == "cup"
     assert out.detections_3d.header.frame_id == "base_link"
     assert out.detections_3d.detections[0].id == "7"
-    none = concept_robot_messages(frame(), detections, camera_measured,
-                                  TargetFrame("base_link", "opt", STAMP_NS, None, "why"))
+    none = concept_robot_messages(frame(), detections, measure_3d(
+        still(), frame(), masks()[:1],
+        target_frame=TargetFrameRequest("base_link", Transforms(None))))
     assert none.detections_3d is None and none.markers is None

@@ -120,7 +120,7 @@ def _say(message: str) -> None:
 
 def _run_graph(args: argparse.Namespace, action: Callable[[Any], int]) -> int:
     """Usage checks, then ``action(client)`` with a GraphClient on ``--node``."""
-    from sam3_agent_ros.ros.graph_client import GraphClient, GraphError, qualified_node_name
+    from sam3_agent_ros.graph.client import GraphClient, GraphError, qualified_node_name
 
     if not args.timeout > 0:
         _say("--timeout must be > 0")
@@ -130,9 +130,9 @@ def _run_graph(args: argparse.Namespace, action: Callable[[Any], int]) -> int:
     except ValueError as exc:
         _say(f"--node: {exc}")
         return EXIT_USAGE
-    from sam3_agent_ros.ros.short_lived import short_lived_node
+    from sam3_agent_ros.graph.verb_node import verb_node
 
-    with short_lived_node("sam3_agent_cli", args.loopback) as ros:
+    with verb_node("sam3_agent_cli", args.loopback) as ros:
         client = GraphClient(ros.node, node_name, args.timeout)
         try:
             return action(client)
@@ -158,7 +158,7 @@ def cmd_lifecycle(args: argparse.Namespace) -> int:
 
 
 def cmd_param(args: argparse.Namespace) -> int:
-    from sam3_agent_ros.ros.param_text import describe_lines, format_value
+    from sam3_agent_ros.graph.param_text import describe_lines, format_value
 
     param_words(args)
 
@@ -192,7 +192,7 @@ def cmd_param(args: argparse.Namespace) -> int:
 
 def cmd_ask_topic(args: argparse.Namespace) -> int:
     """Publish the query JSON on the node's ``query`` topic and print its ``~/result``."""
-    from sam3_agent_ros.ros.graph_client import GraphError, TopicQuery, new_query_id, node_topics
+    from sam3_agent_ros.graph.client import GraphError, TopicQuery, new_query_id, node_topics
 
     topics = node_topics(args.node)
     query_topic = args.query_topic or topics["query"]
@@ -212,10 +212,10 @@ def cmd_ask_topic(args: argparse.Namespace) -> int:
             if status.get("phase") == "done":
                 finished.append(status)
 
-    from sam3_agent_ros.ros.short_lived import short_lived_node
+    from sam3_agent_ros.graph.verb_node import verb_node
 
     deadline = time.monotonic() + args.timeout
-    with short_lived_node("sam3_agent_ask", args.loopback) as ros:
+    with verb_node("sam3_agent_ask", args.loopback) as ros:
         node = ros.node
         asker = TopicQuery(node, query_topic, result_topic, topics["status"],
                            print_status if args.feedback else None)
@@ -245,11 +245,11 @@ def cmd_ask_topic(args: argparse.Namespace) -> int:
 def cmd_stop_follow(args: argparse.Namespace) -> int:
     """``--stop-follow``: the node's ``~/stop_follow`` service (its answer printed), or with
     ``--topic`` the message ``{"stop_follow": true}`` on its ``query`` topic."""
-    from sam3_agent_ros.ros.graph_client import GraphClient, GraphError, TopicQuery, node_topics
-    from sam3_agent_ros.ros.short_lived import short_lived_node
+    from sam3_agent_ros.graph.client import GraphClient, GraphError, TopicQuery, node_topics
+    from sam3_agent_ros.graph.verb_node import verb_node
 
     deadline = time.monotonic() + args.timeout
-    with short_lived_node("sam3_agent_ask", args.loopback) as ros:
+    with verb_node("sam3_agent_ask", args.loopback) as ros:
         node = ros.node
         try:
             if args.topic:

@@ -1,5 +1,5 @@
 """``ObservedLlm``: an LLM client wrapper that records every call's outcome and latency for the
-node's health (``ros/health.py``'s ``HealthRecorder``, or anything with its ``clock`` and
+node's health (``health/recorder.py``'s ``HealthRecorder``, or anything with its ``clock`` and
 ``llm_call``). ROS-free."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any, Protocol
 
 from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import LlmError, LlmFailure
+from sam3_agent_ros.health import llm_failure
 from sam3_agent_ros.redact import redact_text
-from sam3_agent_ros.ros import llm_failure
 
 
 class LlmCallRecorder(Protocol):

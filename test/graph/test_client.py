@@ -1,4 +1,4 @@
-"""sam3_agent_ros/ros/graph_client.py without a graph: node names and topics, parameter values
+"""sam3_agent_ros/graph/client.py without a graph: node names and topics, parameter values
 from the command line (typed by the declared type), and how they are printed. The calls on a
 running node: test/ros/test_graph_cli.py."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from rcl_interfaces.msg import IntegerRange, ParameterDescriptor, ParameterType
 
-from sam3_agent_ros.ros.graph_client import (
+from sam3_agent_ros.graph.client import (
     describe_lines,
     format_value,
     node_topics,
@@ -124,7 +124,7 @@ class _GraphNode:
 
 
 def _graph_client_without_ros(timeout_s: float = 30.0):
-    from sam3_agent_ros.ros.graph_client import GraphClient
+    from sam3_agent_ros.graph.client import GraphClient
 
     client = GraphClient.__new__(GraphClient)
     client.node_name, client.timeout_s, client._waiter = "/sam3_agent", timeout_s, _NoWait()
@@ -147,7 +147,7 @@ def test_a_lost_first_reply_is_asked_again_and_the_first_answer_taken():
 
 
 def test_nobody_answering_says_which_node_and_what_was_missing():
-    from sam3_agent_ros.ros.graph_client import GraphError
+    from sam3_agent_ros.graph.client import GraphError
 
     client = _graph_client_without_ros(timeout_s=0.01)
     with pytest.raises(GraphError, match="no node /sam3_agent answering .*parameter services") \
@@ -158,7 +158,7 @@ def test_nobody_answering_says_which_node_and_what_was_missing():
 
 
 def test_visible_nodes_are_bounded_and_say_when_there_are_none():
-    from sam3_agent_ros.ros.graph_client import MAX_LISTED_NODES, visible_nodes
+    from sam3_agent_ros.graph.client import MAX_LISTED_NODES, visible_nodes
 
     class Crowded(_GraphNode):
         def get_node_names_and_namespaces(self):
@@ -174,7 +174,7 @@ def test_visible_nodes_are_bounded_and_say_when_there_are_none():
 
 def test_the_node_is_gone_once_nobody_publishes_for_a_while(monkeypatch):
     """ask --topic gives up when the node vanished without a result (killed: CONTRACTS §11)."""
-    from sam3_agent_ros.ros import graph_client
+    from sam3_agent_ros.graph import client as graph_client
 
     now = [100.0]
     monkeypatch.setattr(graph_client.time, "monotonic", lambda: now[0])

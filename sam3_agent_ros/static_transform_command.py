@@ -180,12 +180,12 @@ def publish(transform: StaticTransform) -> int:
     from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
     from tf2_msgs.msg import TFMessage  # our wire-identical copy in the PyPI venv
 
-    from sam3_agent_ros.ros.short_lived import short_lived_node
+    from sam3_agent_ros.graph.verb_node import verb_node
 
     qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                      reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
-    with short_lived_node(f"static_transform_publisher_{os.getpid()}", transform.loopback,
+    with verb_node(f"static_transform_publisher_{os.getpid()}", transform.loopback,
                           stop_signals=(signal.SIGINT, signal.SIGTERM)) as ros:
         publisher = ros.node.create_publisher(TFMessage, "/tf_static", qos)
         item = TransformStamped()

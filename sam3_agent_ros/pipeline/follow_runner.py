@@ -32,11 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from sam3_agent_ros.core.types import Frame, FrameUnusable
+from sam3_agent_ros.core.types import Frame, FrameUnusable, stamp_ns
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.follow.types import LOST, STOPPED, FollowedObject, Session, starting_source
 from sam3_agent_ros.pipeline.newest_frame import NewestFrameWorker, Offered, Wait, Work
-from sam3_agent_ros.ros.conversions import frame_stamp_ns
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +162,7 @@ class FollowRunner:
         answer's frame, which arrived about ``answer_age_s`` ago (the query's duration)."""
         now = self._clock()
         age = answer_age_s if math.isfinite(answer_age_s) and answer_age_s > 0 else 0.0
-        clock = SessionClock(frame_stamp_ns(after) if after is not None else None, now - age)
+        clock = SessionClock(_stamp_ns(after) if after is not None else None, now - age)
         followed = _Followed(query_id, session, count, clock, now, text, last_frame=after,
                              last_source=starting_source(session.mode))
         with self._changed:
@@ -245,7 +244,7 @@ class FollowRunner:
             self.stats.unusable += 1
             log.warning("follow: skipping an unusable frame: %s", exc.reason)
             return
-        now_s = followed.clock.advance(frame_stamp_ns(frame), slot.received)
+        now_s = followed.clock.advance(_stamp_ns(frame), slot.received)
         update = followed.session.update(frame.image, now_s)
         latency_ms = (self._clock() - slot.received) * 1000.0
         with self._changed:
@@ -292,3 +291,8 @@ class FollowRunner:
             self._publish(frame, masks, status)
         except Exception as exc:  # noqa: BLE001 (publishing must not kill the follow thread)
             log.warning("follow: publishing failed: %s: %s", type(exc).__name__, exc)
+
+
+def _stamp_ns(frame: Frame) -> int:
+    """The stamp of the message a frame came from, in nanoseconds."""
+    return stamp_ns(frame.stamp_sec, frame.stamp_nanosec)

@@ -1,6 +1,6 @@
 """What the ``LLM endpoint`` status says about a failed call, from the error's fields.
 
-ROS-free, used by ``ros/health.py``. The fields (``core/errors.py``: ``LlmFailure``) say what
+ROS-free, used by ``health/recorder.py``. The fields (``core/errors.py``: ``LlmFailure``) say what
 failed, so nothing here parses the client's text: an unreachable endpoint is an ERROR naming the
 connection error; one that accepted the connection and did not answer in time (hung, or far too
 slow) is a WARN naming how long it was waited for. Other failures keep the generic message.

@@ -1,7 +1,7 @@
 """The node's health statuses (pure): a ``HealthInputs`` snapshot in, one ``Status`` per area
 out (frames, LLM endpoint, segmenter, queries, follow, camera model), each with a level (OK / WARN
 / ERROR) and a message an operator understands without reading logs. ROS-free; the snapshot comes
-from ``ros/health.py``'s recorder, ``ros/diagnostics.py`` publishes the statuses.
+from ``health/recorder.py``'s recorder, ``ros/diagnostics.py`` publishes the statuses.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 
 from sam3_agent_ros.core.errors import LlmFailure
 from sam3_agent_ros.core.untrusted_text import for_log
-from sam3_agent_ros.ros import llm_failure
-from sam3_agent_ros.ros.answer_3d_health import STATUS_NAME as ANSWER_3D_STATUS
-from sam3_agent_ros.ros.answer_3d_health import Answer3dSeen
-from sam3_agent_ros.ros.follow_health import FOLLOW_STARTED, FollowSeen
-from sam3_agent_ros.ros.target_frame_health import (
+from sam3_agent_ros.health import llm_failure
+from sam3_agent_ros.health.answer_3d import STATUS_NAME as ANSWER_3D_STATUS
+from sam3_agent_ros.health.answer_3d import Answer3dSeen
+from sam3_agent_ros.health.follow import FOLLOW_STARTED, FollowSeen
+from sam3_agent_ros.health.target_frame import (
     FRAME_CHARS,
     REFUSAL_WARN_S,
     STATUS_NAME,

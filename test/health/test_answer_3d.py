@@ -8,10 +8,10 @@ import numpy as np
 from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
 from sam3_agent_ros.geometry.measurement import Measurement
+from sam3_agent_ros.health import recorder as health
+from sam3_agent_ros.health.status import Level
 from sam3_agent_ros.pipeline.measurement import Answer
 from sam3_agent_ros.pipeline.target_frame import TargetFrame
-from sam3_agent_ros.ros import health
-from sam3_agent_ros.ros.health_status import Level
 
 
 class Clock:

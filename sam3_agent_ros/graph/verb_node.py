@@ -1,7 +1,7 @@
 """One short-lived rclpy start-up for the CLI verbs (``ask``, ``param``, ``lifecycle``,
 ``record``, ``replay``, ...): a context of its own, one node, a clean shutdown.
 
-    with short_lived_node("sam3_agent_cli", loopback=args.loopback) as ros:
+    with verb_node("sam3_agent_cli", loopback=args.loopback) as ros:
         ... ros.node ...
 
 - rclpy does not parse ``sys.argv`` (the verb's argparse has it): no rcl warning about a verb's
@@ -14,7 +14,7 @@
 - ``ros.spinning(threads=1)``: an executor spinning the node in a thread until ``ros.stop`` is
   set or the block ends (for verbs whose callbacks must run while the main thread waits).
 An object that lives longer than one block (a demo's listener) holds both in a
-``contextlib.ExitStack``: ``enter_context(short_lived_node(...))`` when made,
+``contextlib.ExitStack``: ``enter_context(verb_node(...))`` when made,
 ``enter_context(ros.spinning(n))`` when started, ``close()`` at the end.
 
 rclpy is imported only when a node is made (the commands' modules stay importable without it).
@@ -75,7 +75,7 @@ class ShortLived:
 
 
 @contextmanager
-def short_lived_node(name: str, loopback: bool = False,
+def verb_node(name: str, loopback: bool = False,
                      stop_signals: tuple[signal.Signals, ...] = ()) -> Iterator[ShortLived]:
     """An rclpy node ``name`` in a context of its own, shut down when the block ends."""
     if loopback:

@@ -1,8 +1,8 @@
-"""The generated interfaces: their absence is said once per output, in one wording."""
+"""ros/generated_types.py: the generated interfaces, their absence said once per output."""
 
 from __future__ import annotations
 
-from sam3_agent_ros.ros import interfaces
+from sam3_agent_ros.ros import generated_types as interfaces
 
 
 class Logger:

@@ -1,4 +1,4 @@
-"""ros/health.py: the node's health model, without ROS (a fake clock drives the recorder)."""
+"""health/recorder.py: the node's health model, without ROS (a fake clock drives the recorder)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from sam3_agent_ros.config import Config
 from sam3_agent_ros.core.cancel import CancelToken
 from sam3_agent_ros.core.errors import LlmError, LlmFailure
 from sam3_agent_ros.core.types import LlmReply
-from sam3_agent_ros.ros import health
-from sam3_agent_ros.ros.follow_health import follow_started
-from sam3_agent_ros.ros.health import Level
+from sam3_agent_ros.health import recorder as health
+from sam3_agent_ros.health.follow import follow_started
+from sam3_agent_ros.health.recorder import Level
 
 TOPIC = "/robot/camera/image_raw"
 

@@ -10,9 +10,9 @@ from sam3_agent_demo import sample
 from sam3_agent_ros.concepts import SegmenterGate, StandingConcepts
 from sam3_agent_ros.core.errors import SegmenterError
 from sam3_agent_ros.core.types import Frame
-from sam3_agent_ros.ros.concepts_runner import ConceptsRunner
+from sam3_agent_ros.pipeline.concepts_runner import ConceptsRunner
 from sam3_agent_ros.segmenters.color import ColorSegmenter
-from test.ros.runner_support import Collected, Msg, frame_converter
+from test.pipeline.runner_support import Collected, Msg, frame_converter
 from test.waiting import TIMEOUT_S, wait_until
 
 RGB = sample.render_frame(0.0).rgb

@@ -9,8 +9,8 @@ import pytest
 
 from sam3_agent_ros.core.types import Frame
 from sam3_agent_ros.follow import FollowedObject, FollowUpdate
-from sam3_agent_ros.ros.follow_runner import FollowRunner, status_json
-from test.ros.runner_support import Collected, Msg, frame_converter, running
+from sam3_agent_ros.pipeline.follow_runner import FollowRunner, status_json
+from test.pipeline.runner_support import Collected, Msg, frame_converter, running
 from test.waiting import TIMEOUT_S, wait_until
 
 to_frame = frame_converter(np.zeros((4, 6, 3), np.uint8))

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from sam3_agent_ros.ros.param_text import (  # noqa: F401 (the CLI's and tests' names)
+from sam3_agent_ros.graph.param_text import (  # noqa: F401 (the CLI's and tests' names)
     describe_lines,
     format_value,
     parse_parameter_text,

@@ -1,4 +1,4 @@
-"""ros/target_frame_health.py + the recorder's target-frame methods (issue 27): OK with the frames
+"""health/target_frame.py + the recorder's target-frame methods (issue 27): OK with the frames
 and the last lookup, WARN with the lookup's words when the newest answer or follow update had no
 transform; no status without target_frame. Pure (a fake clock)."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from sam3_agent_ros.config import PARAMETERS
 from sam3_agent_ros.frames import Transform
+from sam3_agent_ros.health import recorder as health
+from sam3_agent_ros.health.recorder import Level
 from sam3_agent_ros.pipeline.target_frame import TargetFrame
-from sam3_agent_ros.ros import health
-from sam3_agent_ros.ros.health import Level
 
 PARAMS = {p.name: p.default for p in PARAMETERS}
 REASON = ("no transform from 'opt' to 'base_link' at 12.500000000 s: frame 'base_link' is "

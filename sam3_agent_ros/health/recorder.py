@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sam3_agent_ros.core.errors import LlmFailure
-from sam3_agent_ros.redact import redact_url
-from sam3_agent_ros.ros.answer_3d_health import Answer3dRecord
-from sam3_agent_ros.ros.follow_health import FollowRecord, FollowSeen
-from sam3_agent_ros.ros.health_status import (
+from sam3_agent_ros.health.answer_3d import Answer3dRecord
+from sam3_agent_ros.health.follow import FollowRecord, FollowSeen
+from sam3_agent_ros.health.observed_llm import ObservedLlm
+from sam3_agent_ros.health.status import (
     ERROR_CHARS,
     FOLLOW_QUIET_S,
     FRAMES_WINDOW_S,
@@ -46,8 +46,8 @@ from sam3_agent_ros.ros.health_status import (
     segmenter_status,
     statuses,
 )
-from sam3_agent_ros.ros.observed_llm import ObservedLlm
-from sam3_agent_ros.ros.target_frame_health import TargetFrameSeen, TfInputSeen
+from sam3_agent_ros.health.target_frame import TargetFrameSeen, TfInputSeen
+from sam3_agent_ros.redact import redact_url
 
 __all__ = [
     "ERROR_CHARS", "FOLLOW_QUIET_S", "FRAMES_WINDOW_S", "FRAME_TIMES_KEPT", "LOST_WARN_S",

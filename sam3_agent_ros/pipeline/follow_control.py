@@ -1,5 +1,6 @@
-"""The node's follow mode (interface §5b): which queries are followed, the follow thread, the
-``~/follow/*`` outputs and the ``~/stop_follow`` service (std_srvs/Trigger).
+"""The node's follow mode (interface §5b), ROS-free: which queries are followed, the follow
+thread and each update's 3D step; the ``~/follow/*`` messages go out through the node's outputs
+room, and the ``~/stop_follow`` service (``ros/stop_follow.py``) calls ``stop``.
 
 The node calls, in order of a query's life:
 - ``before_query(query_id, text, follow)`` when it accepts a query (topic query, action goal,
@@ -12,45 +13,54 @@ The node calls, in order of a query's life:
   query that asked to be followed starts a ``FollowSession`` on the answer's frame and masks;
 - ``offer(message)`` from the image callback (O(1)); ``stop(reason)`` for stop_follow and
   deactivation.
-The follow thread (``FollowRunner``) publishes through ``outputs.FollowPublisher``; ``on_status``
-(the node's health) sees every status, and ``follow_health.follow_started`` when a session begins.
+The follow thread (``FollowRunner``) measures each update (the one 3D step,
+``pipeline.three_d.measure_3d``) and publishes it through ``outputs.NodeOutputs.publish_follow``;
+``on_status`` (the node's health) sees every status, and ``follow_health.follow_started`` when a
+session begins.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from sam3_agent_ros.config import Config
-from sam3_agent_ros.core.types import Frame, QueryStatus, Result
+from sam3_agent_ros.core.ports import Logger
+from sam3_agent_ros.core.types import Frame, QueryStatus, Result, stamp_ns
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.follow.types import STOPPED, starting_source
-from sam3_agent_ros.geometry.measurement import Measurement
-from sam3_agent_ros.log_limit import limiter_of
-from sam3_agent_ros.pipeline.measurement import Visible, measure_visible, measure_visible_in
+from sam3_agent_ros.health.follow import follow_started
+from sam3_agent_ros.log_limit import LogLimiter
+from sam3_agent_ros.pipeline.follow_runner import FollowRunner, status_json
 from sam3_agent_ros.pipeline.target_frame import TargetFrame, TargetFrameRequest
-from sam3_agent_ros.ros.conversions import frame_stamp_ns
-from sam3_agent_ros.ros.follow_health import follow_started
-from sam3_agent_ros.ros.follow_runner import FollowRunner, status_json
-from sam3_agent_ros.ros.outputs import FollowPublisher
-from sam3_agent_ros.ros.qos import OUTPUT_QOS
+from sam3_agent_ros.pipeline.three_d import Located, measure_3d
 
-STOP_FOLLOW_SERVICE = "~/stop_follow"
 BEFORE_ANSWER_WAIT_S = 5.0  # a follow frame (e.g. a SAM 3 re-detection) finishing first
 SHUTDOWN_WAIT_S = 5.0
 
 
+class FollowOutputs(Protocol):
+    """Where follow updates go out (the node: ``ros/outputs.NodeOutputs``)."""
+
+    def follow_wants_3d(self, depth: Any) -> bool: ...
+
+    def publish_follow(self, frame: Frame | None, masks: Sequence[np.ndarray | None],
+                       status: dict[str, Any], located: Located | None = None,
+                       label: str | None = None) -> object: ...
+
+
 class FollowControl:
-    def __init__(self, node: Any, config: Config, segmenter: Any,
+    def __init__(self, logger: Logger, limiter: LogLimiter, config: Config, segmenter: Any,
                  to_frame: Callable[[Any], Frame], depth: Callable[[], Any],
-                 reground: Callable[[str, str], None],
-                 on_status: Callable[[dict], None] | None = None,
+                 reground: Callable[[str, str], None], outputs: FollowOutputs,
+                 on_status: Callable[[dict[str, Any]], None] | None = None,
                  target_frame: Callable[[], TargetFrameRequest | None] | None = None,
                  on_target: Callable[[TargetFrame, str], None] | None = None):
-        self._node = node
+        self._logger = logger  # the node's
+        self._limiter = limiter  # the node's (log_limit.limiter_of): lines a peer can cause
         self._config = config.follow
         self._backends = config.backends  # named in every follow status (interface §6)
         self._segmenter = segmenter
@@ -61,23 +71,12 @@ class FollowControl:
         self._lock = threading.Lock()
         self._requests: dict[str, tuple[bool, str]] = {}  # query id -> (follow?, query text)
         self._labels: dict[str, str] = {}  # the followed query's id -> its text (marker labels)
-        self._publisher = FollowPublisher(
-            node, OUTPUT_QOS, config.overlay if config.node.publish_overlay else None)
+        self._outputs = outputs  # the node's outputs room (ros/outputs.py)
         self._runner = FollowRunner(to_frame=to_frame, publish=self._publish,
                                     on_reground=self._on_reground,
                                     lost_timeout_s=self._config.lost_timeout_s)
         self._reground = reground
         self._runner.start()
-        self._service = None
-        try:
-            from std_srvs.srv import Trigger
-        except ImportError:  # e.g. a ROS install without std_srvs: the topic still stops
-            node.get_logger().warning(
-                "std_srvs is not installed: no ~/stop_follow service (publish "
-                '{"stop_follow": true} on the query topic instead)')
-        else:
-            self._service = node.create_service(Trigger, STOP_FOLLOW_SERVICE,
-                                                self._on_stop_service)
 
     @property
     def runner(self) -> FollowRunner:
@@ -101,29 +100,16 @@ class FollowControl:
         """End following (``stopped`` follows from the follow thread); the id, or None."""
         query_id = self._runner.end(reason)
         if query_id is not None:  # a peer can stop (and start) following in a loop: limited
-            limiter_of(self._node).emit(
-                "follow ends", self._node.get_logger().info,
+            self._limiter.emit(
+                "follow ends", self._logger.info,
                 lambda: f"follow of {for_log(query_id)} ends: {for_log(reason)}")
         return query_id
-
-    def _on_stop_service(self, request: Any, response: Any) -> Any:
-        try:
-            query_id = self.stop("~/stop_follow service called")
-            response.success = query_id is not None
-            response.message = (f"stopped following {query_id}" if query_id is not None
-                                else "not following")
-            if query_id is None:  # said once in a while, however often a peer calls
-                limiter_of(self._node).emit("~/stop_follow service", self._node.get_logger().info,
-                                            "~/stop_follow service called: not following")
-        except Exception as exc:  # a callback that raises would stop the executor
-            response.success, response.message = False, f"{type(exc).__name__}: {exc}"
-        return response
 
     # --- query worker ----------------------------------------------------------------------------
     def before_answer(self, query_id: str) -> None:
         self.stop(f"new query {query_id}")
         if not self._runner.wait_idle(BEFORE_ANSWER_WAIT_S):
-            self._node.get_logger().warning("follow: the follow thread is still busy with a "
+            self._logger.warning("follow: the follow thread is still busy with a "
                                             "frame; the query runs anyway")
 
     def after_result(self, result: Result) -> None:
@@ -146,7 +132,7 @@ class FollowControl:
         try:
             session = FollowSession(self._config, self._segmenter, frame.image,
                                     [m.mask for m in result.masks], prompt,
-                                    now_s=frame_stamp_ns(frame) / 1e9,
+                                    now_s=stamp_ns(frame.stamp_sec, frame.stamp_nanosec) / 1e9,
                                     catch_up=result.refines is not None)  # an older frame
         except FollowError as exc:
             self._publish_refusal(result, f"not followed: {exc}")
@@ -160,64 +146,45 @@ class FollowControl:
             self._on_status(follow_started(result.query_id))
         self._runner.follow(result.query_id, session, len(result.masks), frame, text,
                             answer_age_s=result.timings.total_s)
-        self._node.get_logger().info(
+        self._logger.info(
             f"following {for_log(result.query_id)} ({len(result.masks)} object(s), "
             f"follow.mode={self._config.mode})")
 
     def _publish_refusal(self, result: Result, reason: str) -> None:
-        self._node.get_logger().warning(f"query {for_log(result.query_id)}: {for_log(reason, 500)}")
+        self._logger.warning(f"query {for_log(result.query_id)}: {for_log(reason, 500)}")
         self._publish(result.frame, [], status_json(
             result.query_id, self._config.mode, STOPPED, starting_source(self._config.mode),
             result.frame, None, [], reason))
 
     # --- follow thread ---------------------------------------------------------------------------
-    def _publish(self, frame: Frame | None, masks: list, status: dict) -> None:
+    def _publish(self, frame: Frame | None, masks: list[np.ndarray | None],
+                 status: dict[str, Any]) -> None:
         if self._on_status is not None:
             self._on_status(status)
         with self._lock:
             label = self._labels.get(str(status.get("query_id")))
         depth = self._depth()
-        visible = None
-        if self._publisher.wants_3d(depth):  # measured before any message is built
+        located = None
+        if self._outputs.follow_wants_3d(depth):  # measured before any message is built
             request = self._target_frame() if self._target_frame is not None else None
-            visible = measure_follow_in(depth, frame, masks, self._node.get_logger(), request)
-            if visible.target is not None and self._on_target is not None:
-                self._on_target(visible.target, "follow update")
-        self._publisher.publish(frame, masks, {**status, "backends": self._backends},
-                                visible.measurements if visible is not None else None, depth,
-                                label, visible)
+            located = measure_3d(depth, frame, masks, request, self._logger)
+            if located.target is not None and self._on_target is not None:
+                self._on_target(located.target, "follow update")
+        self._outputs.publish_follow(frame, masks, {**status, "backends": self._backends},
+                                     located, label)
 
     def _on_reground(self, query_id: str, text: str) -> None:
-        self._node.get_logger().info(f"follow of {for_log(query_id)} lost: re-running the query "
+        self._logger.info(f"follow of {for_log(query_id)} lost: re-running the query "
                                      "(follow.reground_on_lost)")
         self._reground(query_id, text)
 
     # --- lifecycle -------------------------------------------------------------------------------
     def destroy(self, wait_s: float = SHUTDOWN_WAIT_S) -> bool:
-        """End following and the follow thread (waited for up to ``wait_s``) and destroy the
-        service and publishers; False when the thread is still busy (e.g. in the segmenter)."""
+        """End following and the follow thread (waited for up to ``wait_s``); False when the
+        thread is still busy (e.g. in the segmenter). The publishers are the outputs room's,
+        the service ``ros/stop_follow.py``'s."""
         stopped = self._runner.shutdown(wait_s)
         if not stopped:
-            self._node.get_logger().warning("follow: the follow thread did not stop in time")
-        if self._service is not None:
-            self._node.destroy_service(self._service)
-        self._publisher.destroy()
+            self._logger.warning("follow: the follow thread did not stop in time")
         return stopped
 
-
-def measure_follow_in(depth: Any, frame: Frame | None, masks: Sequence[np.ndarray | None],
-                      logger: Any = None, target_frame: TargetFrameRequest | None = None
-                      ) -> Visible:
-    """``measure_follow`` and, with ``target_frame``, the transform at ``frame``'s stamp."""
-    if frame is None or frame.image.size == 0:
-        return Visible([None] * len(masks))
-    return measure_visible_in(depth, frame, masks, logger, target_frame)
-
-
-def measure_follow(depth: Any, frame: Frame | None, masks: Sequence[np.ndarray | None],
-                   logger: Any = None) -> list[Measurement | None]:
-    """A follow update's 3D step, before its messages are built: ``measure_visible`` on a frame
-    with pixels, else nothing measured (one None per mask)."""
-    if frame is None or frame.image.size == 0:
-        return [None] * len(masks)
-    return measure_visible(depth, frame, masks, logger)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sam3_agent_ros.cli import main
-from sam3_agent_ros.ros.static_transform import UsageError, parse_transform, rpy_to_quaternion
+from sam3_agent_ros.static_transform_command import UsageError, parse_transform, rpy_to_quaternion
 from test.waiting import wait_until
 
 OPTICAL = (-0.5, 0.5, -0.5, 0.5)  # camera_link -> optical frame: roll -pi/2, yaw -pi/2
@@ -88,13 +88,14 @@ def test_help_prints_the_forms(capsys):
     assert "--frame-id FRAME_ID" in out and "X Y Z YAW PITCH ROLL" in out
 
 
+@pytest.mark.ros
 def test_a_listener_that_starts_later_receives_it(ros_env):
     """The verb as a user runs it (a process of its own, --loopback); the listener subscribes
     only once it is publishing, with tf2's static QoS, and still gets the transform."""
     from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
     from tf2_msgs.msg import TFMessage
 
-    from sam3_agent_ros.ros.short_lived import short_lived_node
+    from sam3_agent_ros.graph.verb_node import verb_node
 
     script = Path(sys.executable).parent / "sam3-agent"
     command = [str(script)] if script.exists() else [sys.executable, "-m", "sam3_agent_ros.cli"]
@@ -111,7 +112,7 @@ def test_a_listener_that_starts_later_receives_it(ros_env):
         qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
                          reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        with short_lived_node("static_transform_listener", loopback=True) as ros:
+        with verb_node("static_transform_listener", loopback=True) as ros:
             ros.node.create_subscription(TFMessage, "/tf_static", received.append, qos)
             with ros.spinning():
                 wait_until(lambda: received, "the static transform on /tf_static", 30.0)
