@@ -56,11 +56,11 @@ def until(condition, timeout_s: float = 5.0) -> None:
 @pytest.mark.parametrize("priority", [True, False])
 def test_the_waiting_queue_serves_lower_priority_values_first(priority):
     engine = Engine(EngineParams(speed=20.0, max_num_seqs=1, priority=priority))
-    order: list[str] = []
+    names: dict[int, str] = {}  # request id -> name
 
     def ask(name: str, value: int, tokens: int) -> None:
-        engine.submit(body(f"{name} " * 30, value), "main", tokens)
-        order.append(name)
+        request = engine.submit(body(f"{name} " * 30, value), "main", tokens)
+        names[request.id] = name
 
     try:
         # ~14 s of engine time, 0.7 s of wall time: the next two wait for its slot
@@ -76,6 +76,8 @@ def test_the_waiting_queue_serves_lower_priority_values_first(priority):
             thread.join(10.0)
     finally:
         engine.stop()
+    # The order the engine finished them in (the threads' own wake-ups may come in any order)
+    order = [names.get(request.id) for request in engine.finished]
     expected = ["running", "operator", "background"] if priority else \
         ["running", "background", "operator"]
     assert order == expected

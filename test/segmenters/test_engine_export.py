@@ -127,17 +127,24 @@ def test_nothing_exported_is_an_error_and_leaves_no_manifest(tmp_path):
 
 
 def test_peak_rss_sees_a_short_allocation():
-    with PeakRss(interval_s=0.01) as before:
-        pass
+    """A 64 MiB block held briefly shows in the peak. The block is a fresh anonymous mapping with
+    every page written (numpy's allocator may hand back memory that is already resident, which
+    would not raise the RSS at all); it is held until the sampler has seen it or 10 s passed (a
+    loaded host may not schedule the sampler for a while)."""
+    import mmap
     import time
 
+    size = 64 * 2**20
+    with PeakRss(interval_s=0.01) as before:
+        pass
     with PeakRss(interval_s=0.01) as peak:
-        block = np.ones(64 * 2**20 // 8)  # 64 MiB, touched
-        # Held until the sampler has run once more (a loaded host may not schedule it in 0.1 s).
+        block = mmap.mmap(-1, size)
+        for offset in range(0, size, mmap.PAGESIZE):
+            block[offset] = 1
         deadline = time.monotonic() + 10.0
         while peak.gib < before.gib + 0.04 and time.monotonic() < deadline:
             time.sleep(0.02)
-        del block
+        block.close()
     assert peak.gib >= before.gib + 0.04
 
 
