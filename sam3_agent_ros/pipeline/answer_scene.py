@@ -15,7 +15,7 @@ lookup). It returns typed values: the selected masks' boxes replaced by their re
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -76,13 +76,6 @@ class SceneStep:
 
 def box3d(box: BoxValue | None) -> Box3D | None:
     return Box3D(box.center, box.size, box.orientation) if box is not None else None
-
-
-def box_value(box: Box3D) -> BoxValue:
-    cx, cy, cz = (float(v) for v in box.center)
-    sx, sy, sz = (float(v) for v in box.size)
-    qx, qy, qz, qw = (float(v) for v in box.orientation)
-    return BoxValue((cx, cy, cz), (sx, sy, sz), (qx, qy, qz, qw))
 
 
 def moved_box(box: Box3D, matrix: np.ndarray) -> Box3D:
@@ -160,7 +153,9 @@ def answer_scene(result: Result, measurements: Sequence[Measurement], depth: Any
         elif reaching.support is None or reaching.error is not None:
             entry["support_error"] = reaching.error or "no support"
         else:
-            measurement = replace(measurement, box=box_value(reaching.box))
+            # the reaching box as the JSON writes every box (rounded like the measured ones)
+            measurement = Measurement.from_json({**measurement.to_json(),
+                                                 "box": reaching.box.to_json()})
             entry["support"] = reaching.support.to_json()
             if matrix is not None:
                 moved["support"] = reaching.support.moved(matrix).to_json()
