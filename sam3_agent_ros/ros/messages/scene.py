@@ -11,17 +11,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from geometry_msgs.msg import Point, Pose, PoseArray, Quaternion
+from geometry_msgs.msg import Point, Pose, PoseArray, Quaternion, Vector3
 from moveit_msgs.msg import CollisionObject
 from sensor_msgs.msg import PointCloud2, PointField
 from shape_msgs.msg import SolidPrimitive
-from std_msgs.msg import Header
+from std_msgs.msg import ColorRGBA, Header
+from visualization_msgs.msg import Marker
 
 from sam3_agent_ros.geometry.box import Box3D
 from sam3_agent_ros.geometry.grasps import Grasp
 from sam3_agent_ros.geometry.scene_cloud import SCENE_FIELDS, SCENE_POINT_STEP, ScenePoints
 from sam3_agent_ros.pipeline.answer_scene import AnswerScene
 
+GRASP_NAMESPACE = "grasps"  # ~/markers: an ARROW per grasp, ending where the jaws close
+GRASP_MARKERS = 5  # the best few
+GRASP_ARROW_M = (0.08, 0.008, 0.012)  # length, shaft and head diameters
 MIN_DIMENSION_M = 1e-4  # a BOX primitive's side is never 0 (MoveIt refuses degenerate shapes)
 
 _SCENE_FIELDS = tuple(PointField(name=name, offset=offset, datatype=datatype, count=1)
@@ -88,6 +92,22 @@ def scene_cloud(header: Header, cloud: ScenePoints) -> PointCloud2:
 def grasp_poses(header: Header, grasps: Sequence[Grasp]) -> PoseArray:
     """The grasps' poses, best first (x the approach, y the closing direction)."""
     return PoseArray(header=header, poses=[_pose(g.position, g.orientation) for g in grasps])
+
+
+def grasp_markers(header: Header, grasps: Sequence[Grasp]) -> list[Marker]:
+    """For ``~/markers`` (after its DELETEALL): the best ``GRASP_MARKERS`` grasps as ARROWs
+    along their approach (pose x), ending at the grasp's position, greener the better."""
+    out = []
+    length, shaft, head = GRASP_ARROW_M
+    for k, grasp in enumerate(grasps[:GRASP_MARKERS]):
+        approach = grasp.rotation[:, 0]
+        start = np.asarray(grasp.position) - length * approach
+        score = max(0.0, min(1.0, float(grasp.score)))
+        out.append(Marker(header=header, ns=GRASP_NAMESPACE, id=k + 1, type=Marker.ARROW,
+                          action=Marker.ADD, pose=_pose(start.tolist(), grasp.orientation),
+                          scale=Vector3(x=length, y=shaft, z=head),
+                          color=ColorRGBA(r=1.0 - score, g=score, b=0.2, a=1.0)))
+    return out
 
 
 def scene_messages(header: Header, scene: AnswerScene | None,

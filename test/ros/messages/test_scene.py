@@ -10,6 +10,7 @@ from moveit_msgs.msg import CollisionObject
 from sensor_msgs.msg import PointField
 from shape_msgs.msg import SolidPrimitive
 from std_msgs.msg import Header
+from visualization_msgs.msg import Marker
 
 from sam3_agent_demo.block_scene import INTRINSICS, close_pair
 from sam3_agent_ros.config import Config, DepthConfig
@@ -21,7 +22,7 @@ from sam3_agent_ros.pipeline.answer_scene import AnswerScene, SceneObject
 from sam3_agent_ros.pipeline.measurement import SceneRequest, measure_answer
 from sam3_agent_ros.pipeline.three_d import PreparedDepth
 from sam3_agent_ros.ros.messages.answer import answer_messages
-from sam3_agent_ros.ros.messages.scene import collision_objects, scene_messages
+from sam3_agent_ros.ros.messages.scene import collision_objects, grasp_markers, scene_messages
 from sam3_agent_ros.ros.outputs import NodeOutputs
 from sam3_agent_ros.ros.qos import LATCHED_OUTPUT_QOS
 from test.ros.test_output_room import FakeNode
@@ -80,6 +81,15 @@ def test_the_cloud_has_xyz_rgb_and_a_uint32_label_and_the_grasps_their_order():
     assert messages.grasps.header.frame_id == "base_link"
 
 
+def test_the_grasps_are_arrows_ending_where_the_jaws_close():
+    arrows = grasp_markers(HEADER, _scene().grasps)
+    assert [(m.ns, m.id, m.type) for m in arrows] == [("grasps", 1, Marker.ARROW),
+                                                       ("grasps", 2, Marker.ARROW)]
+    top = arrows[0]  # approach (pose x) straight down: the arrow starts 8 cm above
+    assert (top.pose.position.x, top.pose.position.z) == pytest.approx((0.0, 0.28), abs=1e-6)
+    assert top.color.g > arrows[1].color.g  # the better, the greener
+
+
 @pytest.fixture(scope="module")
 def tabletop():
     scene = close_pair()
@@ -118,6 +128,8 @@ def test_the_room_removes_the_last_answers_ids_and_keeps_them_stable(tabletop):
                           (CollisionObject.ADD, "sam3_agent/obstacle_1"),
                           (CollisionObject.ADD, "sam3_agent/support")]
     assert len(node.created["~/grasps"].sent) == 2
+    markers = node.created["~/markers"].sent[0].markers
+    assert [m.ns for m in markers].count("grasps") == len(node.created["~/grasps"].sent[0].poses)
 
 
 def test_scene_outputs_off_build_nothing(tabletop):
