@@ -370,6 +370,7 @@ class QueryLife:
             answer = measure_answer(result, depth, self._logger, self.target_frame,
                                     self._cloud_points(outputs),
                                     parts.scene if parts is not None else None)
+            result.candidates = []  # the grasp scene read them: not kept with the result
             if (answer.target is not None and parts is not None
                     and (seen := parts.on_target) is not None):
                 seen(answer.target, "answer")
