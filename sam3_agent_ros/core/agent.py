@@ -283,7 +283,8 @@ class _QueryRun:
                         masks=list(masks), text_prompts=list(self.state.prompts),
                         rounds=self.rounds, timings=self.timings, usage=self.usage,
                         frame=self.frame if isinstance(self.frame, Frame) else None,
-                        refines=self.query.refines, backends=self.agent.backends)
+                        refines=self.query.refines, backends=self.agent.backends,
+                        candidates=list(self.state.prompt_masks) if masks else [])
         if self.state.untrained_weights:
             result.extra["untrained_weights"] = True
         self._status(Phase.DONE, status=status)

@@ -44,6 +44,9 @@ class QueryState:
     query_text: str
     key_prefix: str  # unique per query: image cache keys and trace placeholders
     masks: list[Mask] = field(default_factory=list)  # current masks, ids 1..N in list order
+    # every mask the last executed prompt found (examine_each_mask keeps them: the objects the
+    # frame showed, the grasp scene's obstacles)
+    prompt_masks: list[Mask] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)  # executed text_prompts, in order
     overlays: int = 0
     segment_s: float = 0.0
@@ -118,6 +121,7 @@ class ToolBox:
         detections = Detections.coerce(raw, state.frame.height, state.frame.width)
         state.untrained_weights |= detections.untrained_weights
         state.masks = detections.to_masks()
+        state.prompt_masks = list(state.masks)
         state.examined = False
         state.view.keep_only(state.masks)
         state.prompts.append(text_prompt)

@@ -233,6 +233,9 @@ class Result:
     # Free-form extras merged into the JSON (e.g. "untrained_weights": true, 3D positions).
     extra: dict[str, Any] = field(default_factory=dict)
     mask_extras: list[dict[str, Any]] = field(default_factory=list)
+    # Every mask the last executed prompt found, the selected ones among them (not in the JSON:
+    # the grasp scene's other objects, CONTRACTS §12); empty when unknown.
+    candidates: list[Mask] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         # Errors quote URLs (the endpoint, a plugin's server): never their credentials.

@@ -15,17 +15,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sam3_agent_ros.config import GraspConfig, SceneConfig
 from sam3_agent_ros.core.ports import Logger
 from sam3_agent_ros.core.types import QueryStatus, Result
 from sam3_agent_ros.geometry.measurement import Measurement, posed_indices
 from sam3_agent_ros.geometry.target_points import TargetPoints
+from sam3_agent_ros.pipeline.answer_scene import AnswerScene, SceneStep, answer_scene
 from sam3_agent_ros.pipeline.target_frame import (
     CloudSampler,
     TargetFrame,
     TargetFrameRequest,
     cloud_of,
+    moved_measurement,
+    target_fields,
 )
-from sam3_agent_ros.pipeline.three_d import DepthSource, measure_3d
+from sam3_agent_ros.pipeline.three_d import DepthSource, Located, measure_3d
+
+
+@dataclass(frozen=True)
+class SceneRequest:
+    """What an answer's grasp scene needs (CONTRACTS §12: ``scene.*``, ``grasp.*`` and the most
+    points of its cloud, ``depth.cloud_max_points``)."""
+
+    scene: SceneConfig = SceneConfig()
+    grasp: GraspConfig = GraspConfig()
+    max_points: int = 20000
 
 
 @dataclass
@@ -43,6 +57,7 @@ class Answer:
     target: TargetFrame | None = None
     points: TargetPoints | None = None
     moved: list[Measurement] | None = None  # in target_frame (None without its transform)
+    scene: AnswerScene | None = None  # in the output frame (None: not asked, or no transform)
 
     @property
     def output_frame_id(self) -> str:
@@ -102,12 +117,14 @@ def is_answered(result: Result) -> bool:
 
 def measure_answer(result: Result, depth: DepthSource | None, logger: Logger | None = None,
                    target_frame: TargetFrameRequest | None = None,
-                   cloud_max_points: int | None = None) -> Answer:
+                   cloud_max_points: int | None = None,
+                   scene: SceneRequest | None = None) -> Answer:
     """The typed answer of ``result``: with depth and an answer with pixels, every mask is
     measured and its 3D fields go into ``result.mask_extras`` (the result JSON). With
     ``target_frame``, the transform at the colour frame's stamp (one lookup) and each mask's
     ``target`` / ``target_error``. With ``cloud_max_points`` (somebody wants the points), the
-    target's cloud, at most that many points."""
+    target's cloud, at most that many points. With ``scene`` (``scene.enabled``), the grasp
+    scene (``answer_scene``): the boxes reach their support before anything is written."""
     if depth is None or not is_answered(result):
         return Answer(result)
     frame = result.frame
@@ -120,7 +137,18 @@ def measure_answer(result: Result, depth: DepthSource | None, logger: Logger | N
     moved = ([m or Measurement.missing(None) for m in located.moved]
              if located.moved is not None else None)
     target = located.target
+    grasp = None
+    if scene is not None and scene.scene.enabled and result.masks:
+        located, grasp = _with_scene(result, located, depth, scene, logger)
+        measurements = [m or Measurement.missing(None) for m in located.measurements]
+        moved = ([m or Measurement.missing(None) for m in located.moved]
+                 if located.moved is not None else None)
     result.mask_extras = located.json_fields()  # the result JSON's 3D fields, written once
+    if grasp is not None:
+        for k, (entry, extra) in enumerate(zip(result.mask_extras, grasp.fields)):
+            entry.update(extra)
+            if grasp.target_fields is not None and isinstance(entry.get("target"), dict):
+                entry["target"].update(grasp.target_fields[k])
     # Which masks ~/target and ~/targets are (the poses published for this answer: none when
     # the transform into target_frame is missing), by mask id.
     published = measurements if target is None else moved
@@ -137,4 +165,31 @@ def measure_answer(result: Result, depth: DepthSource | None, logger: Logger | N
             sampler.error = f"{type(exc).__name__}: {exc}"
         if sampler.error and logger is not None:
             logger.warning(f"depth: the target's points failed: {sampler.error}")
-    return Answer(result, measurements, target, points, moved)
+    return Answer(result, measurements, target, points, moved,
+                  grasp.scene if grasp is not None else None)
+
+
+def _with_scene(result: Result, located: Located, depth: DepthSource, request: SceneRequest,
+                logger: Logger | None) -> tuple[Located, SceneStep | None]:
+    """``located`` with the selected masks' boxes reaching their support (moved with the same
+    transform) and the grasp scene; unchanged and None when it cannot run (a warning says
+    why: the answer goes out without it)."""
+    prepared = getattr(depth, "prepared", None)
+    if not callable(prepared):
+        return located, None
+    try:
+        step = answer_scene(result, [m or Measurement.missing(None) for m in located.measurements],
+                            prepared(result.frame), located.target, request.scene,
+                            request.grasp, request.max_points)
+    except Exception as exc:  # noqa: BLE001 (the grasp scene must never break an answer)
+        if logger is not None:
+            logger.warning(f"depth: the grasp scene failed: {type(exc).__name__}: {exc}")
+        return located, None
+    target = located.target
+    if target is None:
+        return Located(list(step.reached)), step
+    fields = [target_fields(m, target) for m in step.reached]
+    moved = ([moved_measurement(m, target, f) for m, f in zip(step.reached, fields)]
+             if target.ok else None)
+    return Located(list(step.reached), target, list(moved) if moved is not None else None,
+                   list(fields)), step

@@ -48,7 +48,7 @@ from sam3_agent_ros.core.types import Frame, Query, QueryStatus, Result, StatusE
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.log_limit import QUERY_LINES, LogLimiter
 from sam3_agent_ros.pipeline.frame_world import FrameWorld, bind_target, world_of
-from sam3_agent_ros.pipeline.measurement import Answer, measure_answer
+from sam3_agent_ros.pipeline.measurement import Answer, SceneRequest, measure_answer
 from sam3_agent_ros.pipeline.target_frame import TargetFrame, TargetFrameRequest
 from sam3_agent_ros.pipeline.three_d import DepthSource
 
@@ -127,6 +127,7 @@ class QueryParts:
     follow: FollowHooks | None = None
     target_frame: TargetFrameRequest | None = None
     cloud_max_points: int = 0
+    scene: SceneRequest | None = None  # the grasp scene of every answer (scene.enabled)
     max_query_chars: int = 0
     on_target: Callable[[TargetFrame, str], None] | None = None
     on_answer: Callable[[Answer], None] | None = None
@@ -367,7 +368,9 @@ class QueryLife:
         outputs = parts.outputs if parts is not None else None
         try:  # the 3D step first: the result JSON, the targets and the action read it
             answer = measure_answer(result, depth, self._logger, self.target_frame,
-                                    self._cloud_points(outputs))
+                                    self._cloud_points(outputs),
+                                    parts.scene if parts is not None else None)
+            result.candidates = []  # the grasp scene read them: not kept with the result
             if (answer.target is not None and parts is not None
                     and (seen := parts.on_target) is not None):
                 seen(answer.target, "answer")

@@ -59,6 +59,10 @@ class PreparedDepth:
     reason: str | None
     cfg: DepthConfig | None
 
+    def prepared(self, frame: Frame) -> PreparedDepth:
+        """Itself (as ``ros/depth.DepthTargets.prepared``: the grasp scene reads the depth)."""
+        return self
+
     def measure(self, frame: Frame, masks: list[HasMask],
                 pixels_to: PixelSink | None = None) -> list[dict[str, Any]]:
         """Each mask's 3D fields (``geometry.measure.measure_masks``); a mask whose shape is not

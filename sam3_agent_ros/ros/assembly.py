@@ -29,6 +29,7 @@ from sam3_agent_ros.pipeline.follow_control import FollowControl
 from sam3_agent_ros.pipeline.inbox import QueryInbox
 from sam3_agent_ros.pipeline.intake import QueryRejected, StopFollow, parse_query_message
 from sam3_agent_ros.pipeline.latest_frame import LatestFrame
+from sam3_agent_ros.pipeline.measurement import SceneRequest
 from sam3_agent_ros.pipeline.query_life import QueryLife, QueryParts
 from sam3_agent_ros.pipeline.query_runner import QueryRunner
 from sam3_agent_ros.redact import redact_text
@@ -188,6 +189,8 @@ class NodeParts:
         life.configure(QueryParts(  # what every query passes, built together
             agent=agent, outputs=outputs, runner=runner, follow=follow, target_frame=request,
             cloud_max_points=config.depth.cloud_max_points,
+            scene=(SceneRequest(config.scene, config.grasp, config.depth.cloud_max_points)
+                   if config.depth.enabled and config.scene.enabled else None),
             max_query_chars=settings.max_query_chars,
             on_target=self._health.target_frame_looked_up,
             on_answer=self._health.answer_measured))  # the 3D status (CONTRACTS §11)

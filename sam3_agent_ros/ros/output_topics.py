@@ -6,9 +6,11 @@ A row says which kinds of update send on the topic (``updates``: ``answer``, ``s
 ``follow``, ``concepts``; none: published by rclpy or the diagnostics publisher), under which
 ``field`` their builders hand the message over (``ros/messages/``: an update's outputs are a
 ``{field: message}`` mapping), when the publisher exists (``when``: ``always``, ``overlay`` with
-``node.publish_overlay``, ``depth`` with ``depth.enabled``, ``interfaces`` when the generated
-interfaces are installed), whether it is ``lazy`` (built and sent only for a subscriber) and
-whether it carries the deep text QoS (``text``: ``~/result``, ``~/status``).
+``node.publish_overlay``, ``depth`` with ``depth.enabled``, ``scene`` with ``depth.enabled`` and
+``scene.enabled``, ``interfaces`` when the generated interfaces are installed), whether it is
+``lazy`` (built and sent only for a subscriber), whether it carries the deep text QoS (``text``:
+``~/result``, ``~/status``) and whether it is latched (``latched``: transient local, a planning
+scene that starts later still gets the objects: ``~/collision_objects``).
 ``test/ros/test_output_topics.py`` checks the table against what a node with all of them on
 advertises; ``test/ros/test_output_room.py`` that every row has a publisher and every builder's
 output a row. Names are the node's own (``~/`` = private: ``<node>/...``). Imports nothing ROS.
@@ -28,7 +30,10 @@ DETECTIONS_3D = "vision_msgs/msg/Detection3DArray"
 CLOUD = "sensor_msgs/msg/PointCloud2"
 
 UPDATES = ("answer", "status", "follow", "concepts")  # the kinds of update that publish
-WHEN = ("always", "overlay", "depth", "interfaces")
+COLLISION_OBJECT = "moveit_msgs/msg/CollisionObject"
+POSES = "geometry_msgs/msg/PoseArray"
+
+WHEN = ("always", "overlay", "depth", "scene", "interfaces")
 
 
 @dataclass(frozen=True)
@@ -42,15 +47,17 @@ class OutputTopic:
     when: str = "always"
     lazy: bool = True
     text: bool = False
+    latched: bool = False
 
 
 def _row(name: str, type_name: str, update: str = "", when: str = "always", lazy: bool = True,
-         field: str = "", also: tuple[str, ...] = (), text: bool = False) -> OutputTopic:
+         field: str = "", also: tuple[str, ...] = (), text: bool = False,
+         latched: bool = False) -> OutputTopic:
     updates = ((update,) if update else ()) + also
     base = {"answer": "~/", "status": "~/", "follow": "~/follow/",
             "concepts": "~/concepts/"}.get(update, "~/")
     return OutputTopic(name, type_name, updates, field or name.removeprefix(base), when, lazy,
-                       text)
+                       text, latched)
 
 
 TOPICS: tuple[OutputTopic, ...] = (
@@ -64,10 +71,14 @@ TOPICS: tuple[OutputTopic, ...] = (
     _row("~/detections", DETECTIONS_2D, "answer"),
     # 3D (with depth.enabled; in target_frame when set); the followed boxes on ~/markers too
     _row("~/target", POINT, "answer", "depth", lazy=False),
-    _row("~/targets", "geometry_msgs/msg/PoseArray", "answer", "depth", lazy=False),
+    _row("~/targets", POSES, "answer", "depth", lazy=False),
     _row("~/markers", MARKERS, "answer", "depth", lazy=False, also=("follow",)),
     _row("~/detections_3d", DETECTIONS_3D, "answer", "depth"),
     _row("~/target/points", CLOUD, "answer", "depth", lazy=False, field="points"),
+    # the grasp scene (CONTRACTS §12; with depth.enabled and scene.enabled): answers only
+    _row("~/collision_objects", COLLISION_OBJECT, "answer", "scene", lazy=False, latched=True),
+    _row("~/scene/points", CLOUD, "answer", "scene", field="scene_points"),
+    _row("~/grasps", POSES, "answer", "scene", lazy=False),
     # follow mode (interface §5b): the status always
     _row("~/follow/mask", IMAGE, "follow"), _row("~/follow/labels", IMAGE, "follow"),
     _row("~/follow/target", POINT, "follow", lazy=False),

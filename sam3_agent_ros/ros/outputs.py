@@ -48,7 +48,7 @@ from sam3_agent_ros.ros.messages.answer import (
 from sam3_agent_ros.ros.messages.concepts import ConceptMessages, concept_messages
 from sam3_agent_ros.ros.messages.images import FOLLOW_IMAGE_KINDS, IMAGE_KINDS
 from sam3_agent_ros.ros.output_topics import TOPICS, TYPE_OF, fields_of, topic_of
-from sam3_agent_ros.ros.qos import OUTPUT_QOS, TEXT_OUTPUT_QOS
+from sam3_agent_ros.ros.qos import LATCHED_OUTPUT_QOS, OUTPUT_QOS, TEXT_OUTPUT_QOS
 
 _ROW = {topic.name: topic for topic in TOPICS}
 
@@ -69,7 +69,8 @@ def switched_on(config: Config, interfaces: bool) -> dict[str, bool]:
     """Which ``when`` of the table holds for ``config`` (``interfaces``: the generated
     interfaces can be imported)."""
     return {"always": True, "overlay": config.node.publish_overlay,
-            "depth": config.depth.enabled, "interfaces": interfaces}
+            "depth": config.depth.enabled,
+            "scene": config.depth.enabled and config.scene.enabled, "interfaces": interfaces}
 
 
 class NodeOutputs:
@@ -83,14 +84,19 @@ class NodeOutputs:
         self._overlay = config.overlay
         self._lock = threading.Lock()
         self._warned: set[str] = set()  # topic names of the table: bounded
+        # the collision objects' ids of the last answer that published some (REMOVEd first by
+        # the next: a planning scene never holds two copies)
+        self._scene_ids: list[str] = []
         types = generated_types.concept_types() if concept_types is True else concept_types
         self.concept_types: tuple[Any, Any] | None = types if isinstance(types, tuple) else None
         on = switched_on(config, self.concept_types is not None)
         self._publishers: dict[str, Any] = {}
         for topic in TOPICS:
             if topic.updates and on[topic.when]:  # one result per query however big the burst
+                profile = (TEXT_OUTPUT_QOS if topic.text
+                           else LATCHED_OUTPUT_QOS if topic.latched else qos)
                 self._publishers[topic.name] = node.create_publisher(
-                    message_type(topic.name), topic.name, TEXT_OUTPUT_QOS if topic.text else qos)
+                    message_type(topic.name), topic.name, profile)
         if self.concept_types is None:
             generated_types.say_missing(node, topic_of("concepts", "detections"),
                                         "sam3_agent_ros.msg",
@@ -144,7 +150,13 @@ class NodeOutputs:
         """A query's answer (``pipeline.query_life``'s outputs port): the messages built for
         what is wanted, sent in their order; returned for the action's result."""
         kinds = [kind for kind in self.wanted_fields("answer") if kind in IMAGE_KINDS]
-        messages = answer_messages(answer, kinds, self._overlay)
+        scene = topic_of("answer", "collision_objects") in self._publishers
+        with self._lock:
+            previous = list(self._scene_ids) if scene else None
+        messages = answer_messages(answer, kinds, self._overlay, previous)
+        if messages.scene is not None and messages.scene.measured:
+            with self._lock:
+                self._scene_ids = messages.scene.added_ids
         self._send("answer", messages.outputs())
         return messages
 
@@ -184,7 +196,8 @@ class NodeOutputs:
             if _ROW[name].lazy and not self.subscribed(name):
                 continue
             try:
-                publisher.publish(message)
+                for one in message if isinstance(message, list) else (message,):
+                    publisher.publish(one)  # a list: several messages, in order
             except Exception as exc:  # noqa: BLE001
                 with self._lock:
                     first = name not in self._warned

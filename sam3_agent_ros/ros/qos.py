@@ -45,6 +45,10 @@ TEXT_OUTPUT_DEPTH = 1000  # ~/result and ~/status: a burst's results in flight (
 TEXT_OUTPUT_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE,
                              history=HistoryPolicy.KEEP_LAST, depth=TEXT_OUTPUT_DEPTH,
                              durability=DurabilityPolicy.VOLATILE)
+SCENE_DEPTH = 32  # ~/collision_objects: an answer's REMOVEs and ADDs, for a late planning scene
+LATCHED_OUTPUT_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE,
+                                history=HistoryPolicy.KEEP_LAST, depth=SCENE_DEPTH,
+                                durability=DurabilityPolicy.TRANSIENT_LOCAL)
 QUERY_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_ALL,
                        depth=1, durability=DurabilityPolicy.VOLATILE)
 QUERY_DEPTH = 256  # a burst of goals waits here while the executor takes them one by one

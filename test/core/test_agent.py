@@ -105,6 +105,22 @@ def test_examine_keeps_accepted_masks_renumbered_in_previous_order():
     assert_invariants(llm)
 
 
+def test_the_result_keeps_every_mask_of_the_last_prompt_as_candidates():
+    """The grasp scene's other objects: every mask the last executed prompt found, examine's
+    rejected ones too (they are still on the table), the selected ones among them by pixels."""
+    def reject_middle(messages):
+        crop_key = messages[1].images[2].key
+        return "<verdict>Reject</verdict>" if crop_key.endswith("mask-2-crop") else \
+            "<verdict>Accept</verdict>"
+
+    result = run(ScriptedLlm([segment("bowl"), segment("cup"), examine(), select(2)],
+                             verifier=reject_middle))
+    assert [m.score for m in result.candidates] == pytest.approx([0.9, 0.8, 0.7])
+    assert any(c.mask is result.masks[0].mask for c in result.candidates)
+    assert "candidates" not in result.to_json()
+    assert run(ScriptedLlm([segment("cup"), no_mask()])).candidates == []
+
+
 def test_verifier_images_never_enter_the_main_context():
     llm = ScriptedLlm([segment("cup"), examine(), select(1)], verifier=accept_all)
     run(llm)

@@ -5,6 +5,7 @@ in its own namespace), then the whole node in a subprocess fed colour + depth + 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -200,6 +201,19 @@ def has_position(extras) -> bool:
 def error_cm(position: dict, truth) -> float:
     got = np.array([position["x"], position["y"], position["z"]])
     return float(np.linalg.norm(got - np.asarray(truth))) * 100
+
+
+def solid_box(frame, name: str):
+    """The true box of an object standing on the table (what an answer's box is with the grasp
+    scene on, CONTRACTS §12): its top face's, the centre moved half the object's height down
+    along the face's normal (away from the camera); and that height."""
+    top = frame.true_box(name)
+    height = frame.scene.object(name).height
+    normal = np.asarray(top.normal, np.float64)
+    if normal @ np.asarray(top.center) < 0:
+        normal = -normal
+    centre = tuple(float(v) for v in np.asarray(top.center) + 0.5 * height * normal)
+    return dataclasses.replace(top, center=centre), height
 
 
 def test_16uc1_locate_and_publish(rig, scene):
@@ -492,13 +506,17 @@ def test_node_publishes_the_target_of_the_selected_object(tmp_path):
         poses = harness.wait_for(lambda: stamped("targets"), 10, "~/targets of the query")[0]
         assert len(poses.poses) == len(result["masks"]) and poses.header.frame_id == COLOUR_FRAME
 
-        # The box: on target, the pose of ~/targets, a CUBE with a label on ~/markers.
+        # The box: on target (standing on the table: scene.enabled), the pose of ~/targets, a
+        # CUBE with a label on ~/markers.
         box = mask["box"]
         assert mask["box_error"] is None, mask
-        errors = box_errors(scene.true_box("blue_box"), [box["center"][a] for a in "xyz"],
+        solid, height = solid_box(scene, "blue_box")
+        errors = box_errors(solid, [box["center"][a] for a in "xyz"],
                             [box["size"][a] for a in "xyz"],
                             quaternion_to_matrix([box["orientation"][a] for a in "xyzw"]))
         assert errors.within(), errors.describe()
+        assert box["size"]["z"] == pytest.approx(height, abs=0.01)
+        assert mask["support"] is not None and mask["support_error"] is None, mask
         pose = poses.poses[0]
         assert [pose.orientation.x, pose.orientation.y, pose.orientation.z,
                 pose.orientation.w] == pytest.approx([box["orientation"][a] for a in "xyzw"])
@@ -524,8 +542,9 @@ def test_node_publishes_the_target_of_the_selected_object(tmp_path):
                     and m.header.stamp.sec * 10**9 + m.header.stamp.nanosec > answer_ns]
 
         cube = harness.wait_for(followed_cubes, 20, "a followed frame's box")[0]
-        assert cube.id == 1 and cube.pose.position.z == pytest.approx(box["center"]["z"],
-                                                                       abs=0.01)
+        # a follow update's box is the top face's (the grasp scene is the answers')
+        assert cube.id == 1 and cube.pose.position.z == pytest.approx(
+            scene.true_box("blue_box").center[2], abs=0.01)
         labels = [m.text for array in harness.messages(f"{NODE_NS}/sam3_agent/markers")
                   for m in array.markers if m.header.stamp == cube.header.stamp
                   and m.type == Marker.TEXT_VIEW_FACING]
@@ -535,8 +554,12 @@ def test_node_publishes_the_target_of_the_selected_object(tmp_path):
         # 3D without ROS: the same frame from files gives the same position and box.
         cli = run_cli_on_files(scene, tmp_path / "cli")
         assert cli["status"] == "succeeded", cli
-        assert [m["box"] for m in cli["masks"]] == [m["box"] for m in result["masks"]]
         assert [m["position"] for m in cli["masks"]] == [m["position"] for m in result["masks"]]
+        if all("support" in m for m in cli["masks"]):  # run --depth with the grasp scene
+            assert [m["box"] for m in cli["masks"]] == [m["box"] for m in result["masks"]]
+        else:  # the CLI's boxes are the top faces: the node's, up to the support
+            assert [m["box"]["orientation"] for m in cli["masks"]] == [
+                m["box"]["orientation"] for m in result["masks"]]
     except (AssertionError, TimeoutError) as exc:
         raise AssertionError(f"{exc}\n--- node log ---\n{proc.log()}") from exc
     finally:

@@ -8,11 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sam3_agent_demo.block_scene import INTRINSICS, close_pair
 from sam3_agent_ros.concepts import ConceptDetection, ConceptFrame
 from sam3_agent_ros.config import Config, DepthConfig
 from sam3_agent_ros.core.types import Frame, Mask, Phase, QueryStatus, Result, StatusEvent
 from sam3_agent_ros.frames import Transform
-from sam3_agent_ros.pipeline.measurement import measure_answer
+from sam3_agent_ros.pipeline.measurement import SceneRequest, measure_answer
 from sam3_agent_ros.pipeline.target_frame import TargetFrameRequest
 from sam3_agent_ros.pipeline.three_d import PreparedDepth, measure_3d
 from sam3_agent_ros.ros.messages.answer import answer_messages, follow_messages
@@ -120,6 +121,21 @@ def full_answer(target_frame=None):
                           cloud_max_points=10)
 
 
+def scene_answer(target_frame):
+    """An answer on the block tabletop, its grasp scene on (boxes on a table, grasps, cloud)."""
+    scene = close_pair()
+    depth, found = scene.render()
+    height, width = depth.shape
+    candidates = [Mask.from_array(found[name], 0.9, (0, 0, 1, 1))
+                  for name in ("target", "neighbour")]
+    result = Result("q", "the tall box", QueryStatus.SUCCEEDED, masks=candidates[:1],
+                    frame=Frame(np.full((height, width, 3), 90, np.uint8), 12, 0, "cam"),
+                    candidates=candidates)
+    return measure_answer(result, PreparedDepth(depth, INTRINSICS, None, DepthConfig()),
+                          target_frame=target_frame, cloud_max_points=10,
+                          scene=SceneRequest())
+
+
 def concept_pass():
     detection = ConceptDetection("red object", 1, masks()[0], 0.9, (0, 0, 6, 4), (3.0, 2.0),
                                  24)
@@ -150,7 +166,7 @@ def test_every_row_of_the_table_has_one_publisher_when_its_configuration_is_on()
 
 def test_every_builders_output_goes_to_a_row_of_its_update_and_every_row_is_built():
     request = TargetFrameRequest("base_link", Transforms())
-    answer = answer_messages(full_answer(request), ANSWER_IMAGE_KINDS).outputs()
+    answer = answer_messages(scene_answer(request), ANSWER_IMAGE_KINDS, scene_ids=[]).outputs()
     located = measure_3d(still(), frame(), masks(), request)
     follow = follow_messages(frame(), masks(), {"query_id": "q", "objects": [{"id": 1}]},
                              located, FOLLOW_IMAGE_KINDS).outputs()

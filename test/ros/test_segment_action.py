@@ -8,14 +8,17 @@ import json
 
 import numpy as np
 import pytest
-from geometry_msgs.msg import PointStamped
+from geometry_msgs.msg import PointStamped, PoseArray
 from sensor_msgs.msg import Image
 from std_msgs.msg import String
 
 from sam3_agent_ros.action import Segment
 from sam3_agent_ros.core.types import Frame, Mask, Phase, QueryStatus, Result, StatusEvent
+from sam3_agent_ros.geometry.box import Box3D
+from sam3_agent_ros.geometry.grasps import Grasp
 from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.msg import MaskInfo
+from sam3_agent_ros.pipeline.answer_scene import AnswerScene, SceneObject
 from sam3_agent_ros.pipeline.measurement import Answer
 from sam3_agent_ros.ros.conversions import frame_header
 from sam3_agent_ros.ros.messages.action import result_message
@@ -180,3 +183,21 @@ def test_result_message_carries_the_published_answers_detections_3d_and_target_e
             assert message.target.header.frame_id == "base_link"
         else:  # no transform: no pose labelled base_link, and why
             assert "unknown frame" in message.target_error and not message.target_valid
+
+
+def test_the_result_carries_the_grasps_best_first():
+    """CONTRACTS §12: the action result's grasps are those of ~/grasps (published or not)."""
+    result = _answer()
+    grasps = (Grasp((0.0, 0.1, 0.8), (0.0, 0.0, 0.0, 1.0), 0.05, 0.9, 0.02, "top"),
+              Grasp((0.0, 0.2, 0.8), (0.0, 0.0, 0.0, 1.0), 0.05, 0.5, 0.02, "side"))
+    box = Box3D((0.0, 0.1, 0.85), (0.06, 0.05, 0.1), (0.0, 0.0, 0.0, 1.0))
+    answer = Answer(result, [Measurement.missing("x")] * 2,
+                    scene=AnswerScene((SceneObject("sam3_agent/target", box),), None, grasps))
+    published = answer_messages(answer, (), scene_ids=[])
+    for given in (published, AnswerMessages(header=published.header, result=published.result,
+                                            answer=answer)):
+        message = result_message(Segment, MaskInfo, result, given)
+        assert [p.position.y for p in message.grasps.poses] == pytest.approx([0.1, 0.2])
+        assert message.grasps.header.frame_id == "cam"
+    assert result_message(Segment, MaskInfo, result).grasps == PoseArray(
+        header=frame_header(result.frame))

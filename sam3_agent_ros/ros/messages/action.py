@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from geometry_msgs.msg import PoseArray
 from sensor_msgs.msg import Image
 
 from sam3_agent_ros.core import finite_json
@@ -13,7 +14,8 @@ from sam3_agent_ros.geometry.measurement import Measurement
 from sam3_agent_ros.ros.conversions import frame_header
 from sam3_agent_ros.ros.messages.geometry import box_pose, box_scale, point_msg
 from sam3_agent_ros.ros.messages.images import image_messages
-from sam3_agent_ros.ros.messages.robot_frame import fill_action_result
+from sam3_agent_ros.ros.messages.robot_frame import fill_action_result, output_header
+from sam3_agent_ros.ros.messages.scene import grasp_poses
 
 RESULT_IMAGE_KINDS = ("mask", "labels")
 
@@ -57,6 +59,12 @@ def result_message(action_type: Any, mask_info_type: Any, result: Result,
                            else finite_json.dumps(result.to_json()))
     if answer is not None and hasattr(message, "detections_3d"):  # CONTRACTS §9
         fill_action_result(message, answer, getattr(published, "robot", None))
+    if hasattr(message, "grasps"):  # CONTRACTS §12: the target's grasps, best first
+        scene = getattr(published, "scene", None)
+        grasps = scene.grasps if scene is not None else None
+        if grasps is None and answer is not None and answer.scene is not None:
+            grasps = grasp_poses(output_header(result.frame, answer.target), answer.scene.grasps)
+        message.grasps = grasps if grasps is not None else PoseArray(header=header)
     return message
 
 

@@ -35,6 +35,7 @@ from sam3_agent_ros.ros.messages.robot_frame import (
     answer_robot_messages,
     follow_target,
 )
+from sam3_agent_ros.ros.messages.scene import SceneMessages, scene_messages
 
 
 @dataclass
@@ -53,20 +54,27 @@ class AnswerMessages:
     markers: MarkerArray | None = None
     answer: Answer | None = None  # the typed answer (the action's result reads it)
     robot: RobotMessages | None = None
+    scene: SceneMessages | None = None  # the grasp scene's (None: scene outputs off)
 
     def outputs(self) -> dict[str, Any]:
         """``{field: message}`` in publishing order: images, result JSON, then the rest."""
         robot = self.robot if self.robot is not None else RobotMessages(self.header)
+        scene = self.scene if self.scene is not None else SceneMessages(measured=False)
         return {**self.images, "result": self.result, "detections": robot.detections,
                 "target": self.target, "targets": self.targets, "markers": self.markers,
-                "detections_3d": robot.detections_3d, "points": robot.points}
+                "detections_3d": robot.detections_3d, "points": robot.points,
+                "collision_objects": scene.collision_objects or None,
+                "scene_points": scene.scene_points, "grasps": scene.grasps}
 
 
 def answer_messages(answer: Answer, kinds: Iterable[str] = IMAGE_KINDS,
-                    overlay: OverlayConfig = DEFAULT_OVERLAY) -> AnswerMessages:
+                    overlay: OverlayConfig = DEFAULT_OVERLAY,
+                    scene_ids: Sequence[str] | None = None) -> AnswerMessages:
     """Build a query's messages: the images among ``kinds``, the result JSON and the output
     frame's messages (when the answer was measured, ``pipeline.measurement.measure_answer``:
-    the targets and markers)."""
+    the targets and markers). ``scene_ids`` (the grasp scene's outputs on): the previous
+    answer's collision objects, removed first when this answer was measured
+    (``messages.scene``)."""
     result = answer.result
     frame = result.frame
     header = frame_header(frame)
@@ -76,9 +84,14 @@ def answer_messages(answer: Answer, kinds: Iterable[str] = IMAGE_KINDS,
         images = image_messages(frame.image, [m.mask for m in result.masks], header, kinds,
                                 overlay, mask_boxes(result.masks))
     robot = answer_robot_messages(answer)
+    scene = None
+    if scene_ids is not None:
+        measured = is_answered(result) and answer.measurements is not None
+        scene = (scene_messages(robot.header, answer.scene, scene_ids) if measured
+                 else SceneMessages(measured=False))
     return AnswerMessages(header=header, result=String(data=finite_json.dumps(result.to_json())),
                           images=images, target=robot.target, targets=robot.targets,
-                          markers=robot.markers, answer=answer, robot=robot)
+                          markers=robot.markers, answer=answer, robot=robot, scene=scene)
 
 
 @dataclass

@@ -34,6 +34,7 @@ from sam3_agent_ros.pipeline.target_frame import TargetFrame
 from sam3_agent_ros.pipeline.three_d import Located
 from sam3_agent_ros.ros.conversions import frame_header
 from sam3_agent_ros.ros.messages.markers import marker_messages, target_messages
+from sam3_agent_ros.ros.messages.scene import grasp_markers
 from sam3_agent_ros.ros.messages.vision import (
     answer_detections_2d,
     answer_detections_3d,
@@ -90,6 +91,8 @@ def answer_robot_messages(answer: Answer) -> RobotMessages:
         return out  # no 3D step, or no transform into target_frame: no pose published
     out.target, out.targets = target_messages(header, moved)
     out.markers = marker_messages(header, moved, result.query)
+    if answer.scene is not None:  # the grasps too (the grasp scene, in the same frame)
+        out.markers.markers += grasp_markers(header, answer.scene.grasps)
     out.detections_3d = answer_detections_3d(header, result.masks, _boxes(moved),
                                              class_of(answer))
     if answer.points is not None:
