@@ -76,3 +76,27 @@ def test_results_without_grasps_say_none_reported(truth):
     lines = tabletop_scoring.format_summary(DemoReport([outcome]))
     assert "grasps: none reported (no result has a grasps field)" in lines
     assert not any(line.startswith("grasps clear") for line in lines)
+
+
+@pytest.mark.parametrize("name", ["red_cylinder", "yellow_ellipse"])  # the two that fit
+def test_the_planners_own_grasps_on_a_sample_frame_score_clear(truth, name):
+    """The planner (geometry.grasp_scene) on the sample's frame FRAME, every object segmented
+    exactly, ``name`` the target: its best grasp, as the result JSON gives it, is clear of the
+    true geometry (so the gripper the scoring rebuilds from the JSON is the planner's)."""
+    from sam3_agent_ros.geometry.box import fit_box
+    from sam3_agent_ros.geometry.grasp_scene import grasp_scene
+
+    spec = sample.SampleSpec()
+    frame = sample.render_frame(spec.frame_times()[FRAME], spec)
+    assert int(truth.stamps_ns[FRAME]) == sample.stamp_ns(spec.frame_times()[FRAME])
+    k = frame.intrinsics
+    intrinsics = (k.fx, k.fy, k.cx, k.cy)
+    names = [name, *(n for n in truth.names if n != name)]
+    masks = [frame.masks[n] for n in names]
+    boxes = [fit_box(mask, frame.depth_m, intrinsics).box for mask in masks]
+    scene = grasp_scene(masks, boxes, frame.depth_m, intrinsics, selected=[0],
+                        mask_ids=list(range(1, len(masks) + 1)), rgb=frame.rgb)
+    assert scene.grasps is not None and scene.grasps.grasps, scene.error or scene.grasps
+    best = scene.grasps.grasps[0].to_json()
+    check = grasp_scoring.check_grasp(best, truth, FRAME, name, 0.01, 0.08)
+    assert check is not None and check.clear, check
