@@ -157,3 +157,16 @@ def test_scene_disabled_gives_no_scene_fields_and_no_scene_ply(tmp_path):
     mask = json.loads(run.stdout)["masks"][0]
     assert "support" not in mask and "grasps" not in mask and "box" in mask
     assert (out / "points.ply").exists() and not (out / "scene.ply").exists()
+
+
+def test_a_run_with_depth_but_no_target_leaves_no_scene_ply(tmp_path):
+    png, _ = _example_depth_files(tmp_path)
+    out = tmp_path / "answer"
+    depth = ["--depth", str(png), "--intrinsics", "600,600,320,240", "--out", str(out)]
+    first = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the smallest object",
+                       *OFFLINE, *depth)
+    assert first.returncode == 0 and (out / "scene.ply").exists(), first.stderr
+    nothing = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the purple object",
+                         *OFFLINE, *depth)
+    assert nothing.returncode == 0 and json.loads(nothing.stdout)["status"] == "no_mask"
+    assert not (out / "scene.ply").exists()
