@@ -10,7 +10,10 @@ With ``--depth`` (a depth image registered to the colour image) and ``--intrinsi
 The depth and intrinsics files are read before the agent runs: an unreadable one is a usage error.
 A camera model that does not fit the colour image (``camera_model.image_intrinsics``: another size
 unless binning/ROI map it, implausible focal lengths, a principal point outside) gives no position
-and no box, the reason in each mask's ``position_error`` / ``box_error``, as on ROS.
+and no box, the reason in each mask's ``position_error`` / ``box_error``, as on ROS. With
+``scene.enabled`` the node's grasp scene runs too (``pipeline/answer_scene.py``, CONTRACTS §12):
+each box reaches its support (``support`` / ``support_error``), the target gains ``grasps`` (or
+``grasp_error``) and ``--out DIR`` gets ``scene.ply`` (x y z rgb label), in the camera frame.
 
 ``--out DIR`` also keeps what a refinement needs (``core/answer_folder.py``: the frame, the
 selected masks, the query and its answer). DIR is created and checked writable before the query
@@ -188,17 +191,22 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         close_quietly(agent.llm)
         close_quietly(agent.segmenter)
-    points = None
+    points = scene = None
     if depth is not None:  # the node's 3D step (pipeline.measurement), on one depth image
-        from sam3_agent_ros.pipeline.measurement import measure_answer
+        from sam3_agent_ros.pipeline.measurement import SceneRequest, measure_answer
         from sam3_agent_ros.pipeline.three_d import PreparedDepth
 
         # --out: the target's points too (DIR/points.ply), at most depth.cloud_max_points
         cloud = config.depth.cloud_max_points if args.out else None
         depth_m, intrinsics, reason = depth
-        points = measure_answer(result, PreparedDepth(depth_m, intrinsics, reason, config.depth),
-                                cloud_max_points=cloud).points
-    if not _write_then_print(args.out, result, refined, points):
+        # The grasp scene (CONTRACTS §12) as the node runs it: the boxes reach their support,
+        # the target gains its grasps, DIR/scene.ply the labelled cloud around it
+        answer = measure_answer(result, PreparedDepth(depth_m, intrinsics, reason, config.depth),
+                                cloud_max_points=cloud,
+                                scene=SceneRequest(config.scene, config.grasp,
+                                                   config.depth.cloud_max_points))
+        points, scene = answer.points, answer.scene
+    if not _write_then_print(args.out, result, refined, points, scene):
         return EXIT_FAILED
     if signalled is not None:  # Ctrl-C 130, SIGTERM 143: as a shell reports them, as ask does
         return 128 + signalled
@@ -242,13 +250,13 @@ def _run_interruptible(agent, frame, query):
     return result, (signalled[0] if signalled else None)
 
 
-def _write_then_print(out: str | None, result, refined, points=None) -> bool:
+def _write_then_print(out: str | None, result, refined, points=None, scene=None) -> bool:
     """Write ``--out`` (when given), then print the result JSON whatever happened to the files;
     False (said on stderr) when they could not be written."""
     written = True
     if out:
         try:
-            _write_outputs(Path(out), result, refined, points)
+            _write_outputs(Path(out), result, refined, points, scene)
         except (OSError, ValueError) as exc:  # checked before the run; a disk can still fail
             print(f"sam3-agent run: could not write --out {out}: {exc} (the result is on "
                   "stdout)", file=sys.stderr)
@@ -257,13 +265,16 @@ def _write_then_print(out: str | None, result, refined, points=None) -> bool:
     return written
 
 
-RUN_FILES = ("overlay.png", "mask.png", "points.ply")  # what --out holds besides the answer folder
+# what --out holds besides the answer folder
+RUN_FILES = ("overlay.png", "mask.png", "points.ply", "scene.ply")
 
 
-def _write_outputs(out: Path, result, refined, points=None) -> None:
+def _write_outputs(out: Path, result, refined, points=None, scene=None) -> None:
     """overlay.png and mask.png, the answer folder a later ``--refines`` reads, and with depth
-    points.ply (the target's points, ``points``: geometry.target_points.TargetPoints). A file of
-    an earlier run that this one does not write (points.ply without --depth, the images of a
+    points.ply (the target's points, ``points``: geometry.target_points.TargetPoints) and
+    scene.ply (the labelled cloud around the target, x y z rgb label: ``scene``'s, the
+    answer's pipeline.answer_scene.AnswerScene). A file of an earlier run that this one does
+    not write (points.ply and scene.ply without --depth or without a target, the images of a
     query that got no frame) is removed: the folder holds this answer only."""
     import cv2
 
@@ -285,5 +296,10 @@ def _write_outputs(out: Path, result, refined, points=None) -> None:
 
             write_ply(out / "points.ply", points.points, points.colours)
             written.add("points.ply")
+        if scene is not None and scene.cloud is not None:
+            from sam3_agent_ros.geometry.scene_cloud import write_scene_ply
+
+            write_scene_ply(out / "scene.ply", scene.cloud)
+            written.add("scene.ply")
     for name in set(RUN_FILES) - written:
         (out / name).unlink(missing_ok=True)

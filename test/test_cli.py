@@ -166,11 +166,13 @@ def test_run_with_depth_gives_each_mask_a_position_and_a_box(tmp_path):
         mask = json.loads(proc.stdout)["masks"][0]
         position = [mask["position"][a] for a in "xyz"]
         assert position == pytest.approx(truth.positions["red_box"], abs=0.01)
-        box = mask["box"]
-        errors = box_errors(truth.true_box("red_box"), [box["center"][a] for a in "xyz"],
-                            [box["size"][a] for a in "xyz"],
-                            quaternion_to_matrix([box["orientation"][a] for a in "xyzw"]))
+        box = mask["box"]  # reaching the table (issue 36): its top face is the object's
+        rotation = quaternion_to_matrix([box["orientation"][a] for a in "xyzw"])
+        size = [box["size"][a] for a in "xyz"]
+        top = np.array([box["center"][a] for a in "xyz"]) - 0.5 * size[2] * rotation[:, 2]
+        errors = box_errors(truth.true_box("red_box"), list(top), size, rotation)
         assert errors.within(), errors.describe()
+        assert size[2] == pytest.approx(truth.scene.object("red_box").height, abs=0.01)
         results.append(mask)
     assert results[0]["box"] != results[1]["box"]  # really the half-size depth the second time
 

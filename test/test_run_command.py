@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from test.test_cli import EXAMPLE, OFFLINE, _example_depth_files, sam3_agent
@@ -98,3 +99,74 @@ def test_run_out_without_depth_removes_an_earlier_points_ply(tmp_path):
     assert without.returncode == 0, without.stderr
     assert not (out / "points.ply").exists()
     assert {p.name for p in out.iterdir()} >= {"overlay.png", "mask.png", "answer.json"}
+
+
+def _ply_labels(path) -> tuple[list[str], np.ndarray]:
+    """The property names of a binary PLY and its ``label`` column."""
+    data = path.read_bytes()
+    header, _, body = data.partition(b"end_header\n")
+    lines = header.decode().splitlines()
+    names = [line.split()[-1] for line in lines if line.startswith("property")]
+    count = next(int(line.split()[-1]) for line in lines if line.startswith("element vertex"))
+    layout = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("red", "u1"), ("green", "u1"),
+                       ("blue", "u1"), ("label", "<u4")])
+    return names, np.frombuffer(body, layout, count)["label"]
+
+
+def test_run_with_depth_writes_the_grasp_scene(tmp_path):
+    """issue 36: boxes reaching the table, the support, the target's grasps in the result and
+    DIR/scene.ply (x y z rgb label); a later run without depth leaves no scene.ply behind."""
+    png, _ = _example_depth_files(tmp_path)
+    out = tmp_path / "answer"
+    query = ["run", "--image", str(EXAMPLE), "--query", "the smallest object", *OFFLINE,
+             "--out", str(out)]
+    run = sam3_agent(*query, "--depth", str(png), "--intrinsics", "600,600,320,240")
+    assert run.returncode == 0, run.stderr
+    mask = json.loads(run.stdout)["masks"][0]
+    assert mask["support"]["normal"]["z"] < -0.99, mask  # the table faces the camera
+    assert mask["box"]["size"]["z"] > 0.02, mask  # the box reaches down to the table
+    assert mask["grasps"] and mask.get("grasp_error") is None, mask
+    best = mask["grasps"][0]
+    assert set(best) == {"pose", "width", "score"} and set(best["pose"]) == {
+        "position", "orientation"}
+    assert 0 < best["width"] <= 0.08 and 0 < best["score"] <= 1
+    names, labels = _ply_labels(out / "scene.ply")
+    assert names == ["x", "y", "z", "red", "green", "blue", "label"]
+    assert set(np.unique(labels)) == {0, 1}  # background and the one selected mask
+    without = sam3_agent(*query)
+    assert without.returncode == 0, without.stderr
+    assert not (out / "scene.ply").exists() and not (out / "points.ply").exists()
+
+
+def test_run_without_a_fitting_side_says_why_there_is_no_grasp(tmp_path):
+    png, _ = _example_depth_files(tmp_path)
+    run = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the largest red object",
+                     *OFFLINE, "--depth", str(png), "--intrinsics", "600,600,320,240")
+    assert run.returncode == 0, run.stderr
+    mask = json.loads(run.stdout)["masks"][0]
+    assert mask["grasps"] == [] and "grasp.max_width_m" in mask["grasp_error"], mask
+
+
+def test_scene_disabled_gives_no_scene_fields_and_no_scene_ply(tmp_path):
+    png, _ = _example_depth_files(tmp_path)
+    out = tmp_path / "answer"
+    run = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the smallest object", *OFFLINE,
+                     "-p", "scene.enabled:=false", "--depth", str(png), "--intrinsics",
+                     "600,600,320,240", "--out", str(out))
+    assert run.returncode == 0, run.stderr
+    mask = json.loads(run.stdout)["masks"][0]
+    assert "support" not in mask and "grasps" not in mask and "box" in mask
+    assert (out / "points.ply").exists() and not (out / "scene.ply").exists()
+
+
+def test_a_run_with_depth_but_no_target_leaves_no_scene_ply(tmp_path):
+    png, _ = _example_depth_files(tmp_path)
+    out = tmp_path / "answer"
+    depth = ["--depth", str(png), "--intrinsics", "600,600,320,240", "--out", str(out)]
+    first = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the smallest object",
+                       *OFFLINE, *depth)
+    assert first.returncode == 0 and (out / "scene.ply").exists(), first.stderr
+    nothing = sam3_agent("run", "--image", str(EXAMPLE), "--query", "the purple object",
+                         *OFFLINE, *depth)
+    assert nothing.returncode == 0 and json.loads(nothing.stdout)["status"] == "no_mask"
+    assert not (out / "scene.ply").exists()

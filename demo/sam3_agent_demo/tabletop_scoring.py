@@ -41,6 +41,12 @@ class QueryOutcome:
     box_size_error_pct: list[float] | None = None
     box_angle_error_deg: float | None = None
     box_on_target: bool | None = None  # centre 1 cm, sizes 10 %, angle 10 degrees
+    # The best grasp (grasp_scoring): None when the result reports no grasps field at all
+    grasps_reported: bool = False
+    grasp_error: str | None = None  # the result's reason for no grasp
+    grasp_clear: bool | None = None  # the best grasp clears the true neighbours and table
+    grasp_nearest_cm: float | None = None
+    grasp_above_table_cm: float | None = None
     bbox: list[float] | None = None
     centroid: list[float] | None = None
     overlay_png: str | None = None
@@ -81,6 +87,7 @@ def score_outcome(outcome: QueryOutcome, result: dict, truth: sample.GroundTruth
         box = masks[0].get("box")
         outcome.box = box if isinstance(box, dict) else None
         outcome.box_error = masks[0].get("box_error")
+        outcome.grasps_reported = "grasps" in masks[0] or "grasp_error" in masks[0]
     if outcome.frame_index is None:
         outcome.problem = "the result's stamp is not the stamp of a frame of the bag"
         return
@@ -103,7 +110,9 @@ def score_outcome(outcome: QueryOutcome, result: dict, truth: sample.GroundTruth
         error = np.asarray(outcome.position_m) - truth.position(outcome.frame_index,
                                                                 outcome.expected)
         outcome.position_error_cm = float(np.linalg.norm(error) * 100.0)
-    _score_box(outcome, truth)
+    _score_box(outcome, truth, masks[0].get("support") is not None if masks else False)
+    if masks:
+        _score_grasp(outcome, masks[0], truth)
     if outcome.iou is None:
         outcome.problem = "no ~/mask image arrived for this result"
     elif outcome.iou < IOU_THRESHOLD:
@@ -112,10 +121,13 @@ def score_outcome(outcome: QueryOutcome, result: dict, truth: sample.GroundTruth
         outcome.correct = True
 
 
-def _score_box(outcome: QueryOutcome, truth: sample.GroundTruth) -> None:
+def _score_box(outcome: QueryOutcome, truth: sample.GroundTruth, reaching: bool = False
+               ) -> None:
     """The first mask's box against the expected object's true box on the answer's frame. An
     answer WITHOUT a box where the object has one (no depth for that frame, say: a slow answer)
-    counts as a box off target, so the summary's count says so instead of leaving it out."""
+    counts as a box off target, so the summary's count says so instead of leaving it out.
+    ``reaching``: the box reaches its support (the mask has a ``support``): its top face is
+    scored (the truth is the top face)."""
     true_box = truth.true_box(outcome.frame_index, outcome.expected)
     box = outcome.box
     if true_box is None:
@@ -123,13 +135,60 @@ def _score_box(outcome: QueryOutcome, truth: sample.GroundTruth) -> None:
     if box is None:
         outcome.box_on_target = False
         return
-    errors = box_errors(true_box, [box["center"][a] for a in "xyz"],
-                        [box["size"][a] for a in "xyz"],
-                        quaternion_to_matrix([box["orientation"][a] for a in "xyzw"]))
+    rotation = quaternion_to_matrix([box["orientation"][a] for a in "xyzw"])
+    size = [box["size"][a] for a in "xyz"]
+    center = np.array([box["center"][a] for a in "xyz"], np.float64)
+    if reaching:  # box z points away from the camera: the top face is half its height back
+        center = center - 0.5 * size[2] * rotation[:, 2]
+    errors = box_errors(true_box, list(center), size, rotation)
     outcome.box_center_error_cm = errors.center_cm
     outcome.box_size_error_pct = list(errors.size_pct) if errors.size_pct else None
     outcome.box_angle_error_deg = errors.angle_deg
     outcome.box_on_target = errors.within()
+
+
+def _score_grasp(outcome: QueryOutcome, mask: dict, truth: sample.GroundTruth) -> None:
+    """The first mask's best grasp against the frame's true geometry (grasp_scoring)."""
+    from sam3_agent_demo.grasp_scoring import check_grasp
+    from sam3_agent_ros.config.sections import GraspConfig
+
+    grasps = mask.get("grasps")
+    outcome.grasp_error = mask.get("grasp_error")
+    if not isinstance(grasps, list) or not grasps or outcome.frame_index is None \
+            or outcome.expected is None:
+        return
+    grasp = GraspConfig()  # the node's defaults: the demo sets no grasp.* parameter
+    check = check_grasp(grasps[0], truth, outcome.frame_index, outcome.expected,
+                        grasp.clearance_m, grasp.max_width_m)
+    if check is not None:
+        outcome.grasp_clear = check.clear
+        outcome.grasp_nearest_cm = check.nearest_m * 100.0 if np.isfinite(check.nearest_m) \
+            else None
+        outcome.grasp_above_table_cm = check.above_table_m * 100.0
+
+
+def grasp_lines(outcomes: list[QueryOutcome]) -> list[str]:
+    """``grasps clear: n/n`` over the answered queries with depth whose result has a best
+    grasp, one line per query; ``grasps: none reported`` when no result had a grasps field."""
+    with_depth = [o for o in outcomes if o.answered and o.position_m is not None]
+    if not with_depth:
+        return []
+    if not any(o.grasps_reported for o in with_depth):
+        return ["grasps: none reported (no result has a grasps field)"]
+    checked = [o for o in with_depth if o.grasp_clear is not None]
+    clear = sum(bool(o.grasp_clear) for o in checked)
+    lines = [f"grasps clear: {clear}/{len(checked)} (the best grasp's fingers and palm at "
+             "least half of grasp.clearance_m from the other objects' true boxes and above "
+             "the table)"]
+    for o in with_depth:
+        if o.grasp_clear is not None:
+            nearest = (f"{o.grasp_nearest_cm:.1f} cm from the nearest other object"
+                       if o.grasp_nearest_cm is not None else "no other object")
+            lines.append(f"  {o.query!r}: {'clear' if o.grasp_clear else 'NOT CLEAR'}, "
+                         f"{nearest}, {o.grasp_above_table_cm:.1f} cm above the table")
+        elif o.grasp_error:
+            lines.append(f"  {o.query!r}: no grasp: {o.grasp_error}")
+    return lines
 
 
 def box_description(outcome: QueryOutcome) -> str | None:
@@ -216,6 +275,7 @@ def format_summary(report: DemoReport) -> list[str]:
                      "(centre 1 cm, sizes 10 %, long-axis angle 10 deg)")
         for outcome in boxes:
             lines.append(f"  {outcome.query!r}: {box_description(outcome)}")
+    lines += grasp_lines(outcomes)
     lines += format_concepts(report.concepts)
     lines += backends_lines(outcomes)
     for outcome in outcomes:

@@ -158,6 +158,10 @@ const render = {
         : (m.position_error ? ", no position: " + m.position_error : "");
       if (m.target) t += ", in " + m.target.frame_id + ": " + xyz(m.target.position);
       else if (m.target_error) t += ", not in the target frame: " + m.target_error;
+      if (m.grasp) t += ", best grasp: width " + num(m.grasp.width, 3) + " m, score "
+        + num(m.grasp.score, 2) + ", at " + xyz(m.grasp.position) + " (" + m.grasp.count
+        + " clear)";
+      else if (m.grasp_error) t += ", no grasp: " + m.grasp_error;
       return li(t);
     }));
     showImage();

@@ -164,7 +164,31 @@ def _mask_view(mask: dict) -> dict:
         frame = _text(target.get("frame_id")) if isinstance(target, dict) else ""
         view["target_error"] = (f"no position in {frame} " if frame else "no position in the "
                                 "target frame ") + "(the node gave no reason)"
+    view["grasp"], view["grasp_error"] = _best_grasp(mask)
     return view
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def _best_grasp(mask: dict) -> tuple[dict | None, str]:
+    """The mask's best grasp (the first of its ``grasps``: width, score, position) or why it
+    has none (``grasp_error``); (None, "") for a mask the node planned no grasps for."""
+    grasps = mask.get("grasps")
+    if "grasps" not in mask and "grasp_error" not in mask:
+        return None, ""
+    error = _text(mask.get("grasp_error"))
+    if isinstance(grasps, list) and grasps and isinstance(grasps[0], dict):
+        best = grasps[0]
+        pose = best.get("pose") if isinstance(best.get("pose"), dict) else {}
+        position = _point(pose.get("position"))  # type: ignore[union-attr]
+        if position is not None:
+            return {"width": _number(best.get("width")), "score": _number(best.get("score")),
+                    "position": position, "count": len(grasps)}, ""
+        return None, error or "a grasp without a position (the node gave no reason)"
+    return None, error or "no grasp (the node gave no reason)"
 
 
 # The model's reasoning names candidate masks "[2]" or "mask 2" (its numbering of the last

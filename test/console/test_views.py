@@ -105,3 +105,25 @@ def test_the_reasonings_candidate_numbers_are_written_as_the_results_mask_ids():
     assert shown == ("[mask 1] is the leftmost blue one; mask 2 too, not "
                      "[candidate 3, not in the answer].")
     assert views.renumbered(text, {}) == text
+
+
+def test_the_best_grasp_or_why_there_is_none_is_shown():
+    """issue 36: the Result panel shows the answer's best grasp (width, score, position), or
+    its grasp_error; a mask the node planned no grasps for shows neither."""
+    pose = {"position": {"x": 0.4, "y": -0.1, "z": 0.05},
+            "orientation": {"x": 0, "y": 0.7071, "z": 0, "w": 0.7071}}
+    masks = [{"id": 1, "score": 0.9, "bbox": [1, 2, 3, 4],
+              "grasps": [{"pose": pose, "width": 0.057, "score": 0.81},
+                         {"pose": pose, "width": 0.06, "score": 0.5}]},
+             {"id": 2, "score": 0.8, "bbox": [1, 2, 3, 4], "grasps": [],
+              "grasp_error": "no side of the object fits the gripper"},
+             {"id": 3, "score": 0.7, "bbox": [1, 2, 3, 4]},
+             {"id": 4, "score": 0.6, "bbox": [1, 2, 3, 4], "grasps": [{"width": 0.05}]}]
+    first, second, third, fourth = views.result_view(
+        {"query_id": "q", "status": "succeeded", "masks": masks})["masks"]
+    assert first["grasp"] == {"width": 0.057, "score": 0.81,
+                              "position": {"x": 0.4, "y": -0.1, "z": 0.05}, "count": 2}
+    assert first["grasp_error"] == ""
+    assert second["grasp"] is None and second["grasp_error"].startswith("no side of the")
+    assert third["grasp"] is None and third["grasp_error"] == ""
+    assert fourth["grasp"] is None and "without a position" in fourth["grasp_error"]

@@ -552,14 +552,14 @@ def test_node_publishes_the_target_of_the_selected_object(tmp_path):
         harness.send_query(NODE_NS, {"stop_follow": True})
 
         # 3D without ROS: the same frame from files gives the same position and box.
-        cli = run_cli_on_files(scene, tmp_path / "cli")
+        # The grasp scene on both sides, or on neither (a node whose results carry no support).
+        scene_on = any("support" in m for m in result["masks"])
+        cli = run_cli_on_files(scene, tmp_path / "cli", scene_on)
         assert cli["status"] == "succeeded", cli
+        assert [m["box"] for m in cli["masks"]] == [m["box"] for m in result["masks"]]
+        assert [m.get("support") for m in cli["masks"]] == [
+            m.get("support") for m in result["masks"]]
         assert [m["position"] for m in cli["masks"]] == [m["position"] for m in result["masks"]]
-        if all("support" in m for m in cli["masks"]):  # run --depth with the grasp scene
-            assert [m["box"] for m in cli["masks"]] == [m["box"] for m in result["masks"]]
-        else:  # the CLI's boxes are the top faces: the node's, up to the support
-            assert [m["box"]["orientation"] for m in cli["masks"]] == [
-                m["box"]["orientation"] for m in result["masks"]]
     except (AssertionError, TimeoutError) as exc:
         raise AssertionError(f"{exc}\n--- node log ---\n{proc.log()}") from exc
     finally:
@@ -571,9 +571,9 @@ def test_node_publishes_the_target_of_the_selected_object(tmp_path):
     assert "Traceback" not in proc.log(), proc.log()
 
 
-def run_cli_on_files(scene, folder: Path) -> dict:
+def run_cli_on_files(scene, folder: Path, scene_on: bool = True) -> dict:
     """``sam3-agent run --depth`` on the frame saved as a user would: colour PNG, 16-bit depth
-    PNG (millimetres), the camera_info dumped as YAML."""
+    PNG (millimetres), the camera_info dumped as YAML; ``scene_on``: ``scene.enabled``."""
     folder.mkdir()
     cv2.imwrite(str(folder / "colour.png"), cv2.cvtColor(scene.rgb, cv2.COLOR_RGB2BGR))
     cv2.imwrite(str(folder / "depth.png"), scene.depth_mm())
@@ -582,7 +582,8 @@ def run_cli_on_files(scene, folder: Path) -> dict:
     completed = subprocess.run(
         [sys.executable, "-m", "sam3_agent_ros.cli", "run", "--offline",
          "--image", str(folder / "colour.png"), "--query", "the leftmost blue object",
-         "--depth", str(folder / "depth.png"), "--camera-info", str(folder / "camera_info.yaml")],
+         "--depth", str(folder / "depth.png"), "--camera-info", str(folder / "camera_info.yaml"),
+         "-p", f"scene.enabled:={'true' if scene_on else 'false'}"],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert completed.returncode == 0, completed.stderr
     return json.loads(completed.stdout)
