@@ -48,39 +48,11 @@ from sam3_agent_ros.frames.tf_input import (
     TfInputStats,
 )
 from sam3_agent_ros.frames.transform import Transform, transform_problem, unit_quaternion
+from sam3_agent_ros.frames.unavailable import NS, TransformUnavailable, frame_text, stamp_text
 
-NS = 1_000_000_000
 KNOWN_FRAMES_SHOWN = 12  # how many known frames an error lists
-FRAME_CHARS = 80  # how much of one frame name an error repeats
 MAX_DEPTH = 256  # a chain longer than this is a loop or an attack, not a robot
 CLOCK_READ_S = 0.01  # how long one reading of the node's clock serves the future check
-
-
-def stamp_text(stamp_ns: int) -> str:
-    """A stamp in seconds with nanoseconds, as errors show it: ``12.000000000 s``."""
-    sign = "-" if stamp_ns < 0 else ""
-    seconds, nanoseconds = divmod(abs(int(stamp_ns)), NS)
-    return f"{sign}{seconds}.{nanoseconds:09d} s"
-
-
-def frame_text(frame: str) -> str:
-    return "'" + for_log(frame, FRAME_CHARS) + "'"
-
-
-class TransformUnavailable(Exception):
-    """No transform between two frames at a stamp. ``kind`` is one of ``unknown_frame``,
-    ``no_path``, ``loop``, ``vanished``, ``extrapolation_future``, ``extrapolation_past``,
-    ``invalid`` (the composed transform is no rigid motion: an overflow);
-    ``str()`` is the whole explanation (frames, newest stamp seen, known frames)."""
-
-    def __init__(self, kind: str, message: str, *, target: str, source: str,
-                 newest_stamp_ns: int | None, known_frames: list[str]) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.target = target
-        self.source = source
-        self.newest_stamp_ns = newest_stamp_ns
-        self.known_frames = known_frames
 
 
 class TfBuffer:

@@ -2,7 +2,8 @@
 
 ``Retriable`` (worth another attempt) and ``Unsupported`` (a parameter to adapt) never leave the
 client; ``gave_up`` turns the last retriable failure into the final ``LlmError`` with its fields
-(``core/errors.py``: kind, endpoint, attempts, status code, cause) and the fix for a person. A
+(``core/errors.py``: kind, endpoint, attempts, status code, cause) and the fix for a person
+(``failure_hint``: what a final HTTP error most likely means for this configuration). A
 hung endpoint (it accepts the connection and never answers) is named with the bound that expired:
 ``llm.timeout_s``, or the query's time (``agent.query_timeout_s``) when that was shorter.
 """
@@ -94,3 +95,22 @@ def retry_delay(attempt: int, retry_after: float | None, base_s: float, max_s: f
         return retry_after * (1.0 + rng.uniform(0.0, jitter)) if jitter > 0 else retry_after
     delay = min(max_s, base_s * 2 ** attempt)
     return rng.uniform(0.0, delay) if jitter > 0 else delay
+
+
+def failure_hint(status: int, text: str, *, api_key_env: str, model: str, endpoint: str) -> str:
+    """The server's ``text`` of a final HTTP ``status``, with the likely fix for a person."""
+    if status in (401, 403):
+        # The server's text may echo part of the key: leave it out.
+        return f"authentication failed; set the API key in ${api_key_env}"
+    if status == 404:
+        return f"{text} (check llm.model={model!r} and llm.base_url={endpoint!r})"
+    lowered = text.lower()
+    if status == 400 and ("image" in lowered or "multimodal" in lowered) and any(
+            word in lowered for word in ("limit", "at most", "maximum", "exceed", "too many")):
+        return (f"{text} (the server limits images per request; this agent sends up to 3: "
+                "start vLLM with --limit-mm-per-prompt '{\"image\":3}')")
+    if status == 400 and "image" in lowered:
+        return f"{text} (is llm.model={model!r} a vision-language model?)"
+    if status == 400 and ("max_tokens" in lowered or "context length" in lowered):
+        return f"{text} (check llm.max_tokens and agent.max_image_side)"
+    return text

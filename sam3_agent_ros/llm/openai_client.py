@@ -59,6 +59,7 @@ from sam3_agent_ros.llm import reply_fields
 from sam3_agent_ros.llm.attempts import (
     Retriable,
     Unsupported,
+    failure_hint,
     gave_up,
     no_answer,
     retry_delay,
@@ -317,7 +318,9 @@ class OpenAiClient:
             unsupported = unsupported_parameter(status, text)
             if unsupported:
                 return Unsupported(unsupported, f"HTTP {status} from {base_url}: {text}")
-            return LlmError(f"HTTP {status} from {base_url}: {self._hint(status, text)}",
+            hint = failure_hint(status, text, api_key_env=self._api_key_env,
+                                model=self._config.model, endpoint=self._endpoint)
+            return LlmError(f"HTTP {status} from {base_url}: {hint}",
                             kind=LlmError.HTTP_STATUS, endpoint=base_url, status_code=status)
         if isinstance(exc, json.JSONDecodeError):
             return LlmError(f"malformed LLM response: the body is not JSON ({exc.msg} at "
@@ -339,24 +342,6 @@ class OpenAiClient:
         log.warning("the server rejects %r for llm.model=%r; adapting and resending", parameter,
                     self._config.model)
         return True
-
-    def _hint(self, status: int, text: str) -> str:
-        if status in (401, 403):
-            # The server's text may echo part of the key: leave it out.
-            return f"authentication failed; set the API key in ${self._api_key_env}"
-        if status == 404:
-            return (f"{text} (check llm.model={self._config.model!r} and "
-                    f"llm.base_url={self._endpoint!r})")
-        lowered = text.lower()
-        if status == 400 and ("image" in lowered or "multimodal" in lowered) and any(
-                word in lowered for word in ("limit", "at most", "maximum", "exceed", "too many")):
-            return (f"{text} (the server limits images per request; this agent sends up to 3: "
-                    "start vLLM with --limit-mm-per-prompt '{\"image\":3}')")
-        if status == 400 and "image" in lowered:
-            return f"{text} (is llm.model={self._config.model!r} a vision-language model?)"
-        if status == 400 and ("max_tokens" in lowered or "context length" in lowered):
-            return f"{text} (check llm.max_tokens and agent.max_image_side)"
-        return text
 
     def _server_text(self, exc: openai.APIStatusError) -> str:
         body = exc.body
