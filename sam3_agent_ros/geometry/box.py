@@ -22,7 +22,7 @@ from sam3_agent_ros.geometry.locate import (
     strided,
 )
 from sam3_agent_ros.geometry.plane import fit_plane
-from sam3_agent_ros.geometry.rotations import matrix_to_quaternion, quaternion_to_matrix
+from sam3_agent_ros.geometry.rotations import cross, matrix_to_quaternion, quaternion_to_matrix
 
 QUATERNION_DECIMALS = 6
 PLANE_POINTS = 4096  # the plane is fitted on at most this many seed points (evenly strided)
@@ -134,7 +134,7 @@ def fit_sampled_box(sampled: MaskDepth, intr: Intrinsics, min_valid_pixels: int)
     # own coordinates: a ray r meets it at r (o.n) / (r.n).
     to_plane = (origin @ normal) / facing
     axis_u = _perpendicular(normal)
-    axis_v = np.cross(normal, axis_u)
+    axis_v = cross(normal, axis_u)
     flat = [to_plane * face.dot(axis) - origin @ axis for axis in (axis_u, axis_v)]
     (dir_a, extent_a, mid_a), (dir_b, extent_b, mid_b) = _footprint(flat, face.row_ends())
     in_plane = [dir_a[0] * axis_u + dir_a[1] * axis_v, dir_b[0] * axis_u + dir_b[1] * axis_v]
@@ -331,5 +331,5 @@ def box_axes(x_axis: np.ndarray, z_axis: np.ndarray, centre: np.ndarray) -> np.n
     x_axis = x_axis / np.linalg.norm(x_axis)
     if x_axis[0] < -SIGN_EPSILON or (abs(x_axis[0]) <= SIGN_EPSILON and x_axis[1] < 0):
         x_axis = -x_axis
-    return np.stack([x_axis, np.cross(z_axis, x_axis), z_axis], axis=1)
+    return np.stack([x_axis, cross(z_axis, x_axis), z_axis], axis=1)
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sam3_agent_ros.geometry.box import Box3D
-from sam3_agent_ros.geometry.rotations import matrix_to_quaternion, quaternion_to_matrix
+from sam3_agent_ros.geometry.rotations import cross, matrix_to_quaternion, quaternion_to_matrix
 from sam3_agent_ros.geometry.support import Support
 from sam3_agent_ros.geometry.target_points import evenly
 
@@ -154,7 +154,7 @@ class _Parts:
         count = len(self.centres)
         mine = np.swapaxes(self.axes, 1, 2)  # (P, 3 axes, 3)
         theirs = np.broadcast_to(other_axes.T, (count, 3, 3))
-        crossed = np.cross(mine[:, :, None, :], theirs[:, None, :, :]).reshape(count, 9, 3)
+        crossed = cross(mine[:, :, None, :], theirs[:, None, :, :]).reshape(count, 9, 3)
         axes = np.concatenate([mine, theirs, crossed], axis=1)  # (P, 15, 3)
         lengths = np.linalg.norm(axes, axis=2)
         usable = lengths > 1e-9
@@ -267,7 +267,7 @@ def _candidates(box: Box3D, normal: np.ndarray, max_width: float, clearance: flo
             short.append(f"top-down: {grip * 100:.1f} cm of contact")
             continue
         approach = -normal
-        axes = np.stack([approach, closing, np.cross(approach, closing)], axis=1)
+        axes = np.stack([approach, closing, cross(approach, closing)], axis=1)
         out.append(_Candidate("top", foot + 0.5 * (height + tip) * normal, axes, width,
                               min(width + 2 * clearance, max_width), grip))
     for (along, depth), (closing, width) in itertools.permutations(footprint, 2):  # side
@@ -281,7 +281,7 @@ def _candidates(box: Box3D, normal: np.ndarray, max_width: float, clearance: flo
         level = max(0.5 * height, clearance + 0.5 * gripper.finger_breadth)
         for sign in (1.0, -1.0):
             approach = sign * along
-            axes = np.stack([approach, closing, np.cross(approach, closing)], axis=1)
+            axes = np.stack([approach, closing, cross(approach, closing)], axis=1)
             centre = foot + level * normal + (0.5 * (fingertip - 0.5 * depth)) * approach
             out.append(_Candidate("side", centre, axes, width,
                                   min(width + 2 * clearance, max_width), grip))

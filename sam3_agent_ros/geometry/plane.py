@@ -16,6 +16,7 @@ from sam3_agent_ros.geometry.locate import (
     median,
     strided,
 )
+from sam3_agent_ros.geometry.rotations import cross
 
 # The dominant plane is refitted this many times on its inliers; points that span less than
 # MIN_SPREAD_M across are a line, not a surface.
@@ -82,7 +83,7 @@ def _ransac_inliers(points: np.ndarray, band: float,
     scored = strided(points, RANSAC_SCORED_POINTS)
     triples = rng.integers(0, len(scored), size=(RANSAC_HYPOTHESES, 3))
     a, b, c = scored[triples[:, 0]], scored[triples[:, 1]], scored[triples[:, 2]]
-    normals = np.cross(b - a, c - a)
+    normals = cross(b - a, c - a)
     lengths = np.linalg.norm(normals, axis=1)
     usable = lengths > 1e-12
     if not usable.any():

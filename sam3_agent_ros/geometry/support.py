@@ -38,7 +38,7 @@ from sam3_agent_ros.geometry.box import Box3D, box_axes
 from sam3_agent_ros.geometry.camera_model import Intrinsics, as_intrinsics, ideal_pixels
 from sam3_agent_ros.geometry.depth_image import resize_depth_to
 from sam3_agent_ros.geometry.plane import fit_plane
-from sam3_agent_ros.geometry.rotations import matrix_to_quaternion
+from sam3_agent_ros.geometry.rotations import cross, matrix_to_quaternion
 from sam3_agent_ros.masks import PixelBox, pixel_box
 
 RING_FRACTION = 0.5  # the ring: the mask's rectangle grown by this times its larger side
@@ -200,7 +200,7 @@ def reaching_box(box: Box3D, support: Support, top: float | None = None,
     first = rotation[:, int(np.argmin(lean))]
     axis_u = first - (first @ normal) * normal
     axis_u /= np.linalg.norm(axis_u)
-    axis_v = np.cross(normal, axis_u)
+    axis_v = cross(normal, axis_u)
     above = None
     if points is not None and len(points):
         above = points[support.heights(points) > support.band]
