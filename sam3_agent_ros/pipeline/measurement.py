@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from sam3_agent_ros.config import GraspConfig, SceneConfig
 from sam3_agent_ros.core.ports import Logger
 from sam3_agent_ros.core.types import QueryStatus, Result
+from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.geometry.measurement import Measurement, posed_indices
 from sam3_agent_ros.geometry.target_points import TargetPoints
 from sam3_agent_ros.pipeline.answer_scene import AnswerScene, SceneStep, answer_scene
@@ -138,12 +139,18 @@ def measure_answer(result: Result, depth: DepthSource | None, logger: Logger | N
              if located.moved is not None else None)
     target = located.target
     grasp = None
+    scene_error = None
     if scene is not None and scene.scene.enabled and result.masks:
-        located, grasp = _with_scene(result, located, depth, scene, logger)
+        located, grasp, scene_error = _with_scene(result, located, depth, scene, logger)
         measurements = [m or Measurement.missing(None) for m in located.measurements]
         moved = ([m or Measurement.missing(None) for m in located.moved]
                  if located.moved is not None else None)
     result.mask_extras = located.json_fields()  # the result JSON's 3D fields, written once
+    if scene_error is not None:  # asked for and failed: the reason stands where the fields would
+        for k, entry in enumerate(result.mask_extras):
+            entry.update({"support": None, "support_error": scene_error})
+            if k == 0:
+                entry.update({"grasps": [], "grasp_error": scene_error})
     if grasp is not None:
         for k, (entry, extra) in enumerate(zip(result.mask_extras, grasp.fields)):
             entry.update(extra)
@@ -170,26 +177,28 @@ def measure_answer(result: Result, depth: DepthSource | None, logger: Logger | N
 
 
 def _with_scene(result: Result, located: Located, depth: DepthSource, request: SceneRequest,
-                logger: Logger | None) -> tuple[Located, SceneStep | None]:
+                logger: Logger | None) -> tuple[Located, SceneStep | None, str | None]:
     """``located`` with the selected masks' boxes reaching their support (moved with the same
-    transform) and the grasp scene; unchanged and None when it cannot run (a warning says
-    why: the answer goes out without it)."""
+    transform) and the grasp scene; unchanged and None when it cannot run: a depth source
+    that prepares no depth image (no reason), or the scene failed (a warning and the reason:
+    the answer goes out without it, the reason in its fields)."""
     prepared = getattr(depth, "prepared", None)
     if not callable(prepared):
-        return located, None
+        return located, None, None
     try:
         step = answer_scene(result, [m or Measurement.missing(None) for m in located.measurements],
                             prepared(result.frame), located.target, request.scene,
                             request.grasp, request.max_points)
     except Exception as exc:  # noqa: BLE001 (the grasp scene must never break an answer)
+        reason = f"the grasp scene failed: {type(exc).__name__}: {for_log(str(exc), 200)}"
         if logger is not None:
-            logger.warning(f"depth: the grasp scene failed: {type(exc).__name__}: {exc}")
-        return located, None
+            logger.warning(f"depth: {reason}")
+        return located, None, reason
     target = located.target
     if target is None:
-        return Located(list(step.reached)), step
+        return Located(list(step.reached)), step, None
     fields = [target_fields(m, target) for m in step.reached]
     moved = ([moved_measurement(m, target, f) for m, f in zip(step.reached, fields)]
              if target.ok else None)
     return Located(list(step.reached), target, list(moved) if moved is not None else None,
-                   list(fields)), step
+                   list(fields)), step, None

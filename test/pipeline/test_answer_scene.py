@@ -100,3 +100,21 @@ def test_several_selected_are_named_by_mask_id(tabletop):
     entries = answer.result.to_json()["masks"]
     assert "grasps" in entries[0] and "grasps" not in entries[1]
     assert all(e["support"] is not None for e in entries)
+
+
+def test_a_failing_grasp_scene_leaves_the_answer_and_says_why(tabletop, monkeypatch):
+    """The scene raising (a bug, an odd depth image) costs the answer nothing but the scene:
+    the boxes stay the measured ones, each mask says why it has no support, the first why it
+    has no grasps, and nothing is published for the scene."""
+    from sam3_agent_ros.pipeline import measurement
+
+    def broken(*args, **kwargs):
+        raise ValueError("an odd depth image")
+
+    monkeypatch.setattr(measurement, "answer_scene", broken)
+    _, answer = _answer(tabletop)
+    entry = answer.result.to_json()["masks"][0]
+    assert answer.result.status is QueryStatus.SUCCEEDED and entry["position"] is not None
+    assert entry["support"] is None and "an odd depth image" in entry["support_error"]
+    assert entry["grasps"] == [] and entry["grasp_error"] == entry["support_error"]
+    assert answer.scene is None
