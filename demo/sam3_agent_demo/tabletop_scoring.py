@@ -135,16 +135,24 @@ def _score_box(outcome: QueryOutcome, truth: sample.GroundTruth, reaching: bool 
     if box is None:
         outcome.box_on_target = False
         return
-    rotation = quaternion_to_matrix([box["orientation"][a] for a in "xyzw"])
-    size = [box["size"][a] for a in "xyz"]
-    center = np.array([box["center"][a] for a in "xyz"], np.float64)
-    if reaching:  # box z points away from the camera: the top face is half its height back
-        center = center - 0.5 * size[2] * rotation[:, 2]
-    errors = box_errors(true_box, list(center), size, rotation)
+    center, size, rotation = box_as_scored(box, reaching)
+    errors = box_errors(true_box, center, size, rotation)
     outcome.box_center_error_cm = errors.center_cm
     outcome.box_size_error_pct = list(errors.size_pct) if errors.size_pct else None
     outcome.box_angle_error_deg = errors.angle_deg
     outcome.box_on_target = errors.within()
+
+
+def box_as_scored(box: dict, reaching: bool) -> tuple[list[float], list[float], np.ndarray]:
+    """A result JSON box as the sample's truth (top faces) is compared with it: (centre, sizes,
+    rotation); a box that reaches its support (``reaching``) by its top face's centre (box z
+    points away from the camera: the top face is half its height back)."""
+    rotation = quaternion_to_matrix([box["orientation"][a] for a in "xyzw"])
+    size = [box["size"][a] for a in "xyz"]
+    center = np.array([box["center"][a] for a in "xyz"], np.float64)
+    if reaching:
+        center = center - 0.5 * size[2] * rotation[:, 2]
+    return [float(v) for v in center], size, rotation
 
 
 def _score_grasp(outcome: QueryOutcome, mask: dict, truth: sample.GroundTruth) -> None:

@@ -24,13 +24,13 @@ from rosbags.typesys import Stores, get_typestore
 from sam3_agent_demo import sample
 from sam3_agent_demo.domains import reserved_loopback_env
 from sam3_agent_demo.scene import box_errors
+from sam3_agent_demo.tabletop_scoring import box_as_scored
 from sam3_agent_ros.bags.message_types import register_message_type
-from sam3_agent_ros.geometry.rotations import quaternion_to_matrix
 
 pytestmark = pytest.mark.ros
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STORE = get_typestore(Stores.ROS2_KILTED)
-CUBE, TEXT_VIEW_FACING = 1, 9  # visualization_msgs/Marker types
+ARROW, CUBE, TEXT_VIEW_FACING = 0, 1, 9  # visualization_msgs/Marker types
 
 
 def _stamp(header) -> int:
@@ -135,15 +135,20 @@ def test_output_bag_holds_one_correct_result_per_query(demo_run):
         error = np.subtract([position["x"], position["y"], position["z"]],
                             truth.position(frame, query["expected"]))
         assert np.linalg.norm(error) < 0.02, (query["query"], error)
-        box = result["masks"][0]["box"]
+        box = result["masks"][0]["box"]  # the truth is a top face: a reaching box by its own
+        reaching = result["masks"][0].get("support") is not None
         errors = box_errors(truth.true_box(frame, query["expected"]),
-                            [box["center"][a] for a in "xyz"], [box["size"][a] for a in "xyz"],
-                            quaternion_to_matrix([box["orientation"][a] for a in "xyzw"]))
+                            *box_as_scored(box, reaching))
         assert errors.within(), (query["query"], errors.describe())
-        # RViz: the answer's markers, stamped with its frame: a DELETEALL, a cube and a label.
+        # RViz: the answer's markers, stamped with its frame: a DELETEALL, a cube and a label,
+        # then an arrow per grasp of the result (at most 5, namespace "grasps").
         drawn = markers[stamp].pop(0)
-        assert [m.type for m in drawn[1:]] == [CUBE, TEXT_VIEW_FACING], query["query"]
-        assert drawn[2].text == f"{result['query']} #1"
+        boxes = [m for m in drawn[1:] if m.ns != "grasps"]
+        assert [m.type for m in boxes] == [CUBE, TEXT_VIEW_FACING], query["query"]
+        assert boxes[1].text == f"{result['query']} #1"
+        arrows = [m for m in drawn[1:] if m.ns == "grasps"]
+        assert [m.type for m in arrows] == [ARROW] * min(
+            5, len(result["masks"][0].get("grasps") or [])), query["query"]
 
 
 def test_output_bag_is_a_valid_rosbag2(demo_run):
