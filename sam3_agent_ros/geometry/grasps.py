@@ -46,8 +46,8 @@ from sam3_agent_ros.geometry.target_points import evenly
 
 OWN_MARGIN_M = 0.005
 # The obstacle points checked: those near the gripper, at most this many, evenly along the
-# cloud (at 1080p a cloud of 20000 points samples the crop every ~2 mm; the near ones thinned to
-# this are still a few mm apart, finer than the clearance: a finger cannot pass between them
+# cloud (at 1080p and 0.8 m the scene cloud samples the crop every ~3 mm; the near ones thinned
+# to this are still a few mm apart, finer than the clearance: a finger cannot pass between them
 # into a surface).
 MAX_CHECKED_POINTS = 3000
 GOOD_GRIP_M = 0.03  # contact along the approach worth the whole fit's second half
@@ -135,35 +135,44 @@ class _Parts:
         """(P,): each box's distance from the nearest of the (N, 3) points (0: one inside)."""
         count = len(self.centres)
         kind = points.dtype  # float32 for a scene cloud: ~0.1 um at a few metres, twice as fast
-        # Every point in every box's axes in one product: (N, 3) @ (3, 3P).
-        flat = np.swapaxes(self.axes, 0, 1).reshape(3, 3 * count).astype(kind)
-        local = points @ flat
-        local -= np.einsum("pj,pjk->pk", self.centres, self.axes).reshape(-1).astype(kind)
+        # Every point along every box's axes in one product, a row per axis: (3P, 3) @ (3, N)
+        # (numpy works along rows several times faster than across narrow columns).
+        rows = np.swapaxes(self.axes, 1, 2).reshape(3 * count, 3).astype(kind)
+        local = rows @ points.T
+        local -= np.einsum("pj,pjk->pk", self.centres, self.axes).reshape(-1, 1).astype(kind)
         np.abs(local, out=local)
-        local -= self.halves.reshape(-1).astype(kind)
+        local -= self.halves.reshape(-1, 1).astype(kind)
         np.maximum(local, 0.0, out=local)
         local *= local
-        squared = local[:, 0::3] + local[:, 1::3]
-        squared += local[:, 2::3]
-        return np.sqrt(squared.min(axis=0).astype(np.float64))
+        squared = local.reshape(count, 3, -1).sum(axis=1)
+        return np.sqrt(squared.min(axis=1).astype(np.float64))
 
-    def gaps(self, box: Box3D) -> np.ndarray:
-        """(P,): a lower bound of each box's distance to ``box`` (negative: they overlap), the
-        widest separation along the 15 separating axes."""
-        other_axes, other_half = box.rotation, np.asarray(box.size) / 2.0
+    def gaps(self, boxes: Sequence[Box3D]) -> np.ndarray:
+        """(B, P): a lower bound of each gripper box's distance to each of ``boxes`` (negative:
+        they overlap), the widest separation along the 15 separating axes of the pair; all
+        pairs in one set of products."""
         count = len(self.centres)
-        mine = np.swapaxes(self.axes, 1, 2)  # (P, 3 axes, 3)
-        theirs = np.broadcast_to(other_axes.T, (count, 3, 3))
-        crossed = cross(mine[:, :, None, :], theirs[:, None, :, :]).reshape(count, 9, 3)
-        axes = np.concatenate([mine, theirs, crossed], axis=1)  # (P, 15, 3)
-        lengths = np.linalg.norm(axes, axis=2)
+        if not boxes:
+            return np.zeros((0, count))
+        other_axes = np.stack([box.rotation for box in boxes])  # (B, 3, 3: columns)
+        other_half = np.array([box.size for box in boxes], np.float64) / 2.0
+        other_centre = np.array([box.center for box in boxes], np.float64)
+        shape = (len(boxes), count, 3, 3)
+        mine = np.broadcast_to(np.swapaxes(self.axes, 1, 2), shape)  # rows: the axes
+        theirs = np.broadcast_to(np.swapaxes(other_axes, 1, 2)[:, None], shape)
+        crossed = cross(mine[:, :, :, None, :], theirs[:, :, None, :, :]).reshape(
+            len(boxes), count, 9, 3)
+        axes = np.concatenate([mine, theirs, crossed], axis=2)  # (B, P, 15, 3)
+        lengths = np.sqrt(np.einsum("bpak,bpak->bpa", axes, axes))
         usable = lengths > 1e-9
-        axes = axes / np.where(usable, lengths, 1.0)[:, :, None]
-        offset = np.abs(np.einsum("pak,pk->pa", axes, np.asarray(box.center) - self.centres))
-        reach = np.einsum("paj,pj->pa", np.abs(np.einsum("pak,pkj->paj", axes, self.axes)),
+        axes = axes / np.where(usable, lengths, 1.0)[..., None]
+        offset = np.abs(np.einsum("bpak,bpk->bpa", axes,
+                                  other_centre[:, None, :] - self.centres[None]))
+        reach = np.einsum("bpaj,pj->bpa", np.abs(np.einsum("bpak,pkj->bpaj", axes, self.axes)),
                           self.halves)
-        reach += np.abs(axes @ other_axes) @ other_half
-        return np.where(usable, offset - reach, -np.inf).max(axis=1)
+        reach += np.einsum("bpaj,bj->bpa", np.abs(np.einsum("bpak,bkj->bpaj", axes,
+                                                            other_axes)), other_half)
+        return np.where(usable, offset - reach, -np.inf).max(axis=2)
 
 
 @dataclass(frozen=True)
@@ -175,31 +184,36 @@ class _Candidate:
     opening: float
     grip: float  # contact length along the approach
 
-    def parts(self, gripper: Gripper) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return _boxes(self.centre, self.axes, self.opening, self.grip, gripper)
-
 
 def gripper_boxes(grasp: Grasp, gripper: Gripper = Gripper()
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The gripper of ``grasp`` as the three boxes the checks use (module doc), in the grasp's
     frame of reference: centres (3, 3), axes (3, 3, 3: columns), half extents (3, 3); fingers
     first, then the palm (for markers, and for checks of one's own)."""
-    return _boxes(np.asarray(grasp.position), grasp.rotation, grasp.opening, grasp.grip,
-                  gripper)
+    parts = _gripper_parts(np.asarray(grasp.position, np.float64)[None],
+                           grasp.rotation[None], np.array([grasp.opening]),
+                           np.array([grasp.grip]), gripper)
+    return parts.centres, parts.axes, parts.halves
 
 
-def _boxes(centre: np.ndarray, axes: np.ndarray, opening: float, grip: float,
-           gripper: Gripper) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    tip = 0.5 * grip  # the fingertips lie half the contact ahead of the origin
+def _gripper_parts(centres: np.ndarray, axes: np.ndarray, openings: np.ndarray,
+                   grips: np.ndarray, gripper: Gripper) -> _Parts:
+    """The three boxes of each of C grasps (centres (C, 3), axes (C, 3, 3), the jaws'
+    openings and the contact lengths (C,)): fingers, then the palm, grasp by grasp."""
+    tips = 0.5 * grips  # the fingertips lie half the contact ahead of the origin
     length, thick = gripper.finger_length, gripper.finger_thickness
-    breadth = gripper.finger_breadth
-    finger_x = tip - 0.5 * length
-    local = np.array([[finger_x, -(0.5 * opening + 0.5 * thick), 0.0],
-                      [finger_x, 0.5 * opening + 0.5 * thick, 0.0],
-                      [tip - length - 0.5 * gripper.palm_depth, 0.0, 0.0]])
-    halves = np.array([[0.5 * length, 0.5 * thick, 0.5 * breadth]] * 2
-                      + [[0.5 * gripper.palm_depth, 0.5 * opening + thick, 0.5 * breadth]])
-    return centre + local @ axes.T, np.broadcast_to(axes, (3, 3, 3)), halves
+    breadth, palm = gripper.finger_breadth, gripper.palm_depth
+    local = np.zeros((len(centres), 3, 3))  # per grasp its three boxes' centres, its frame
+    local[:, :2, 0] = (tips - 0.5 * length)[:, None]
+    beside = 0.5 * openings + 0.5 * thick  # each finger's middle beside the opening
+    local[:, 0, 1], local[:, 1, 1] = -beside, beside
+    local[:, 2, 0] = tips - length - 0.5 * palm
+    halves = np.empty((len(centres), 3, 3))
+    halves[:, :2] = (0.5 * length, 0.5 * thick, 0.5 * breadth)  # the fingers
+    halves[:, 2, 0], halves[:, 2, 2] = 0.5 * palm, 0.5 * breadth  # the palm
+    halves[:, 2, 1] = 0.5 * openings + thick
+    placed = centres[:, None, :] + np.einsum("cbj,cij->cbi", local, axes)
+    return _Parts(placed.reshape(-1, 3), np.repeat(axes, 3, axis=0), halves.reshape(-1, 3))
 
 
 def plan_grasps(box: Box3D, support: Support, *, obstacles: Sequence[Box3D] = (),
@@ -215,11 +229,12 @@ def plan_grasps(box: Box3D, support: Support, *, obstacles: Sequence[Box3D] = ()
     candidates, reason = _candidates(box, normal, max_width, clearance, gripper)
     if not candidates:
         return Grasps((), reason, 0)
-    blockers = _obstacle_points(box, support, points, labels, target_label)
-    built = [candidate.parts(gripper) for candidate in candidates]
-    parts = _Parts(*(np.concatenate([b[i] for b in built]) for i in range(3)))
-    near = _near(blockers, parts, box)
-    nearest, what = _nearest(parts, support, obstacles, near)
+    parts = _gripper_parts(np.array([c.centre for c in candidates]),
+                           np.array([c.axes for c in candidates]),
+                           np.array([c.opening for c in candidates]),
+                           np.array([c.grip for c in candidates]), gripper)
+    blockers = _blockers(box, support, parts, points, labels, target_label)
+    nearest, what = _nearest(parts, support, obstacles, blockers)
     grasps: list[Grasp] = []
     blocked: Counter[str] = Counter()
     for index, candidate in enumerate(candidates):
@@ -291,43 +306,44 @@ def _candidates(box: Box3D, normal: np.ndarray, max_width: float, clearance: flo
     return out, None
 
 
-def _obstacle_points(box: Box3D, support: Support, points: np.ndarray | None,
-                     labels: np.ndarray | None, target_label: int | None) -> np.ndarray:
-    """The scene points that are neither the target's nor the support's (module doc)."""
+def _blockers(box: Box3D, support: Support, parts: _Parts, points: np.ndarray | None,
+              labels: np.ndarray | None, target_label: int | None) -> np.ndarray:
+    """The scene points that can block a candidate: those within ``CLEARANCE_SCALE_M`` of the
+    bounding box (in the target box's axes) of all the gripper boxes (the others cannot
+    matter) that are neither the target's nor the support's (module doc), at most
+    ``MAX_CHECKED_POINTS`` (evenly)."""
     if points is None or len(points) == 0:
         return np.zeros((0, 3))
     points = np.asarray(points).reshape(-1, 3)
-    if points.dtype not in (np.float32, np.float64):
-        points = points.astype(np.float64)
-    keep = points @ np.asarray(support.normal, points.dtype) > max(support.band, 1e-3) \
-        - support.distance
-    if labels is not None and target_label is not None:
-        keep &= np.asarray(labels).reshape(-1) != target_label
-    local = points @ box.rotation.astype(points.dtype)
-    local -= (np.asarray(box.center) @ box.rotation).astype(points.dtype)
-    np.abs(local, out=local)
-    reach = np.asarray(box.size) / 2.0 + OWN_MARGIN_M
-    keep &= (local[:, 0] > reach[0]) | (local[:, 1] > reach[1]) | (local[:, 2] > reach[2])
-    return points[keep]
-
-
-def _near(points: np.ndarray, parts: _Parts, box: Box3D) -> np.ndarray:
-    """The points within ``CLEARANCE_SCALE_M`` of the bounding box (in the target box's axes)
-    of all the gripper boxes (the others cannot matter), at most ``MAX_CHECKED_POINTS``
-    (evenly)."""
-    if len(points) == 0:
-        return points
-    axes = box.rotation
+    # Contiguous (a scene cloud's points are a strided view of its bytes): faster to index.
+    points = np.ascontiguousarray(points if points.dtype in (np.float32, np.float64)
+                                  else points.astype(np.float64))
+    axes, centre = box.rotation, np.asarray(box.center)
+    # Every point in the target box's axes, one row per axis (3, N): one product serves both
+    # tests, and numpy compares rows several times faster than columns. The box's centre is
+    # there at ``offset``, folded into the bounds.
+    local = axes.T.astype(points.dtype) @ points.T
+    offset = centre @ axes
     corners = (parts.centres[:, None, :] + np.einsum(
         "pij,cj->pci", parts.axes, _SIGNS) * parts.halves[:, None, :]) @ axes
     low = corners.reshape(-1, 3).min(axis=0) - CLEARANCE_SCALE_M
     high = corners.reshape(-1, 3).max(axis=0) + CLEARANCE_SCALE_M
-    local = points @ axes.astype(points.dtype)
-    keep = (local[:, 0] >= low[0]) & (local[:, 0] <= high[0]) & (local[:, 1] >= low[1]) & (
-        local[:, 1] <= high[1]) & (local[:, 2] >= low[2]) & (local[:, 2] <= high[2])
-    near = points[keep]
-    spread = evenly(len(near), MAX_CHECKED_POINTS)
-    return near if spread is None else near[spread]
+    near = (local[0] >= low[0]) & (local[0] <= high[0]) & (local[1] >= low[1]) & (
+        local[1] <= high[1]) & (local[2] >= low[2]) & (local[2] <= high[2])
+    index = np.flatnonzero(near)
+    points, local = np.take(points, index, axis=0), np.take(local, index, axis=1)
+    keep = points @ np.asarray(support.normal, points.dtype) > max(support.band, 1e-3) \
+        - support.distance
+    if labels is not None and target_label is not None:
+        keep &= np.take(np.asarray(labels).reshape(-1), index) != target_label
+    reach = np.asarray(box.size) / 2.0 + OWN_MARGIN_M
+    outside = np.zeros(len(index), bool)
+    for along, middle, half in zip(local, offset, reach):
+        outside |= (along > middle + half) | (along < middle - half)
+    keep &= outside
+    blockers = np.compress(keep, points, axis=0)
+    spread = evenly(len(blockers), MAX_CHECKED_POINTS)
+    return blockers if spread is None else blockers[spread]
 
 
 _SIGNS = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
@@ -339,8 +355,7 @@ def _nearest(parts: _Parts, support: Support, obstacles: Sequence[Box3D],
     an obstacle box or an obstacle point."""
     nearest = parts.lowest(support)
     what = [SUPPORT] * len(nearest)
-    for index, obstacle in enumerate(obstacles):
-        gaps = parts.gaps(obstacle)
+    for index, gaps in enumerate(parts.gaps(obstacles)):
         for k in np.flatnonzero(gaps < nearest):
             what[k] = f"obstacle {index}"
         nearest = np.minimum(nearest, gaps)

@@ -11,31 +11,34 @@ import numpy as np
 
 def matrix_to_quaternion(rotation: np.ndarray) -> tuple[float, float, float, float]:
     """A 3x3 rotation matrix -> the unit quaternion (x, y, z, w) with w >= 0."""
-    m = np.asarray(rotation, dtype=np.float64)
-    trace = m[0, 0] + m[1, 1] + m[2, 2]
+    # Python floats: numpy's scalar arithmetic costs several times more per operation.
+    (m00, m01, m02), (m10, m11, m12), (m20, m21, m22) = np.asarray(
+        rotation, dtype=np.float64).tolist()
+    trace = m00 + m11 + m22
     if trace > 0:
         s = 2.0 * math.sqrt(1.0 + trace)
-        q = ((m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, s / 4)
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
-        q = (s / 4, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s, (m[2, 1] - m[1, 2]) / s)
-    elif m[1, 1] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
-        q = ((m[0, 1] + m[1, 0]) / s, s / 4, (m[1, 2] + m[2, 1]) / s, (m[0, 2] - m[2, 0]) / s)
+        q = ((m21 - m12) / s, (m02 - m20) / s, (m10 - m01) / s, s / 4)
+    elif m00 > m11 and m00 > m22:
+        s = 2.0 * math.sqrt(1.0 + m00 - m11 - m22)
+        q = (s / 4, (m01 + m10) / s, (m02 + m20) / s, (m21 - m12) / s)
+    elif m11 > m22:
+        s = 2.0 * math.sqrt(1.0 + m11 - m00 - m22)
+        q = ((m01 + m10) / s, s / 4, (m12 + m21) / s, (m02 - m20) / s)
     else:
-        s = 2.0 * math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
-        q = ((m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, s / 4, (m[1, 0] - m[0, 1]) / s)
-    quaternion = np.array(q)
-    quaternion /= np.linalg.norm(quaternion)
-    if quaternion[3] < 0:
-        quaternion = -quaternion
-    x, y, z, w = (float(c) for c in quaternion)
+        s = 2.0 * math.sqrt(1.0 + m22 - m00 - m11)
+        q = ((m02 + m20) / s, (m12 + m21) / s, s / 4, (m10 - m01) / s)
+    norm = math.sqrt(sum(c * c for c in q))
+    if q[3] < 0:
+        norm = -norm
+    x, y, z, w = (c / norm + 0.0 for c in q)  # + 0.0: no -0.0
     return x, y, z, w
 
 
 def quaternion_to_matrix(quaternion: Sequence[float]) -> np.ndarray:
     """A quaternion (x, y, z, w), normalised first -> its 3x3 rotation matrix."""
-    x, y, z, w = np.asarray(quaternion, dtype=np.float64) / np.linalg.norm(quaternion)
+    x, y, z, w = (float(c) for c in np.asarray(quaternion, dtype=np.float64).reshape(4))
+    norm = math.sqrt(x * x + y * y + z * z + w * w) or math.nan  # zero: NaN, as numpy's
+    x, y, z, w = x / norm, y / norm, z / norm, w / norm
     return np.array([
         [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
         [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],

@@ -40,7 +40,7 @@ SCENE_POINT_STEP = 20
 FLOAT32, UINT32 = 7, 6  # sensor_msgs/PointField datatypes
 SCENE_FIELDS = (("x", 0, FLOAT32), ("y", 4, FLOAT32), ("z", 8, FLOAT32), ("rgb", 12, FLOAT32),
                 ("label", 16, UINT32))
-WINDOW_SAMPLES_PER_POINT = 2  # the window's grid holds at most about this times max_points
+WINDOW_SAMPLES_PER_POINT = 1.5  # the window's grid holds at most about this times max_points
 DEFAULT_MAX_POINTS = 20000
 GREY = 128
 
@@ -141,52 +141,82 @@ def scene_points(depth_m: np.ndarray, k: Intrinsics | Sequence[float] | np.ndarr
     x0, y0, x1, y1 = _window(crop, intr, width, height)
     if x1 <= x0 or y1 <= y0:
         return ScenePoints(bytearray(), 1)
-    step = grid_step((x1 - x0) * (y1 - y0), WINDOW_SAMPLES_PER_POINT * max_points)
-    depth = depth_m[y0:y1:step, x0:x1:step]
-    # Only depths the cube can hold (its corners' range), within [min_m, max_m]; NaN fails both.
-    corners_z = crop.corners()[:, 2]
-    valid = (depth >= max(min_m, float(corners_z.min()))) & (
-        depth <= min(max_m, float(corners_z.max())))
-    if min_m <= 0:
-        valid &= depth > 0
-    rows, cols = np.nonzero(valid)
-    rows *= step
-    rows += y0
-    cols *= step
-    cols += x0  # image pixels now
-    flat = rows.astype(np.intp) * width + cols  # each point's pixel in the flat images
-    z = depth_m.reshape(-1)[flat]
-    points = np.empty((len(z), 3), np.float32)  # float32: the cloud's own precision
-    if intr.lens is None:
-        np.multiply((cols - intr.cx).astype(np.float32) * np.float32(1.0 / intr.fx), z,
-                    out=points[:, 0])
-        np.multiply((rows - intr.cy).astype(np.float32) * np.float32(1.0 / intr.fy), z,
-                    out=points[:, 1])
-    else:
-        u, v = ideal_pixels(intr, rows, cols)
-        points[:, 0] = (u - intr.cx) / intr.fx * z
-        points[:, 1] = (v - intr.cy) / intr.fy * z
-    points[:, 2] = z
-    inside = crop.contains(points)
-    flat, points = flat[inside], points[inside]
-    keep = evenly(len(points), max_points)
+    step = grid_step((x1 - x0) * (y1 - y0), math.ceil(WINDOW_SAMPLES_PER_POINT * max_points))
+    rows_px, cols_px = np.arange(y0, y1, step), np.arange(x0, x1, step)
+    depth = np.ascontiguousarray(depth_m[y0:y1:step, x0:x1:step])
+    ray_x, ray_y = _rays(intr, rows_px, cols_px)
+    # Which grid cells hold a point of the cube, tested on the grid before any point is built.
+    cells = np.flatnonzero(_in_cube(crop, ray_x, ray_y, depth, min_m, max_m))
+    keep = evenly(len(cells), max_points)
     if keep is not None:
-        flat, points = flat[keep], points[keep]
-    labels = np.zeros(len(points), np.uint32)
+        cells = cells[keep]
+    rows, cols = np.divmod(cells, depth.shape[1])
+    flat = rows_px[rows] * width + cols_px[cols]  # each point's pixel in the flat images
+    z = depth_m.reshape(-1)[flat]
+    # The points go straight into the cloud's bytes (x y z float32: the cloud's precision).
+    data = bytearray(SCENE_POINT_STEP * len(cells))  # zeroed: byte 15 stays 0
+    packed = np.frombuffer(data, np.uint8).reshape(len(cells), SCENE_POINT_STEP)
+    xyz = packed[:, :12].view("<f4")
+    if intr.lens is None:  # a row and a column of rays
+        ray_x, ray_y = ray_x[0, cols], ray_y[rows, 0]
+    else:
+        ray_x, ray_y = ray_x[rows, cols], ray_y[rows, cols]
+    np.multiply(ray_x, z, out=xyz[:, 0])
+    np.multiply(ray_y, z, out=xyz[:, 1])
+    xyz[:, 2] = z
+    if transform is not None:
+        matrix = transform.matrix()
+        xyz[:] = xyz.astype(np.float64) @ matrix[:3, :3].T + matrix[:3, 3]
+    labels = np.zeros(len(cells), np.uint32)
     for mask_id, mask in reversed(labelled):  # the first mask wins where two overlap
         if mask.shape != (height, width):
             raise ValueError(f"mask {mask.shape} and the image {(height, width)} differ in size")
         labels[np.ascontiguousarray(mask).reshape(-1)[flat]] = mask_id
+    packed[:, 16:20].view("<u4")[:, 0] = labels
     if rgb is None:
-        colours = np.full((len(points), 3), GREY, np.uint8)
+        packed[:, 12:15] = GREY
     else:
         pixels = np.ascontiguousarray(rgb[:, :, :3]).reshape(-1).view(np.dtype((np.void, 3)))
-        colours = pixels[flat].view(np.uint8).reshape(-1, 3)
-    if transform is not None:
-        matrix = transform.matrix()
-        points = (points.astype(np.float64) @ matrix[:3, :3].T + matrix[:3, 3]).astype(
-            np.float32)
-    return ScenePoints(pack_scene(points, colours, labels), step)
+        colours = pixels[flat].view(np.uint8).reshape(-1, 3)  # one 3-byte gather per point
+        packed[:, 12:15] = colours[:, ::-1]  # PCL's packing: blue, green, red
+    return ScenePoints(data, step)
+
+
+def _rays(intr: Intrinsics, rows: np.ndarray, cols: np.ndarray
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """The grid's rays (x/z, y/z) as float32: a row (1, W) and a column (H, 1) for a rectified
+    image, (H, W) each for a raw one (its undistorted pixels)."""
+    if intr.lens is None:
+        ray_x = (cols - intr.cx).astype(np.float32) * np.float32(1.0 / intr.fx)
+        ray_y = (rows - intr.cy).astype(np.float32) * np.float32(1.0 / intr.fy)
+        return ray_x[None, :], ray_y[:, None]
+    u, v = ideal_pixels(intr, rows[:, None], cols[None, :])
+    return (((u - intr.cx) / intr.fx).astype(np.float32),
+            ((v - intr.cy) / intr.fy).astype(np.float32))
+
+
+def _in_cube(crop: SceneCrop, ray_x: np.ndarray, ray_y: np.ndarray, depth: np.ndarray,
+             min_m: float, max_m: float) -> np.ndarray:
+    """(H, W) bool: the cells whose depth is valid (in ``[min_m, max_m]``, and only the depths
+    the cube's corners span) and whose point ``(ray_x z, ray_y z, z)`` lies in the cube. Along
+    each cube axis ``a`` the point's coordinate is ``z (a . ray) - a . centre``: one product
+    per axis over the grid."""
+    corners_z = crop.corners()[:, 2]
+    inside = (depth >= max(min_m, float(corners_z.min()))) & (
+        depth <= min(max_m, float(corners_z.max())))  # NaN fails both
+    if min_m <= 0:
+        inside &= depth > 0
+    offsets = crop.centre @ crop.axes
+    half = np.float32(crop.half)
+    for axis in range(3):
+        ax, ay, az = (np.float32(c) for c in crop.axes[:, axis])
+        along = ray_x * ax + ray_y * ay
+        along += az
+        along *= depth
+        along -= np.float32(offsets[axis])
+        np.abs(along, out=along)
+        inside &= along <= half
+    return inside
 
 
 def _window(crop: SceneCrop, intr: Intrinsics, width: int, height: int

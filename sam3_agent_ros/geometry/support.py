@@ -43,7 +43,7 @@ from sam3_agent_ros.masks import PixelBox, pixel_box
 
 RING_FRACTION = 0.5  # the ring: the mask's rectangle grown by this times its larger side
 RING_MIN_PX = 12
-RING_MAX_SAMPLES = 2048  # grid cells of the ring read at most (a coarser grid beyond)
+RING_MAX_SAMPLES = 1024  # grid cells of the ring read at most (a coarser grid beyond)
 MASK_MARGIN_PX = 4  # every mask grown by this before its pixels leave the ring
 MIN_INLIERS = 30
 MIN_INLIER_SHARE = 0.2
@@ -201,19 +201,17 @@ def reaching_box(box: Box3D, support: Support, top: float | None = None,
     axis_u = first - (first @ normal) * normal
     axis_u /= np.linalg.norm(axis_u)
     axis_v = cross(normal, axis_u)
-    above = None
+    plane_axes = np.stack([axis_u, axis_v], axis=1)  # (3, 2)
+    along = corners @ plane_axes  # (8, 2): the corners along each
+    low, high = along.min(axis=0), along.max(axis=0)
     if points is not None and len(points):
-        above = points[support.heights(points) > support.band]
-    spans = []
-    for axis in (axis_u, axis_v):
-        along = corners @ axis
-        low, high = float(along.min()), float(along.max())
-        if above is not None and len(above):
-            trimmed = _quantiles(above @ axis, (FOOTPRINT_TRIM / 100.0,
-                                                1.0 - FOOTPRINT_TRIM / 100.0))
-            low, high = min(low, trimmed[0]), max(high, trimmed[1])
-        spans.append((high - low, 0.5 * (low + high)))
-    (extent_u, mid_u), (extent_v, mid_v) = spans
+        above = np.compress(support.heights(points) > support.band, points, axis=0)
+        if len(above):
+            ranks = [min(len(above) - 1, max(0, round(f * (len(above) - 1))))
+                     for f in (FOOTPRINT_TRIM / 100.0, 1.0 - FOOTPRINT_TRIM / 100.0)]
+            trimmed = np.partition(above @ plane_axes, ranks, axis=0)[ranks]  # (2, 2)
+            low, high = np.minimum(low, trimmed[0]), np.maximum(high, trimmed[1])
+    (extent_u, extent_v), (mid_u, mid_v) = (high - low).tolist(), (0.5 * (low + high)).tolist()
     foot = -support.distance * normal  # the frame origin's foot on the plane
     centre = foot + mid_u * axis_u + mid_v * axis_v + 0.5 * top * normal
     long_axis, extents = (axis_u, (extent_u, extent_v)) if extent_u >= extent_v else (

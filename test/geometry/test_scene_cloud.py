@@ -166,3 +166,26 @@ def test_scene_ply_holds_the_labels(tmp_path, tabletop):
     text = write_scene_ply(tmp_path / "scene_ascii.ply", cloud, binary=False).read_text()
     last = text.strip().splitlines()[-1].split()
     assert len(last) == 7 and int(last[6]) == int(cloud.labels[-1])
+
+
+def test_a_raw_stream_reads_each_pixel_along_its_undistorted_ray(tabletop):
+    from dataclasses import replace
+
+    from sam3_agent_ros.geometry.lens import undistortion_map
+    _, depth, masks, box, _ = tabletop
+    k = (INTRINSICS.fx, INTRINSICS.fy, INTRINSICS.cx, INTRINSICS.cy)
+    lens = undistortion_map(k, "plumb_bob", (-0.3, 0.1, 0.001, -0.002, 0.0), (WIDTH, HEIGHT))
+    assert lens is not None
+    raw = replace(INTRINSICS, lens=lens)
+    crop = crop_of(box, 2.0, 0.3)
+    cloud = scene_points(depth, raw, crop, [(TARGET_ID, masks["target"])], max_points=10**6)
+    # Brute force: every pixel's point along its undistorted ray, kept when in the cube.
+    ray_x = (lens.u.astype(np.float64) - INTRINSICS.cx) / INTRINSICS.fx
+    ray_y = (lens.v.astype(np.float64) - INTRINSICS.cy) / INTRINSICS.fy
+    points = np.stack([ray_x * depth, ray_y * depth, depth], axis=-1)
+    inside = crop.contains(points.reshape(-1, 3)).reshape(HEIGHT, WIDTH) & (depth > 0.1)
+    assert len(cloud) == int(inside.sum()) > 1000
+    np.testing.assert_allclose(cloud.points, points[inside], atol=1e-6)  # row-major, as read
+    np.testing.assert_array_equal(cloud.labels == TARGET_ID, masks["target"][inside])
+    # Read as rectified, the same crop holds other points.
+    assert len(scene_points(depth, INTRINSICS, crop, max_points=10**6)) != len(cloud)
