@@ -4,12 +4,14 @@ target's grasps, in the output frame (``target_frame`` when set, else the colour
 
 ROS-free. ``answer_scene`` runs ``geometry.grasp_scene`` on the masks of the last executed
 prompt (``Result.candidates``, the selected masks among them; the selected masks alone when they
-are not known), the selected masks' boxes as the 3D step measured them and the others' measured
-here on the same depth, then moves what it found with the answer's one transform (no second
-lookup). It returns typed values: the selected masks' boxes replaced by their reaching boxes
-(``reached``), what each selected mask gains in the result JSON (``fields_of``) and the
-``AnswerScene`` the builders read (``ros/messages/scene.py``). Without the transform into
-``target_frame`` the scene is None (no pose in another frame, CONTRACTS §11).
+are not known) and the standing concepts' detections on the answer's frame (``neighbours``,
+each that is not one of those masks already), the selected masks' boxes as the 3D step
+measured them and the others' measured here on the same depth, then moves what it found with
+the answer's one transform (no second lookup). It returns typed values: the selected masks'
+boxes replaced by their reaching boxes (``reached``), what each selected mask gains in the
+result JSON (``fields_of``) and the ``AnswerScene`` the builders read
+(``ros/messages/scene.py``). Without the transform into ``target_frame`` the scene is None (no
+pose in another frame, CONTRACTS §11).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from sam3_agent_ros.pipeline.three_d import MaskView
 PREFIX = "sam3_agent/"
 SUPPORT_SCALE = 1.5  # the support's box: this times the target's footprint
 SUPPORT_THICKNESS_M = 0.01
+SAME_OBJECT_IOU = 0.5  # a standing concept's detection this close to a scene mask is that mask
 
 
 @dataclass(frozen=True)
@@ -97,9 +100,11 @@ def support_box(target: Box3D, support: Support) -> Box3D:
                                 SUPPORT_THICKNESS_M), target.orientation)
 
 
-def _scene_masks(result: Result) -> tuple[list[Mask], list[int]]:
-    """The last prompt's masks (the selected ones found among them by their pixels) and, per
-    selected mask of ``result``, its index there."""
+def _scene_masks(result: Result, neighbours: Sequence[Mask] = ()
+                 ) -> tuple[list[Mask], list[int]]:
+    """The last prompt's masks (the selected ones found among them by their pixels), then each
+    of ``neighbours`` (the standing concepts' detections on the answer's frame) that is not one
+    of them already, and, per selected mask of ``result``, its index there."""
     masks = list(result.candidates)
     selected = []
     for mask in result.masks:
@@ -108,12 +113,30 @@ def _scene_masks(result: Result) -> tuple[list[Mask], list[int]]:
             masks.append(mask)
             index = len(masks) - 1
         selected.append(index)
+    shape = result.frame.image.shape[:2] if result.frame is not None else None
+    for neighbour in neighbours:
+        if neighbour.mask.shape == shape and not any(
+                _same_object(neighbour, m) for m in masks):
+            masks.append(neighbour)
     return masks, selected
+
+
+def _same_object(a: Mask, b: Mask) -> bool:
+    """Whether two masks cover the same object (intersection over union at least
+    ``SAME_OBJECT_IOU``), counted inside their pixel boxes' overlap."""
+    if a.pixel_box is None or b.pixel_box is None or a.mask.shape != b.mask.shape:
+        return False
+    x0, y0 = max(a.pixel_box[0], b.pixel_box[0]), max(a.pixel_box[1], b.pixel_box[1])
+    x1, y1 = min(a.pixel_box[2], b.pixel_box[2]), min(a.pixel_box[3], b.pixel_box[3])
+    if x1 <= x0 or y1 <= y0:
+        return False
+    both = int(np.count_nonzero(a.mask[y0:y1, x0:x1] & b.mask[y0:y1, x0:x1]))
+    return both >= SAME_OBJECT_IOU * (a.area + b.area - both)
 
 
 def answer_scene(result: Result, measurements: Sequence[Measurement], depth: Any,
                  target: TargetFrame | None, scene_cfg: SceneConfig, grasp_cfg: GraspConfig,
-                 max_points: int) -> SceneStep:
+                 max_points: int, neighbours: Sequence[Mask] = ()) -> SceneStep:
     """The grasp scene of ``result`` (module doc). ``depth``: a ``three_d.PreparedDepth`` of the
     answer's frame (its ``depth_m`` and ``intrinsics``); ``measurements``: the selected masks',
     in the colour frame. Raises on a depth without values (the caller says why)."""
@@ -121,7 +144,7 @@ def answer_scene(result: Result, measurements: Sequence[Measurement], depth: Any
     assert frame is not None
     if depth.depth_m is None or depth.intrinsics is None:
         raise ValueError(depth.reason or "no depth")
-    masks, selected = _scene_masks(result)
+    masks, selected = _scene_masks(result, neighbours)
     boxes: list[Box3D | None] = [None] * len(masks)
     for k, index in enumerate(selected):
         boxes[index] = box3d(measurements[k].box)

@@ -24,7 +24,9 @@ from typing import Any, Protocol
 
 from sam3_agent_ros.concepts import ConceptFrame, SegmenterGate, StandingConcepts
 from sam3_agent_ros.config import PARAMETERS_BY_NAME, Config
+from sam3_agent_ros.core.errors import SegmenterError
 from sam3_agent_ros.core.ports import Logger
+from sam3_agent_ros.core.types import Frame, Mask
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.follow.redetect import Gates
 from sam3_agent_ros.log_limit import LogLimiter
@@ -72,6 +74,7 @@ class ConceptsControl:
         self._outputs = outputs  # the node's outputs room (ros/outputs.py)
         self._depth = depth
         self._target_frame = target_frame  # the node's TF request (target_frame set) or None
+        self._first = gate.first  # the agent's way to the segmenter (ahead of any pass)
         follow = config.follow
         self.concepts = StandingConcepts(config.concepts.prompts,
                                          Gates(follow.match_min_iou, follow.match_max_shift))
@@ -97,6 +100,22 @@ class ConceptsControl:
 
     def clear(self) -> None:
         self.runner.clear()
+
+    # --- worker thread -----------------------------------------------------------------------
+    def detections_on(self, frame: Frame) -> list[Mask]:
+        """Every standing concept's detections on ``frame`` (an answer's, for its grasp scene:
+        neighbours the query did not name are obstacles too, CONTRACTS §12): one pass through
+        the segmenter ahead of the concepts thread (the frame's backbone is the agent's, cached);
+        none without concepts, and none with a warning when the segmenter fails."""
+        if not self.concepts.prompts:
+            return []
+        try:
+            detected = self.concepts.detect(self._first, frame.image)
+        except SegmenterError as exc:
+            line = f"concepts: no neighbours for the grasp scene: {exc}"
+            self._limiter.emit("concept neighbours", self._logger.warning, lambda: line)
+            return []
+        return [mask for masks in detected.masks for mask in masks]
 
     def _log_list(self) -> None:
         """The new list, at most as often as the node's limiter allows (a peer may set

@@ -13,11 +13,12 @@ pixels are in the caches, placed once the transform is known.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sam3_agent_ros.config import GraspConfig, SceneConfig
 from sam3_agent_ros.core.ports import Logger
-from sam3_agent_ros.core.types import QueryStatus, Result
+from sam3_agent_ros.core.types import Frame, Mask, QueryStatus, Result
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.geometry.measurement import Measurement, posed_indices
 from sam3_agent_ros.geometry.target_points import TargetPoints
@@ -36,11 +37,13 @@ from sam3_agent_ros.pipeline.three_d import DepthSource, Located, measure_3d
 @dataclass(frozen=True)
 class SceneRequest:
     """What an answer's grasp scene needs (CONTRACTS §12: ``scene.*``, ``grasp.*`` and the most
-    points of its cloud, ``depth.cloud_max_points``)."""
+    points of its cloud, ``depth.cloud_max_points``); ``neighbours(frame)``: the standing
+    concepts' detections on the answer's frame (``concept_neighbours``; None: none)."""
 
     scene: SceneConfig = SceneConfig()
     grasp: GraspConfig = GraspConfig()
     max_points: int = 20000
+    neighbours: Callable[[Frame], Sequence[Mask]] | None = None
 
 
 @dataclass
@@ -186,9 +189,11 @@ def _with_scene(result: Result, located: Located, depth: DepthSource, request: S
     if not callable(prepared):
         return located, None, None
     try:
+        neighbours = (request.neighbours(result.frame)
+                      if request.neighbours is not None and result.frame is not None else ())
         step = answer_scene(result, [m or Measurement.missing(None) for m in located.measurements],
                             prepared(result.frame), located.target, request.scene,
-                            request.grasp, request.max_points)
+                            request.grasp, request.max_points, neighbours)
     except Exception as exc:  # noqa: BLE001 (the grasp scene must never break an answer)
         reason = f"the grasp scene failed: {type(exc).__name__}: {for_log(str(exc), 200)}"
         if logger is not None:

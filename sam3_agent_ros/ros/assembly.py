@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sam3_agent_ros.config import Config, backends_of, demo_backends_warning, offline_overrides
-from sam3_agent_ros.core.types import Query, stamp_ns
+from sam3_agent_ros.core.types import Frame, Mask, Query, stamp_ns
 from sam3_agent_ros.core.untrusted_text import for_log
 from sam3_agent_ros.health import recorder as health
 from sam3_agent_ros.log_limit import QUERY_LINES, limiter_of
@@ -189,7 +189,8 @@ class NodeParts:
         life.configure(QueryParts(  # what every query passes, built together
             agent=agent, outputs=outputs, runner=runner, follow=follow, target_frame=request,
             cloud_max_points=config.depth.cloud_max_points,
-            scene=(SceneRequest(config.scene, config.grasp, config.depth.cloud_max_points)
+            scene=(SceneRequest(config.scene, config.grasp, config.depth.cloud_max_points,
+                                neighbours=self._concept_neighbours)
                    if config.depth.enabled and config.scene.enabled else None),
             max_query_chars=settings.max_query_chars,
             on_target=self._health.target_frame_looked_up,
@@ -201,6 +202,12 @@ class NodeParts:
         self.concepts = ConceptsControl(self._logger, self.limiter, config, gate, reader.frame,
                                         depth=life.current_depth, outputs=outputs,
                                         target_frame=life.current_target_frame)
+
+    def _concept_neighbours(self, frame: Frame) -> list[Mask]:
+        """The standing concepts' detections on an answer's frame (its grasp scene's
+        obstacles); none before the concepts are built or after they are gone."""
+        concepts = self.concepts
+        return concepts.detections_on(frame) if concepts is not None else []
 
     def activate(self, config: Config, image_topic: str = "") -> None:
         """Accept queries; the depth inputs when enabled; the action server (kept once made).

@@ -118,3 +118,26 @@ def test_a_failing_grasp_scene_leaves_the_answer_and_says_why(tabletop, monkeypa
     assert entry["support"] is None and "an odd depth image" in entry["support_error"]
     assert entry["grasps"] == [] and entry["grasp_error"] == entry["support_error"]
     assert answer.scene is None
+
+
+def test_a_standing_concepts_detection_is_an_obstacle_and_the_target_is_not(tabletop):
+    scene, depth, masks = tabletop
+    result = _result(depth, masks)
+    prepared = PreparedDepth(depth, INTRINSICS, None, DepthConfig(enabled=True))
+    seen = []
+
+    def neighbours(frame):  # as ConceptsControl.detections_on: the concepts on that frame
+        seen.append(frame)
+        return [Mask.from_array(masks["unsegmented"], 0.8, (0, 0, 1, 1)),
+                Mask.from_array(masks["target"], 0.7, (0, 0, 1, 1))]  # the target itself
+
+    answer = measure_answer(result, prepared, scene=SceneRequest(neighbours=neighbours))
+    assert seen == [result.frame]
+    assert answer.scene.ids == ("sam3_agent/target", "sam3_agent/obstacle_1",
+                                "sam3_agent/obstacle_2", "sam3_agent/obstacle_3",
+                                "sam3_agent/support")  # one more obstacle, no second target
+    unnamed = answer.scene.objects[3].box
+    block = scene.blocks["unsegmented"]
+    assert unnamed.size[2] == pytest.approx(block.height, abs=0.01)  # reaching the table
+    without = measure_answer(result, prepared, scene=SceneRequest())
+    assert len(without.scene.ids) == 4
