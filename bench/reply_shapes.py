@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             "rounds_mean": round(statistics.mean(r["rounds"] for r in subset), 3),
             "failed": sum(r["status"] == "failed" for r in subset),
             "thinking_leaked": sum(r["thinking_leaked"] for r in subset)}
-    data = {"command": ".venv/bin/python bench/reply_shapes.py", "label": args.label,
+    data = {"command": "python bench/reply_shapes.py", "label": args.label,
             "shapes": len(reply_shapes.SHAPES), "protocols": summary, "rows": rows}
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)

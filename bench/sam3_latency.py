@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.ort_providers == "cuda":
         leave_out_tensorrt()
     report = run(args)
-    report["command"] = " ".join([".venv/bin/python bench/sam3_latency.py",
+    report["command"] = " ".join(["python bench/sam3_latency.py",
                                   *(argv if argv is not None else sys.argv[1:])]).strip()
     print_table(report)
     print(json.dumps(report))
