@@ -207,8 +207,7 @@ def reaching_box(box: Box3D, support: Support, top: float | None = None,
     if points is not None and len(points):
         above = np.compress(support.heights(points) > support.band, points, axis=0)
         if len(above):
-            ranks = [min(len(above) - 1, max(0, round(f * (len(above) - 1))))
-                     for f in (FOOTPRINT_TRIM / 100.0, 1.0 - FOOTPRINT_TRIM / 100.0)]
+            ranks = _ranks(len(above), (FOOTPRINT_TRIM / 100.0, 1.0 - FOOTPRINT_TRIM / 100.0))
             trimmed = np.partition(above @ plane_axes, ranks, axis=0)[ranks]  # (2, 2)
             low, high = np.minimum(low, trimmed[0]), np.maximum(high, trimmed[1])
     (extent_u, extent_v), (mid_u, mid_v) = (high - low).tolist(), (0.5 * (low + high)).tolist()
@@ -250,9 +249,14 @@ def object_top(points: np.ndarray, support: Support) -> float | None:
     return _quantiles(support.heights(points), (TOP_PERCENTILE / 100.0,))[0]
 
 
+def _ranks(count: int, fractions: tuple[float, ...]) -> list[int]:
+    """The nearest ranks of these fractions among ``count`` sorted values."""
+    return [min(count - 1, max(0, round(f * (count - 1)))) for f in fractions]
+
+
 def _quantiles(values: np.ndarray, fractions: tuple[float, ...]) -> list[float]:
     """The values at these fractions of the sorted ``values`` (nearest rank; one partition)."""
-    ranks = [min(len(values) - 1, max(0, round(f * (len(values) - 1)))) for f in fractions]
+    ranks = _ranks(len(values), fractions)
     ordered = np.partition(values, ranks)
     return [float(ordered[rank]) for rank in ranks]
 
