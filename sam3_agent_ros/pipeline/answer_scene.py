@@ -31,6 +31,7 @@ from sam3_agent_ros.geometry.measurement import BoxValue, Measurement
 from sam3_agent_ros.geometry.rotations import matrix_to_quaternion
 from sam3_agent_ros.geometry.scene_cloud import ScenePoints, pack_scene
 from sam3_agent_ros.geometry.support import Support
+from sam3_agent_ros.masks import overlap_iou
 from sam3_agent_ros.pipeline.target_frame import TargetFrame
 from sam3_agent_ros.pipeline.three_d import MaskView
 
@@ -122,16 +123,10 @@ def _scene_masks(result: Result, neighbours: Sequence[Mask] = ()
 
 
 def _same_object(a: Mask, b: Mask) -> bool:
-    """Whether two masks cover the same object (intersection over union at least
-    ``SAME_OBJECT_IOU``), counted inside their pixel boxes' overlap."""
-    if a.pixel_box is None or b.pixel_box is None or a.mask.shape != b.mask.shape:
-        return False
-    x0, y0 = max(a.pixel_box[0], b.pixel_box[0]), max(a.pixel_box[1], b.pixel_box[1])
-    x1, y1 = min(a.pixel_box[2], b.pixel_box[2]), min(a.pixel_box[3], b.pixel_box[3])
-    if x1 <= x0 or y1 <= y0:
-        return False
-    both = int(np.count_nonzero(a.mask[y0:y1, x0:x1] & b.mask[y0:y1, x0:x1]))
-    return both >= SAME_OBJECT_IOU * (a.area + b.area - both)
+    """Whether two masks of one frame cover the same object (IoU at least
+    ``SAME_OBJECT_IOU``)."""
+    return a.mask.shape == b.mask.shape and overlap_iou(
+        a.mask, a.pixel_box, a.area, b.mask, b.pixel_box, b.area) >= SAME_OBJECT_IOU
 
 
 def answer_scene(result: Result, measurements: Sequence[Measurement], depth: Any,
