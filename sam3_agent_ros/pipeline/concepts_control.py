@@ -106,7 +106,8 @@ class ConceptsControl:
         """Every standing concept's detections on ``frame`` (an answer's, for its grasp scene:
         neighbours the query did not name are obstacles too, CONTRACTS §12): one pass through
         the segmenter ahead of the concepts thread (SAM 3 reuses the frame's features when the
-        agent's last call was on it); none without concepts, and none with a warning when the segmenter fails."""
+        agent's last call was on it); none without concepts, and none with a warning when the
+        segmenter fails."""
         if not self.concepts.prompts:
             return []
         try:
